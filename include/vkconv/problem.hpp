@@ -1,0 +1,69 @@
+// ConvProblem — the one descriptor every algorithm, test, benchmark and the CLI speak.
+//
+// Sizes follow cuDNN/CUTLASS naming: N images of C channels, H×W pixels; K filters of C/groups channels,
+// R×S taps. The output is N×K×P×Q. Cross-correlation (no kernel flip), as every DL framework uses.
+// Layout picks both the activation and the filter layout, the two pairs users meet in practice:
+//   NCHW activations with OIHW filters (PyTorch), NHWC activations with OHWI (= KRSC) filters (cuDNN NHWC).
+// Shapes returned here are in the order of the chosen layout, so they can be compared with a user's .npy.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vkconv {
+
+enum class Layout { NCHW, NHWC };
+
+const char* to_string(Layout layout) noexcept;
+Layout parse_layout(std::string_view text);  // "nchw" / "nhwc", case-insensitive; throws InvalidArgument
+
+using Shape = std::vector<int64_t>;
+std::string shape_string(const Shape& shape);  // "[2, 3, 5, 7]"
+int64_t shape_elements(const Shape& shape);     // product; 1 for an empty shape
+
+struct ConvProblem {
+    int64_t N = 1, C = 1, H = 1, W = 1;  // input
+    int64_t K = 1, R = 1, S = 1;         // filters
+    int64_t pad_h = 0, pad_w = 0;
+    int64_t stride_h = 1, stride_w = 1;
+    int64_t dilation_h = 1, dilation_w = 1;
+    int64_t groups = 1;
+    Layout layout = Layout::NCHW;
+    bool has_bias = false;
+
+    // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding,
+    // C or K not divisible by groups, a dilated kernel larger than the padded input, element counts
+    // that overflow int64.
+    void validate() const;
+
+    // Derived output size; call validate() first (these assume a valid problem).
+    int64_t P() const;
+    int64_t Q() const;
+    int64_t channels_per_group() const { return C / groups; }
+    int64_t filters_per_group() const { return K / groups; }
+
+    // Shapes in the layout's order: input N,C,H,W or N,H,W,C; filter K,C/G,R,S or K,R,S,C/G;
+    // output N,K,P,Q or N,P,Q,K; bias K.
+    Shape input_shape() const;
+    Shape filter_shape() const;
+    Shape output_shape() const;
+    Shape bias_shape() const { return {K}; }
+
+    int64_t input_elements() const { return N * C * H * W; }
+    int64_t filter_elements() const { return K * (C / groups) * R * S; }
+    int64_t output_elements() const { return N * K * P() * Q(); }
+
+    // Multiply-adds counted as 2 FLOPs, the convention every benchmark in the field uses.
+    double forward_flops() const;
+
+    // Throws InvalidArgument naming `role` ("input", "filter", ...) when `given` differs from `expected`.
+    static void check_shape(std::string_view role, const Shape& given, const Shape& expected);
+
+    // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=1,1 stride=1,1 dilation=1,1 groups=1 nchw bias".
+    std::string str() const;
+};
+
+}  // namespace vkconv
