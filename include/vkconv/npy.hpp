@@ -1,9 +1,11 @@
 // Reading and writing NumPy .npy files of float32, the exchange format of the CLI and the tests.
 //
-// Accepted: format versions 1.0, 2.0 and 3.0, dtype '<f4' (or '=f4'/'f4' meaning little-endian float32
-// on the little-endian hosts vkconv runs on), fortran_order False, any rank. Everything else is refused
-// with Error(InvalidArgument) naming the file and the problem: other dtypes, big-endian, Fortran order,
-// a truncated or malformed header, a data section shorter or longer than the shape says.
+// Accepted: format versions 1.0, 2.0 and 3.0, dtype '<f4' exactly (what numpy writes for float32 on
+// every platform; '=f4', 'f4' and '|f4' are never written by numpy and are refused), fortran_order False,
+// any rank (shape () is a scalar of one element). Everything else is refused with Error(InvalidArgument)
+// naming the file and the problem: other dtypes, big-endian, Fortran order, a truncated or malformed
+// header, a data section shorter or longer than the shape says.
+// Files are written exactly as np.save writes a C-contiguous float32 array (same header, same padding).
 #pragma once
 
 #include <string>

@@ -1,0 +1,104 @@
+// Context: options and environment, device choice, and the objects every pass shares.
+#include <cstdlib>
+#include <cstring>
+
+#include "context_impl.hpp"
+#include "staging.hpp"
+#include "vk_check.hpp"
+#include "vkconv/pool.hpp"
+
+namespace vkconv {
+namespace detail {
+namespace {
+
+bool validation_from_environment() {
+    const char* value = std::getenv("VKCONV_VALIDATION");
+    return value && *value && std::strcmp(value, "0") != 0;
+}
+
+}  // namespace
+
+ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
+    const bool want_validation = options.validation.value_or(validation_from_environment());
+    instance = std::make_unique<Instance>(want_validation, options.on_message);
+
+    const auto physical = instance->physical_devices();
+    std::vector<DeviceInfo> infos;
+    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(describe_device(physical[i], i));
+    std::string selector = options.device;
+    if (selector.empty())
+        if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
+    const uint32_t chosen = select_device(infos, selector);
+    device = std::make_unique<Device>(physical[chosen], infos[chosen]);
+    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
+    pipelines = std::make_unique<PipelineCache>(*device);
+
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pool_info.queueFamilyIndex = device->queue_family();
+    VKC_CHECK(device->lost_flag(), device->vk().vkCreateCommandPool(device->handle(), &pool_info, nullptr, &command_pool));
+    staging = std::make_unique<Staging>(*this);
+}
+
+ContextImpl::~ContextImpl() {
+    staging.reset();
+    if (command_pool) device->vk().vkDestroyCommandPool(device->handle(), command_pool, nullptr);
+    pipelines.reset();
+    pool.reset();
+    device.reset();
+    instance.reset();
+}
+
+uint32_t ContextImpl::max_workgroups(int dimension) const {
+    const uint32_t limit = device->info().max_workgroup_count[dimension];
+    const uint32_t cap = options.max_workgroups_per_dispatch;
+    return cap ? std::min(cap, limit) : limit;
+}
+
+ContextImpl& impl_of(const Context& context) {
+    auto impl = context.impl();
+    if (!impl) throw Error(ErrorCategory::InvalidArgument, "the context was moved from");
+    return *impl;
+}
+
+}  // namespace detail
+
+Context::Context(const ContextOptions& options) : impl_(std::make_shared<detail::ContextImpl>(options)) {}
+Context::~Context() = default;
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+
+const DeviceInfo& Context::device() const { return detail::impl_of(*this).device->info(); }
+bool Context::validation_enabled() const { return detail::impl_of(*this).instance->validation_enabled(); }
+PoolStats Context::pool_stats() const { return detail::impl_of(*this).pool->stats(); }
+void Context::reset_peak() { detail::impl_of(*this).pool->reset_peak(); }
+void Context::trim() { detail::impl_of(*this).pool->trim(); }
+
+std::vector<DeviceInfo> list_devices() {
+    detail::Instance instance(false, {});
+    const auto physical = instance.physical_devices();
+    std::vector<DeviceInfo> infos;
+    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(detail::describe_device(physical[i], i));
+    return infos;
+}
+
+void testing::simulate_device_loss(Context& context) { detail::impl_of(context).device->lost_flag()->store(true); }
+
+struct PeakScope::State {
+    std::shared_ptr<detail::ContextImpl> context;
+    uint64_t baseline = 0;
+    uint64_t peak = 0;
+};
+
+PeakScope::PeakScope(Context& context) : state_(std::make_shared<State>()) {
+    state_->context = context.impl();
+    detail::BufferPool& pool = *detail::impl_of(context).pool;
+    state_->baseline = state_->peak = pool.in_use();
+    pool.add_peak_tracker(&state_->peak);
+}
+
+PeakScope::~PeakScope() { state_->context->pool->remove_peak_tracker(&state_->peak); }
+uint64_t PeakScope::peak() const { return state_->peak; }
+uint64_t PeakScope::baseline() const { return state_->baseline; }
+
+}  // namespace vkconv

@@ -1,0 +1,35 @@
+// What a Context owns, in creation order (destroyed in reverse): instance, device, pool, pipelines,
+// command pool, staging. Tensors and PeakScopes hold a shared_ptr to it, so it outlives them.
+#pragma once
+
+#include <memory>
+
+#include "buffer_pool.hpp"
+#include "device.hpp"
+#include "instance.hpp"
+#include "pipeline_cache.hpp"
+#include "vkconv/context.hpp"
+
+namespace vkconv::detail {
+
+class Staging;
+
+struct ContextImpl {
+    explicit ContextImpl(const ContextOptions& options);
+    ~ContextImpl();
+
+    ContextOptions options;
+    std::unique_ptr<Instance> instance;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<BufferPool> pool;
+    std::unique_ptr<PipelineCache> pipelines;
+    VkCommandPool command_pool = VK_NULL_HANDLE;
+    std::unique_ptr<Staging> staging;
+
+    // Workgroups per dimension a single dispatch may use: the device limit, or the option's lower value.
+    uint32_t max_workgroups(int dimension) const;
+};
+
+ContextImpl& impl_of(const Context& context);
+
+}  // namespace vkconv::detail

@@ -1,0 +1,71 @@
+#include "device.hpp"
+
+#include <vector>
+
+#include "vk_check.hpp"
+
+namespace vkconv::detail {
+
+Device::Device(VkPhysicalDevice physical, const DeviceInfo& info) : physical_(physical), info_(info) {
+    vkGetPhysicalDeviceProperties(physical_, &properties_);
+    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, families.data());
+    // Prefer a compute-only family (async compute on discrete GPUs), else any family with compute.
+    uint32_t chosen = UINT32_MAX;
+    for (uint32_t i = 0; i < count; ++i) {
+        if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        if (chosen == UINT32_MAX || !(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) chosen = i;
+        if (!(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
+    }
+    if (chosen == UINT32_MAX)
+        throw Error(ErrorCategory::Unsupported, "device '" + info_.name + "' has no compute queue");
+    queue_family_ = chosen;
+    timestamp_valid_bits_ = families[chosen].timestampValidBits;
+    info_.timestamps = timestamp_valid_bits_ > 0;
+
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue_info.queueFamilyIndex = queue_family_;
+    queue_info.queueCount = 1;
+    queue_info.pQueuePriorities = &priority;
+    VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    device_info.queueCreateInfoCount = 1;
+    device_info.pQueueCreateInfos = &queue_info;
+    VKC_CHECK(nullptr, vkCreateDevice(physical_, &device_info, nullptr, &device_));
+    volkLoadDeviceTable(&table_, device_);
+    table_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+}
+
+Device::~Device() {
+    if (device_) {
+        // Best effort: a lost device may refuse, and a destructor must not throw.
+        table_.vkDeviceWaitIdle(device_);
+        table_.vkDestroyDevice(device_, nullptr);
+    }
+}
+
+void Device::throw_if_lost() const {
+    if (lost_.load())
+        throw Error(ErrorCategory::DeviceLost,
+                    "device '" + info_.name + "' was lost earlier; create a new Context",
+                    static_cast<int32_t>(VK_ERROR_DEVICE_LOST));
+}
+
+uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                                  VkMemoryPropertyFlags preferred) const {
+    uint32_t fallback = UINT32_MAX;
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+        if (!(type_bits & (1u << i))) continue;
+        const VkMemoryPropertyFlags flags = memory_.memoryTypes[i].propertyFlags;
+        if ((flags & required) != required) continue;
+        if ((flags & preferred) == preferred) return i;
+        if (fallback == UINT32_MAX) fallback = i;
+    }
+    return fallback;
+}
+
+}  // namespace vkconv::detail

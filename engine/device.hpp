@@ -1,0 +1,52 @@
+// The logical device: one compute queue, device functions loaded per device (volk table), limits.
+#pragma once
+
+#include <volk.h>
+
+#include <atomic>
+
+#include "vkconv/context.hpp"
+
+namespace vkconv::detail {
+
+class Device {
+public:
+    Device(VkPhysicalDevice physical, const DeviceInfo& info);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    VkPhysicalDevice physical() const { return physical_; }
+    VkDevice handle() const { return device_; }
+    const VolkDeviceTable& vk() const { return table_; }
+    VkQueue queue() const { return queue_; }
+    uint32_t queue_family() const { return queue_family_; }
+    const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
+    const VkPhysicalDeviceMemoryProperties& memory() const { return memory_; }
+    const DeviceInfo& info() const { return info_; }
+    uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
+
+    // Sticky device loss: set by any call that returns VK_ERROR_DEVICE_LOST.
+    std::atomic<bool>* lost_flag() { return &lost_; }
+    bool lost() const { return lost_.load(); }
+    void throw_if_lost() const;
+
+    // A memory type allowed by `type_bits` that has all of `required` (and, if possible, `preferred`).
+    // Returns UINT32_MAX when none has `required`.
+    uint32_t find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                              VkMemoryPropertyFlags preferred) const;
+
+private:
+    VkPhysicalDevice physical_;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VolkDeviceTable table_{};
+    VkQueue queue_ = VK_NULL_HANDLE;
+    uint32_t queue_family_ = 0;
+    uint32_t timestamp_valid_bits_ = 0;
+    VkPhysicalDeviceProperties properties_{};
+    VkPhysicalDeviceMemoryProperties memory_{};
+    DeviceInfo info_;
+    std::atomic<bool> lost_{false};
+};
+
+}  // namespace vkconv::detail

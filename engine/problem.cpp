@@ -1,0 +1,178 @@
+// ConvProblem: validation, derived sizes, shapes and the layout names.
+#include "vkconv/problem.hpp"
+
+#include <cctype>
+#include <initializer_list>
+
+#include "vkconv/error.hpp"
+
+namespace vkconv {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(ErrorCategory::InvalidArgument, "ConvProblem: " + message);
+}
+
+std::string named(const char* name, int64_t value) {
+    return std::string(name) + " (=" + std::to_string(value) + ")";
+}
+
+void require_positive(const char* name, int64_t value) {
+    if (value <= 0) invalid(named(name, value) + " must be positive");
+}
+
+void require_non_negative(const char* name, int64_t value) {
+    if (value < 0) invalid(named(name, value) + " must be >= 0");
+}
+
+struct Factor {
+    const char* name;
+    int64_t value;
+};
+
+// The message lists every factor, because the caller usually cannot tell which size was the absurd one.
+void require_product_fits(const char* what, std::initializer_list<Factor> factors) {
+    int64_t product = 1;
+    bool overflow = false;
+    std::string formula, values;
+    for (const Factor& f : factors) {
+        overflow = __builtin_mul_overflow(product, f.value, &product) || overflow;
+        formula += (formula.empty() ? "" : "*") + std::string(f.name);
+        values += (values.empty() ? "" : ", ") + std::string(f.name) + "=" + std::to_string(f.value);
+    }
+    if (overflow) invalid(std::string(what) + " " + formula + " overflows int64 (" + values + ")");
+}
+
+// One spatial dimension's names, so height and width share the checks and their messages.
+struct Axis {
+    const char* dimension;  // "height"
+    const char* size_name;  // "H"
+    const char* pad_name;
+    const char* dilation_name;
+    const char* taps_name;  // "R"
+    int64_t size, pad, dilation, taps;
+};
+
+void require_window_fits(const Axis& a) {
+    int64_t padded = 0, extent = 0;
+    if (__builtin_mul_overflow(a.pad, int64_t{2}, &padded) || __builtin_add_overflow(a.size, padded, &padded))
+        invalid(std::string("padded input ") + a.dimension + " " + a.size_name + "+2*" + a.pad_name +
+                " overflows int64 (" + a.size_name + "=" + std::to_string(a.size) + ", " + a.pad_name + "=" +
+                std::to_string(a.pad) + ")");
+    if (__builtin_mul_overflow(a.dilation, a.taps - 1, &extent) || __builtin_add_overflow(extent, int64_t{1}, &extent))
+        invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
+                "-1)+1 overflows int64 (" + a.dilation_name + "=" + std::to_string(a.dilation) + ", " +
+                a.taps_name + "=" + std::to_string(a.taps) + ")");
+    if (extent > padded)
+        invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
+                "-1)+1 (=" + std::to_string(extent) + ") is larger than the padded input " + a.dimension + " " +
+                a.size_name + "+2*" + a.pad_name + " (=" + std::to_string(padded) + ")");
+}
+
+int64_t output_size(int64_t size, int64_t pad, int64_t dilation, int64_t taps, int64_t stride) {
+    return (size + 2 * pad - dilation * (taps - 1) - 1) / stride + 1;
+}
+
+}  // namespace
+
+const char* to_string(Layout layout) noexcept {
+    switch (layout) {
+        case Layout::NCHW: return "nchw";
+        case Layout::NHWC: return "nhwc";
+    }
+    return "unknown";
+}
+
+Layout parse_layout(std::string_view text) {
+    std::string lower;
+    for (char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (lower == "nchw") return Layout::NCHW;
+    if (lower == "nhwc") return Layout::NHWC;
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown layout '" + std::string(text) + "' (expected nchw or nhwc)");
+}
+
+std::string shape_string(const Shape& shape) {
+    std::string out = "[";
+    for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    return out + "]";
+}
+
+int64_t shape_elements(const Shape& shape) {
+    int64_t product = 1;
+    for (int64_t extent : shape) product *= extent;
+    return product;
+}
+
+void ConvProblem::validate() const {
+    require_positive("N", N);
+    require_positive("C", C);
+    require_positive("H", H);
+    require_positive("W", W);
+    require_positive("K", K);
+    require_positive("R", R);
+    require_positive("S", S);
+    require_non_negative("pad_h", pad_h);
+    require_non_negative("pad_w", pad_w);
+    require_positive("stride_h", stride_h);
+    require_positive("stride_w", stride_w);
+    require_positive("dilation_h", dilation_h);
+    require_positive("dilation_w", dilation_w);
+    require_positive("groups", groups);
+    if (C % groups != 0) invalid(named("C", C) + " is not divisible by " + named("groups", groups));
+    if (K % groups != 0) invalid(named("K", K) + " is not divisible by " + named("groups", groups));
+
+    require_window_fits({"height", "H", "pad_h", "dilation_h", "R", H, pad_h, dilation_h, R});
+    require_window_fits({"width", "W", "pad_w", "dilation_w", "S", W, pad_w, dilation_w, S});
+    // Unreachable once the window fits; kept so a future change to the formula cannot yield an empty output.
+    if (P() <= 0 || Q() <= 0)
+        invalid("output size " + named("P", P()) + " x " + named("Q", Q()) + " is empty");
+
+    const int64_t Cg = C / groups, p = P(), q = Q();
+    require_product_fits("input element count", {{"N", N}, {"C", C}, {"H", H}, {"W", W}});
+    require_product_fits("filter element count", {{"K", K}, {"C/groups", Cg}, {"R", R}, {"S", S}});
+    require_product_fits("output element count", {{"N", N}, {"K", K}, {"P", p}, {"Q", q}});
+    require_product_fits("forward multiply-add count",
+                         {{"N", N}, {"K", K}, {"P", p}, {"Q", q}, {"C/groups", Cg}, {"R", R}, {"S", S}});
+}
+
+int64_t ConvProblem::P() const { return output_size(H, pad_h, dilation_h, R, stride_h); }
+int64_t ConvProblem::Q() const { return output_size(W, pad_w, dilation_w, S, stride_w); }
+
+Shape ConvProblem::input_shape() const {
+    return layout == Layout::NCHW ? Shape{N, C, H, W} : Shape{N, H, W, C};
+}
+
+Shape ConvProblem::filter_shape() const {
+    const int64_t Cg = channels_per_group();
+    return layout == Layout::NCHW ? Shape{K, Cg, R, S} : Shape{K, R, S, Cg};
+}
+
+Shape ConvProblem::output_shape() const {
+    return layout == Layout::NCHW ? Shape{N, K, P(), Q()} : Shape{N, P(), Q(), K};
+}
+
+double ConvProblem::forward_flops() const {
+    // validate() guarantees the integer product fits, so it is exact before the conversion.
+    return 2.0 * static_cast<double>(N * K * P() * Q() * channels_per_group() * R * S);
+}
+
+void ConvProblem::check_shape(std::string_view role, const Shape& given, const Shape& expected) {
+    if (given != expected)
+        throw Error(ErrorCategory::InvalidArgument, std::string(role) + " shape " + shape_string(given) +
+                                                        " does not match the expected shape " +
+                                                        shape_string(expected));
+}
+
+std::string ConvProblem::str() const {
+    auto pair = [](int64_t a, int64_t b) { return std::to_string(a) + "," + std::to_string(b); };
+    std::string out = "N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
+                      " W=" + std::to_string(W) + " K=" + std::to_string(K) + " R=" + std::to_string(R) +
+                      " S=" + std::to_string(S) + " pad=" + pair(pad_h, pad_w) +
+                      " stride=" + pair(stride_h, stride_w) + " dilation=" + pair(dilation_h, dilation_w) +
+                      " groups=" + std::to_string(groups) + " " + to_string(layout);
+    return has_bias ? out + " bias" : out;
+}
+
+}  // namespace vkconv

@@ -1,0 +1,51 @@
+// Tensor: pool-backed device memory with upload and download.
+#include "vkconv/tensor.hpp"
+
+#include <string>
+
+#include "staging.hpp"
+#include "tensor_storage.hpp"
+
+namespace vkconv {
+
+Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    impl.device->throw_if_lost();
+    if (shape.empty()) throw Error(ErrorCategory::InvalidArgument, "tensor shape is empty");
+    int64_t elements = 1;
+    for (int64_t d : shape) {
+        if (d <= 0)
+            throw Error(ErrorCategory::InvalidArgument,
+                        "tensor shape " + shape_string(shape) + " has a dimension that is not positive");
+        if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60) / 4)
+            throw Error(ErrorCategory::InvalidArgument, "tensor shape " + shape_string(shape) + " is too large");
+    }
+    auto storage = std::make_shared<detail::TensorStorage>();
+    storage->context = context.impl();
+    storage->allocation = impl.pool->allocate(static_cast<uint64_t>(elements) * sizeof(float));
+    storage_ = std::move(storage);
+}
+
+Tensor Tensor::from_host(Context& context, const Shape& shape, std::span<const float> values) {
+    Tensor tensor(context, shape);
+    tensor.upload(values);
+    return tensor;
+}
+
+void Tensor::upload(std::span<const float> values) {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "upload to an empty tensor");
+    if (static_cast<int64_t>(values.size()) != elements())
+        throw Error(ErrorCategory::InvalidArgument, "upload of " + std::to_string(values.size()) +
+                                                        " values to a tensor of shape " + shape_string(shape_) +
+                                                        " (" + std::to_string(elements()) + " elements)");
+    storage_->context->staging->upload(storage_->allocation, values.data(), bytes());
+}
+
+std::vector<float> Tensor::download() const {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
+    std::vector<float> values(static_cast<size_t>(elements()));
+    storage_->context->staging->download(storage_->allocation, values.data(), bytes());
+    return values;
+}
+
+}  // namespace vkconv

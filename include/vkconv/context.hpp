@@ -1,0 +1,96 @@
+// vkconv::Context — one Vulkan device, its compute queue, buffer pool and pipeline cache.
+//
+// Creating a Context is the first moment vkconv touches Vulkan: the loader is opened at run time (volk),
+// so a program linked with vkconv starts on a machine without Vulkan and gets Error(Unsupported) only here.
+// A Context is used from one thread at a time. Tensors keep their context alive.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkconv/pool.hpp"
+
+namespace vkconv {
+
+namespace detail {
+struct ContextImpl;
+}
+
+struct DeviceInfo {
+    uint32_t index = 0;           // position in the loader's enumeration, as VKCONV_DEVICE=INDEX counts
+    std::string name;
+    std::string type;             // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
+    std::string driver;           // driver name and info where the device reports them
+    std::string api_version;      // "1.3.230"
+    uint32_t subgroup_size = 0;
+    uint32_t shared_memory_bytes = 0;          // maxComputeSharedMemorySize
+    uint64_t max_storage_buffer_range = 0;
+    uint32_t max_workgroup_invocations = 0;
+    std::array<uint32_t, 3> max_workgroup_count{};
+    uint32_t max_push_constants_bytes = 0;
+    uint64_t max_texel_buffer_elements = 0;
+    bool fp16 = false;            // shaderFloat16
+    bool timestamps = false;      // the compute queue can write timestamps
+
+    std::string summary() const;  // one line with everything above
+};
+
+enum class MessageSeverity { Verbose, Info, Warning, Error };
+using MessageCallback = std::function<void(MessageSeverity, std::string_view)>;
+
+struct ContextOptions {
+    // Device selector: an index or a case-insensitive substring of the device name. Empty: the
+    // VKCONV_DEVICE environment variable, else the best device (discrete > integrated > virtual > CPU).
+    std::string device;
+    // Enable VK_LAYER_KHRONOS_validation. Unset: VKCONV_VALIDATION=1 in the environment turns it on.
+    // If the layer is not installed a warning goes to the message callback and the context runs without.
+    std::optional<bool> validation;
+    // Receives validation-layer messages (warnings and errors). Unset: they are printed on stderr.
+    MessageCallback on_message;
+    // Cap on the bytes the pool may reserve from the driver (0 = no cap beyond the driver's own).
+    // An allocation past it throws Error(OutOfDeviceMemory), as a real out-of-memory would.
+    uint64_t device_memory_limit = 0;
+    // Size of the pool's blocks; larger requests get a block of their own.
+    uint64_t pool_block_bytes = 64ull << 20;
+    // Lower the per-dispatch workgroup count below the device limit (0 = device limit). For tests: it
+    // makes the dispatch splitting that large problems need happen on small ones.
+    uint32_t max_workgroups_per_dispatch = 0;
+};
+
+class Context {
+public:
+    explicit Context(const ContextOptions& options = {});
+    ~Context();
+    Context(Context&&) noexcept;
+    Context& operator=(Context&&) noexcept;
+
+    const DeviceInfo& device() const;
+    bool validation_enabled() const;
+
+    // Pool counters (see pool.hpp) and control.
+    PoolStats pool_stats() const;
+    void reset_peak();
+    void trim();  // give every empty pool block back to the driver
+
+    std::shared_ptr<detail::ContextImpl> impl() const { return impl_; }
+
+private:
+    std::shared_ptr<detail::ContextImpl> impl_;
+};
+
+// Every physical device the loader reports, in enumeration order. Throws Error(Unsupported) without a loader.
+std::vector<DeviceInfo> list_devices();
+
+namespace testing {
+// Marks the context's device as lost, exactly as a VK_ERROR_DEVICE_LOST from the driver would: every later
+// call on it throws Error(DeviceLost). Only for tests of that path; a real loss cannot be provoked portably.
+void simulate_device_loss(Context& context);
+}  // namespace testing
+
+}  // namespace vkconv

@@ -1,0 +1,46 @@
+// Convolution passes on the GPU.
+//
+// Each pass takes the problem, its device tensors (shapes checked against the problem) and an algorithm.
+// Algorithm::Auto picks one by the heuristic documented in README.md. The returned RunStats say what ran,
+// how long the GPU took and what memory it needed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "vkconv/context.hpp"
+#include "vkconv/error.hpp"
+#include "vkconv/problem.hpp"
+#include "vkconv/tensor.hpp"
+
+namespace vkconv {
+
+enum class Algorithm {
+    Auto,
+    Direct,  // one invocation per output value; the baseline every other algorithm is checked against
+};
+
+const char* to_string(Algorithm algorithm) noexcept;
+Algorithm parse_algorithm(std::string_view text);  // case-insensitive name; throws InvalidArgument
+
+struct RunStats {
+    Algorithm algorithm = Algorithm::Auto;  // the algorithm that ran (never Auto)
+    double gpu_ms = 0;                      // GPU timestamps around the pass's dispatches
+    bool gpu_timed = false;                 // false: the queue has no timestamps, gpu_ms is wall time
+    double wall_ms = 0;                     // host time from record to completion
+    uint64_t workspace_bytes = 0;           // pool bytes the pass allocated for itself, as reported up front
+    uint64_t peak_bytes = 0;                // pool in-use peak during the pass (live operands included)
+    uint32_t dispatches = 0;
+};
+
+// Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact:
+// the pool's in-use counter grows by exactly this much during the pass.
+uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm);
+
+// y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
+// have the problem's output shape; its previous contents are overwritten.
+RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto);
+
+}  // namespace vkconv

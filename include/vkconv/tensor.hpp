@@ -1,0 +1,45 @@
+// vkconv::Tensor — a float32 array in device memory, allocated from its context's pool.
+//
+// A tensor has a shape (any rank) and no layout of its own: the ConvProblem it is used with says how its
+// dimensions are ordered. Its memory goes back to the pool when the last copy dies (copies share it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "vkconv/context.hpp"
+#include "vkconv/error.hpp"
+#include "vkconv/problem.hpp"
+
+namespace vkconv {
+
+namespace detail {
+struct TensorStorage;
+}
+
+class Tensor {
+public:
+    Tensor() = default;
+    // Uninitialised device memory for `shape` (every dimension > 0).
+    Tensor(Context& context, const Shape& shape);
+    // Allocates and uploads `values` (their count must equal the shape's element count).
+    static Tensor from_host(Context& context, const Shape& shape, std::span<const float> values);
+
+    void upload(std::span<const float> values);
+    std::vector<float> download() const;
+
+    bool empty() const { return !storage_; }
+    const Shape& shape() const { return shape_; }
+    int64_t elements() const { return shape_elements(shape_); }
+    uint64_t bytes() const { return static_cast<uint64_t>(elements()) * sizeof(float); }
+
+    std::shared_ptr<detail::TensorStorage> storage() const { return storage_; }
+
+private:
+    Shape shape_;
+    std::shared_ptr<detail::TensorStorage> storage_;
+};
+
+}  // namespace vkconv

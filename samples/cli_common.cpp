@@ -1,0 +1,163 @@
+#include "cli_common.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace vkconv_cli {
+
+int run_guarded(const std::function<int()>& body) {
+    try {
+        return body();
+    } catch (const vkconv::Error& e) {
+        std::fprintf(stderr, "vkconv: error (%s): %s\n", vkconv::to_string(e.category()), e.what());
+        return e.category() == vkconv::ErrorCategory::InvalidArgument ? kBadInput : kRuntimeFailure;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "vkconv: error: %s\n", e.what());
+        return kRuntimeFailure;
+    }
+}
+
+std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option) {
+    auto number = [&](std::string_view part) {
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+        if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                option + " expects N or N,M with integers, got '" + text + "'");
+        return value;
+    };
+    const auto comma = text.find(',');
+    if (comma == std::string::npos) {
+        const int64_t v = number(text);
+        return {v, v};
+    }
+    return {number(std::string_view(text).substr(0, comma)), number(std::string_view(text).substr(comma + 1))};
+}
+
+void ConvOptions::add_to(CLI::App& command) {
+    command.add_option("--stride", stride, "stride S or SH,SW")->capture_default_str();
+    command.add_option("--padding", padding, "zero padding P or PH,PW")->capture_default_str();
+    command.add_option("--dilation", dilation, "dilation D or DH,DW")->capture_default_str();
+    command.add_option("--groups", groups, "groups (C and K must be divisible by it)")->capture_default_str();
+    command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
+        ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
+        ->capture_default_str();
+    command.add_option("--algo", algorithm, "algorithm: auto or direct")->capture_default_str();
+    command.add_option("--device", device, "device index or case-insensitive name substring");
+    command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
+}
+
+void ConvOptions::apply(vkconv::ConvProblem& problem) const {
+    std::tie(problem.stride_h, problem.stride_w) = parse_pair(stride, "--stride");
+    std::tie(problem.pad_h, problem.pad_w) = parse_pair(padding, "--padding");
+    std::tie(problem.dilation_h, problem.dilation_w) = parse_pair(dilation, "--dilation");
+    problem.groups = groups;
+    problem.layout = vkconv::parse_layout(layout);
+}
+
+vkconv::ContextOptions ConvOptions::context_options() const {
+    vkconv::ContextOptions options;
+    options.device = device;
+    return options;
+}
+
+void check_writable(const std::string& path, const std::string& option) {
+    namespace fs = std::filesystem;
+    const fs::path target(path);
+    fs::path dir = target.parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    if (fs::is_directory(target, ec))
+        throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, option + " '" + path + "' is a directory");
+    if (!fs::is_directory(dir, ec))
+        throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                            option + " '" + path + "': directory '" + dir.string() + "' does not exist");
+    if (::access(dir.c_str(), W_OK) != 0)
+        throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                            option + " '" + path + "': directory '" + dir.string() + "' is not writable");
+}
+
+std::string json_quote(const std::string& text) {
+    std::string out = "\"";
+    for (unsigned char c : text) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\t': out += "\\t"; break;
+            case '\r': out += "\\r"; break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+    }
+    return out + "\"";
+}
+
+void JsonObject::key(const std::string& k) {
+    if (!body_.empty()) body_ += ", ";
+    body_ += json_quote(k) + ": ";
+}
+
+JsonObject& JsonObject::add(const std::string& k, const std::string& value) {
+    key(k);
+    body_ += json_quote(value);
+    return *this;
+}
+
+JsonObject& JsonObject::add(const std::string& k, double value) {
+    key(k);
+    if (!std::isfinite(value)) {
+        body_ += "null";
+    } else {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", value);
+        body_ += buf;
+    }
+    return *this;
+}
+
+JsonObject& JsonObject::add(const std::string& k, uint64_t value) {
+    key(k);
+    body_ += std::to_string(value);
+    return *this;
+}
+
+JsonObject& JsonObject::add(const std::string& k, int64_t value) {
+    key(k);
+    body_ += std::to_string(value);
+    return *this;
+}
+
+JsonObject& JsonObject::add(const std::string& k, bool value) {
+    key(k);
+    body_ += value ? "true" : "false";
+    return *this;
+}
+
+JsonObject& JsonObject::add_raw(const std::string& k, const std::string& json) {
+    key(k);
+    body_ += json;
+    return *this;
+}
+
+std::string problem_json(const vkconv::ConvProblem& p) {
+    JsonObject o;
+    o.add("N", p.N).add("C", p.C).add("H", p.H).add("W", p.W).add("K", p.K).add("R", p.R).add("S", p.S);
+    o.add("P", p.P()).add("Q", p.Q());
+    o.add("stride_h", p.stride_h).add("stride_w", p.stride_w).add("pad_h", p.pad_h).add("pad_w", p.pad_w);
+    o.add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w).add("groups", p.groups);
+    o.add("layout", vkconv::to_string(p.layout)).add("bias", p.has_bias);
+    return o.str();
+}
+
+}  // namespace vkconv_cli

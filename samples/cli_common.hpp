@@ -1,0 +1,66 @@
+// Shared pieces of the vkconv command-line tool: exit codes, error reporting, option parsing helpers
+// and a tiny JSON writer for --stats.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "vkconv/vkconv.hpp"
+
+namespace vkconv_cli {
+
+enum ExitCode : int {
+    kSuccess = 0,
+    kRuntimeFailure = 1,  // device or runtime failure: no device, out of memory, device lost, Vulkan errors
+    kBadInput = 2,        // bad usage or bad input: message on stderr, no output written
+};
+
+// Runs a subcommand body, mapping vkconv::Error to an exit code and a one-line message on stderr.
+int run_guarded(const std::function<int()>& body);
+
+// "3" -> {3, 3}; "2,3" -> {2, 3}. Throws InvalidArgument naming `option` otherwise.
+std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option);
+
+// Convolution options shared by the passes: stride, padding, dilation, groups, layout, algorithm, device.
+struct ConvOptions {
+    std::string stride = "1", padding = "0", dilation = "1";
+    int64_t groups = 1;
+    std::string layout = "nchw";
+    std::string algorithm = "auto";
+    std::string device;
+    bool stats = false;
+
+    void add_to(CLI::App& command);
+    // Applies stride/padding/dilation/groups/layout to `problem`.
+    void apply(vkconv::ConvProblem& problem) const;
+    vkconv::ContextOptions context_options() const;
+};
+
+// Fails with InvalidArgument before any work when `path` cannot be written (missing directory, ...).
+void check_writable(const std::string& path, const std::string& option);
+
+class JsonObject {
+public:
+    JsonObject& add(const std::string& key, const std::string& value);
+    JsonObject& add(const std::string& key, const char* value) { return add(key, std::string(value)); }
+    JsonObject& add(const std::string& key, double value);
+    JsonObject& add(const std::string& key, uint64_t value);
+    JsonObject& add(const std::string& key, int64_t value);
+    JsonObject& add(const std::string& key, bool value);
+    JsonObject& add_raw(const std::string& key, const std::string& json);
+    std::string str() const { return "{" + body_ + "}"; }
+
+private:
+    void key(const std::string& k);
+    std::string body_;
+};
+
+std::string json_quote(const std::string& text);
+
+// The problem as a JSON object (sizes, geometry, layout).
+std::string problem_json(const vkconv::ConvProblem& problem);
+
+}  // namespace vkconv_cli

@@ -1,0 +1,94 @@
+// vkconv forward: y = conv(x, w) (+ b) from .npy files.
+#include <cstdio>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+
+namespace vkconv_cli {
+namespace {
+
+struct ForwardArgs {
+    std::string input, weight, bias, output;
+    ConvOptions conv;
+};
+
+vkconv::Error bad(const std::string& message) { return {vkconv::ErrorCategory::InvalidArgument, message}; }
+
+// Derives the problem from the arrays' shapes and the options, naming both sides of any mismatch.
+vkconv::ConvProblem problem_from(const ForwardArgs& args, const vkconv::NpyArray& x, const vkconv::NpyArray& w,
+                                 const vkconv::NpyArray* b) {
+    vkconv::ConvProblem p;
+    args.conv.apply(p);
+    const bool nhwc = p.layout == vkconv::Layout::NHWC;
+    if (x.shape.size() != 4)
+        throw bad("--input '" + args.input + "' has shape " + vkconv::shape_string(x.shape) + "; expected 4-D " +
+                  (nhwc ? "N,H,W,C" : "N,C,H,W"));
+    if (w.shape.size() != 4)
+        throw bad("--weight '" + args.weight + "' has shape " + vkconv::shape_string(w.shape) + "; expected 4-D " +
+                  (nhwc ? "K,R,S,C/groups" : "K,C/groups,R,S"));
+    p.N = x.shape[0];
+    p.C = nhwc ? x.shape[3] : x.shape[1];
+    p.H = nhwc ? x.shape[1] : x.shape[2];
+    p.W = nhwc ? x.shape[2] : x.shape[3];
+    p.K = w.shape[0];
+    p.R = nhwc ? w.shape[1] : w.shape[2];
+    p.S = nhwc ? w.shape[2] : w.shape[3];
+    const int64_t weight_channels = nhwc ? w.shape[3] : w.shape[1];
+    if (p.groups > 0 && p.C % p.groups == 0 && weight_channels != p.C / p.groups)
+        throw bad("--weight '" + args.weight + "' has " + std::to_string(weight_channels) +
+                  " input channels per group, but --input has C = " + std::to_string(p.C) + " with --groups " +
+                  std::to_string(p.groups) + " (expected " + std::to_string(p.C / p.groups) + ")");
+    p.has_bias = b != nullptr;
+    p.validate();
+    if (b && b->shape != p.bias_shape())
+        throw bad("--bias '" + args.bias + "' has shape " + vkconv::shape_string(b->shape) + "; expected [" +
+                  std::to_string(p.K) + "] (K, from --weight)");
+    return p;
+}
+
+int run_forward(const ForwardArgs& args) {
+    check_writable(args.output, "--output");
+    const auto algorithm = vkconv::parse_algorithm(args.conv.algorithm);
+    const auto x = vkconv::read_npy(args.input);
+    const auto w = vkconv::read_npy(args.weight);
+    vkconv::NpyArray b;
+    if (!args.bias.empty()) b = vkconv::read_npy(args.bias);
+    const auto problem = problem_from(args, x, w, args.bias.empty() ? nullptr : &b);
+
+    vkconv::Context context(args.conv.context_options());
+    auto input = vkconv::Tensor::from_host(context, problem.input_shape(), x.data);
+    auto filter = vkconv::Tensor::from_host(context, problem.filter_shape(), w.data);
+    vkconv::Tensor bias;
+    if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
+    vkconv::Tensor output(context, problem.output_shape());
+    const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
+                                       algorithm);
+    vkconv::write_npy(args.output, problem.output_shape(), output.download());
+
+    if (args.conv.stats) {
+        JsonObject o;
+        o.add("pass", "forward").add("algorithm", vkconv::to_string(stats.algorithm));
+        o.add("device", context.device().name).add("gpu_ms", stats.gpu_ms).add("gpu_timed", stats.gpu_timed);
+        o.add("wall_ms", stats.wall_ms).add("gflops", problem.forward_flops() / (stats.gpu_ms * 1e6));
+        o.add("workspace_bytes", stats.workspace_bytes).add("peak_bytes", stats.peak_bytes);
+        o.add("dispatches", static_cast<uint64_t>(stats.dispatches));
+        o.add_raw("problem", problem_json(problem));
+        std::printf("%s\n", o.str().c_str());
+    }
+    return kSuccess;
+}
+
+}  // namespace
+
+Action add_forward_command(CLI::App& root) {
+    auto args = std::make_shared<ForwardArgs>();
+    auto* command = root.add_subcommand("forward", "y = conv(x, w) + b from .npy files (float32, C order)");
+    command->add_option("--input", args->input, "input X.npy (N,C,H,W or N,H,W,C)")->required();
+    command->add_option("--weight", args->weight, "filter W.npy (K,C/G,R,S or K,R,S,C/G)")->required();
+    command->add_option("--bias", args->bias, "optional bias B.npy (K)");
+    command->add_option("--output", args->output, "output Y.npy, written only on success")->required();
+    args->conv.add_to(*command);
+    return [args] { return run_forward(*args); };
+}
+
+}  // namespace vkconv_cli

@@ -1,0 +1,51 @@
+#include "layers.hpp"
+
+#include <charconv>
+#include <sstream>
+
+#include "vkconv/error.hpp"
+
+namespace vkconv_cli {
+
+std::vector<Layer> parse_layers(std::string_view text, const std::string& origin) {
+    std::vector<Layer> layers;
+    std::istringstream in{std::string(text)};
+    std::string line;
+    int line_number = 0;
+    while (std::getline(in, line)) {
+        ++line_number;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty() || line[0] == '#') continue;
+        auto fail = [&](const std::string& why) {
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                origin + ":" + std::to_string(line_number) + ": " + why);
+        };
+        std::vector<std::string> fields;
+        std::string field;
+        std::istringstream row(line);
+        while (std::getline(row, field, ',')) fields.push_back(field);
+        if (fields.size() < 15) fail("expected at least 15 comma-separated fields, found " + std::to_string(fields.size()));
+        int64_t v[14];
+        for (int i = 0; i < 14; ++i) {
+            const std::string& f = fields[i + 1];
+            const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v[i]);
+            if (ec != std::errc() || end != f.data() + f.size()) fail("field " + std::to_string(i + 2) + " ('" + f + "') is not an integer");
+        }
+        Layer layer;
+        layer.name = fields[0];
+        auto& p = layer.problem;
+        p.N = v[0], p.C = v[1], p.H = v[2], p.W = v[3], p.K = v[4], p.R = v[5], p.S = v[6];
+        p.stride_h = v[7], p.stride_w = v[8], p.pad_h = v[9], p.pad_w = v[10];
+        p.dilation_h = v[11], p.dilation_w = v[12], p.groups = v[13];
+        for (size_t i = 15; i < fields.size(); ++i) layer.source += (i > 15 ? "," : "") + fields[i];
+        try {
+            p.validate();
+        } catch (const vkconv::Error& e) {
+            fail(std::string("layer '") + layer.name + "': " + e.what());
+        }
+        layers.push_back(std::move(layer));
+    }
+    return layers;
+}
+
+}  // namespace vkconv_cli

@@ -1,0 +1,26 @@
+// The benchmark layer table (samples/layers.csv, embedded in the binary at build time).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkconv/problem.hpp"
+
+namespace vkconv_cli {
+
+struct Layer {
+    std::string name;
+    vkconv::ConvProblem problem;  // NCHW, no bias, batch as in the table
+    std::string source;
+};
+
+// Parses the CSV format of layers.csv: '#' comments, then
+// name,N,C,H,W,K,R,S,stride_h,stride_w,pad_h,pad_w,dilation_h,dilation_w,groups,source.
+// Throws vkconv::Error(InvalidArgument) naming `origin` and the line on a malformed or invalid row.
+std::vector<Layer> parse_layers(std::string_view text, const std::string& origin);
+
+// The table shipped with vkconv (a copy of samples/layers.csv made at build time).
+std::string_view builtin_layers_csv();
+
+}  // namespace vkconv_cli

@@ -1,0 +1,89 @@
+#version 450
+// conv2d_direct — direct forward 2-D convolution, one invocation per output value.
+//
+// The GPU baseline the lowered algorithms are checked and timed against: no workspace, every parameter
+// (stride, padding, dilation, groups, both layouts, bias) handled by plain index arithmetic.
+//
+// Specialization constants (fixed conv geometry, so loop bounds and strides fold into the code):
+//   0 WORKGROUP_SIZE   invocations per workgroup (local_size_x_id)
+//   1 R, 2 S           kernel height, width
+//   3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W, 7 DIL_H, 8 DIL_W
+//   9 NHWC             0: x NCHW, w OIHW, y NCHW;  1: x NHWC, w OHWI, y NHWC
+//  10 HAS_BIAS
+// Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write).
+// Push constants: sizes N C H W K P Q, channels and filters per group, and the dispatch's slice of the
+//   output [base, base + count): large outputs are split over several dispatches so no dispatch exceeds
+//   maxComputeWorkGroupCount.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1). Invocation i computes the output at linear index
+//   base + i in the output's own layout, so consecutive invocations write consecutive addresses.
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint R = 1;
+layout(constant_id = 2) const uint S = 1;
+layout(constant_id = 3) const uint STRIDE_H = 1;
+layout(constant_id = 4) const uint STRIDE_W = 1;
+layout(constant_id = 5) const uint PAD_H = 0;
+layout(constant_id = 6) const uint PAD_W = 0;
+layout(constant_id = 7) const uint DIL_H = 1;
+layout(constant_id = 8) const uint DIL_W = 1;
+layout(constant_id = 9) const bool NHWC = false;
+layout(constant_id = 10) const bool HAS_BIAS = false;
+
+layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
+layout(std430, binding = 1) readonly buffer FilterBuffer { float w[]; };
+layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
+layout(std430, binding = 3) writeonly buffer OutputBuffer { float y[]; };
+
+layout(push_constant) uniform Params {
+    uint N, C, H, W, K, P, Q;
+    uint channels_per_group, filters_per_group;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+
+    uint n, k, p, q;
+    if (NHWC) {
+        k = index % pc.K;
+        uint t = index / pc.K;
+        q = t % pc.Q; t /= pc.Q;
+        p = t % pc.P;
+        n = t / pc.P;
+    } else {
+        q = index % pc.Q;
+        uint t = index / pc.Q;
+        p = t % pc.P; t /= pc.P;
+        k = t % pc.K;
+        n = t / pc.K;
+    }
+    const uint cpg = pc.channels_per_group;
+    const uint c0 = (k / pc.filters_per_group) * cpg;
+    // Top-left tap in input coordinates; may be negative (padding), hence int.
+    const int h0 = int(p * STRIDE_H) - int(PAD_H);
+    const int w0 = int(q * STRIDE_W) - int(PAD_W);
+
+    float acc = 0.0;
+    for (uint r = 0; r < R; ++r) {
+        const int ih = h0 + int(r * DIL_H);
+        if (uint(ih) >= pc.H) continue;  // one unsigned compare rejects negatives too
+        for (uint s = 0; s < S; ++s) {
+            const int iw = w0 + int(s * DIL_W);
+            if (uint(iw) >= pc.W) continue;
+            if (NHWC) {
+                const uint xi = ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + c0;
+                const uint wi = ((k * R + r) * S + s) * cpg;
+                for (uint c = 0; c < cpg; ++c) acc += x[xi + c] * w[wi + c];
+            } else {
+                const uint plane = pc.H * pc.W;
+                const uint xi = (n * pc.C + c0) * plane + uint(ih) * pc.W + uint(iw);
+                const uint wi = k * cpg * R * S + r * S + s;
+                for (uint c = 0; c < cpg; ++c) acc += x[xi + c * plane] * w[wi + c * R * S];
+            }
+        }
+    }
+    if (HAS_BIAS) acc += bias[k];
+    y[index] = acc;
+}

@@ -1,0 +1,53 @@
+// Test helpers for GPU cases: a shared validated context, skip-when-no-device, tolerance checks.
+//
+// Every context the suite makes has VK_LAYER_KHRONOS_validation on (when installed) and routes its
+// messages here: any validation error makes the test binary exit non-zero (see test_main.cpp), so the
+// test that provoked it fails in ctest. Without a Vulkan device, GPU tests return early and the binary
+// exits with kSkipReturnCode, which ctest reports as skipped (SKIP_RETURN_CODE), never as a pass.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "vkconv/vkconv.hpp"
+
+namespace vkt {
+
+constexpr int kSkipReturnCode = 77;
+
+// Options every test context starts from: validation on, messages counted.
+vkconv::ContextOptions test_options();
+// The process-wide context, created on first use; nullptr (and the test marked skipped) without a device.
+vkconv::Context* shared_context();
+// Destroys the shared context, so messages the validation layer prints at teardown (leaked objects)
+// are counted before the runner decides its exit code.
+void release_shared_context();
+// A fresh context with `options` layered on test_options(); nullptr (skipped) without a device.
+std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options = test_options());
+
+void mark_skipped(const std::string& reason);
+bool skipped();
+const std::string& skip_reason();
+int validation_errors();
+
+std::vector<float> random_values(size_t count, uint32_t seed, float low = -1.0f, float high = 1.0f);
+
+// Checks a GPU result against the double-precision reference with the worst-case bound of recursive
+// fp32 summation: |gpu - ref| <= (n + 2) * u * sum|terms|, where n is the reduction length, u = 2^-24
+// and sum|terms| is the reference computed on absolute values (`magnitude`). Reports the first
+// offending index with the problem description.
+void check_close(std::span<const float> gpu, std::span<const double> reference, std::span<const double> magnitude,
+                 int64_t reduction_length, const std::string& what);
+
+}  // namespace vkt
+
+// Gets the shared context into `name`, or returns from the test case when there is no device.
+#define VKT_REQUIRE_CONTEXT(name)                 \
+    vkconv::Context* name = vkt::shared_context(); \
+    if (!name) return

@@ -1,0 +1,92 @@
+// The direct algorithm against the CPU reference.
+#include "conv_cases.hpp"
+
+using vkconv::Algorithm;
+using vkconv::Layout;
+
+TEST_CASE("direct forward matches the reference on the named odd cases", "[direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 100;
+    for (const auto& named : vkt::odd_problems()) {
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            for (bool bias : {false, true}) {
+                auto problem = named.problem;
+                problem.layout = layout;
+                problem.has_bias = bias;
+                INFO("case '" << named.name << "': " << problem.str());
+                const auto stats = vkt::check_forward(*context, problem, Algorithm::Direct, seed++);
+                CHECK(stats.algorithm == Algorithm::Direct);
+                CHECK(stats.workspace_bytes == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("direct forward matches the reference on a seeded random sweep", "[direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 5000;
+    for (const auto& problem : vkt::random_problems(120, 2024)) {
+        INFO(problem.str());
+        vkt::check_forward(*context, problem, Algorithm::Direct, seed++);
+    }
+}
+
+TEST_CASE("direct forward splits dispatches larger than the workgroup-count limit", "[direct][gpu]") {
+    auto options = vkt::test_options();
+    options.max_workgroups_per_dispatch = 3;  // 3 x 64 outputs per dispatch
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    vkconv::ConvProblem problem;
+    problem.N = 2, problem.C = 3, problem.H = 13, problem.W = 11, problem.K = 5, problem.R = 3, problem.S = 3;
+    problem.pad_h = problem.pad_w = 1;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        problem.layout = layout;
+        const auto stats = vkt::check_forward(*context, problem, Algorithm::Direct, 7);
+        const uint64_t outputs = problem.output_elements();  // 1430
+        CHECK(stats.dispatches == (outputs + 3 * 64 - 1) / (3 * 64));
+    }
+}
+
+TEST_CASE("auto forward runs a valid algorithm and reports it", "[direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem problem;
+    problem.N = 1, problem.C = 4, problem.H = 8, problem.W = 8, problem.K = 4, problem.R = 3, problem.S = 3;
+    const auto stats = vkt::check_forward(*context, problem, Algorithm::Auto, 11);
+    CHECK(stats.algorithm != Algorithm::Auto);
+    CHECK(stats.gpu_ms >= 0);
+    CHECK(stats.wall_ms > 0);
+}
+
+TEST_CASE("forward rejects tensors that do not match the problem", "[direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem problem;
+    problem.N = 1, problem.C = 4, problem.H = 6, problem.W = 6, problem.K = 2, problem.R = 3, problem.S = 3;
+    vkconv::Tensor x(*context, problem.input_shape()), w(*context, problem.filter_shape());
+    vkconv::Tensor y(*context, problem.output_shape()), b(*context, problem.bias_shape());
+    vkconv::Tensor wrong(*context, {1, 4, 6, 5});
+    const uint64_t in_use_before = context->pool_stats().in_use;
+    auto expect_invalid = [&](auto&& call, const std::string& needle) {
+        try {
+            call();
+            FAIL("no error thrown; expected one mentioning '" << needle << "'");
+        } catch (const vkconv::Error& e) {
+            CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+            CHECK_THAT(e.what(), Catch::Contains(needle));
+        }
+    };
+    expect_invalid([&] { vkconv::forward(*context, problem, wrong, w, nullptr, y); }, "input");
+    expect_invalid([&] { vkconv::forward(*context, problem, x, wrong, nullptr, y); }, "filter");
+    expect_invalid([&] { vkconv::forward(*context, problem, x, w, nullptr, wrong); }, "output");
+    expect_invalid([&] { vkconv::forward(*context, problem, x, w, &b, y); }, "has_bias");
+    auto with_bias = problem;
+    with_bias.has_bias = true;
+    expect_invalid([&] { vkconv::forward(*context, with_bias, x, w, nullptr, y); }, "bias");
+    expect_invalid([&] { vkconv::forward(*context, with_bias, x, w, &wrong, y); }, "bias");
+    expect_invalid([&] { vkconv::forward(*context, problem, x, w, nullptr, x); }, "output");
+    vkconv::Tensor empty;
+    expect_invalid([&] { vkconv::forward(*context, problem, empty, w, nullptr, y); }, "empty");
+    auto bad = problem;
+    bad.groups = 3;
+    expect_invalid([&] { vkconv::forward(*context, bad, x, w, nullptr, y); }, "groups");
+    CHECK(context->pool_stats().in_use == in_use_before);  // a refused call allocates nothing
+}

@@ -1,0 +1,25 @@
+// Catch2 runner for vkconv: turns validation errors into a failing exit code and "no device" into
+// ctest's skip code (Catch2 v2 has no SKIP).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "gpu.hpp"
+
+int main(int argc, char** argv) {
+    Catch::Session session;
+    if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+    const int failures = session.run();
+    vkt::release_shared_context();
+    if (vkt::validation_errors() > 0) {
+        std::fprintf(stderr, "FAILED: %d Vulkan validation error(s) were reported\n", vkt::validation_errors());
+        return 1;
+    }
+    if (failures) return failures;
+    if (vkt::skipped()) {
+        std::printf("SKIPPED: %s\n", vkt::skip_reason().c_str());
+        return vkt::kSkipReturnCode;
+    }
+    return 0;
+}

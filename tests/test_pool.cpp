@@ -1,0 +1,190 @@
+// Buffer pool counters, to the byte, after scripted allocation sequences.
+#include "gpu.hpp"
+
+namespace {
+
+constexpr uint64_t kBlock = 1ull << 20;
+
+std::unique_ptr<vkconv::Context> pool_context(uint64_t limit = 0) {
+    auto options = vkt::test_options();
+    options.pool_block_bytes = kBlock;
+    options.device_memory_limit = limit;
+    return vkt::fresh_context(options);
+}
+
+vkconv::Shape floats(uint64_t count) { return {static_cast<int64_t>(count)}; }
+
+}  // namespace
+
+TEST_CASE("pool counts in-use bytes exactly and returns to zero when tensors die", "[pool][gpu]") {
+    auto context = pool_context();
+    if (!context) return;
+    const auto initial = context->pool_stats();
+    REQUIRE(initial.in_use == 0);
+    REQUIRE(initial.reserved == 0);
+    const uint64_t a = initial.alignment;
+    REQUIRE(a >= 16);
+    REQUIRE((a & (a - 1)) == 0);
+    {
+        vkconv::Tensor one(*context, floats(1));  // 4 bytes -> one alignment unit
+        CHECK(context->pool_stats().in_use == a);
+        vkconv::Tensor odd(*context, {3, 5, 7});   // 420 bytes
+        CHECK(context->pool_stats().in_use == a + initial.rounded(420));
+        vkconv::Tensor exact(*context, floats(a));  // a*4 bytes, already a multiple of a
+        CHECK(context->pool_stats().in_use == a + initial.rounded(420) + 4 * a);
+        CHECK(context->pool_stats().live_allocations == 3);
+        CHECK(context->pool_stats().driver_allocations == 1);
+        CHECK(context->pool_stats().live_blocks == 1);
+        CHECK(context->pool_stats().peak_in_use == context->pool_stats().in_use);
+    }
+    const auto after = context->pool_stats();
+    CHECK(after.in_use == 0);
+    CHECK(after.live_allocations == 0);
+    CHECK(after.peak_in_use == a + initial.rounded(420) + 4 * a);
+    CHECK(after.reserved >= kBlock);  // the block stays for reuse
+    context->trim();
+    CHECK(context->pool_stats().reserved == 0);
+    CHECK(context->pool_stats().live_blocks == 0);
+    CHECK(context->pool_stats().peak_reserved == after.reserved);
+}
+
+TEST_CASE("pool reuses freed memory and merges neighbouring free ranges", "[pool][gpu]") {
+    auto context = pool_context();
+    if (!context) return;
+    const uint64_t quarter = kBlock / 4 / sizeof(float);  // floats in a quarter block
+    auto a = std::make_unique<vkconv::Tensor>(*context, floats(quarter));
+    auto b = std::make_unique<vkconv::Tensor>(*context, floats(quarter));
+    auto c = std::make_unique<vkconv::Tensor>(*context, floats(quarter));
+    auto d = std::make_unique<vkconv::Tensor>(*context, floats(quarter));
+    CHECK(context->pool_stats().driver_allocations == 1);  // four quarters fill one block exactly
+    CHECK(context->pool_stats().in_use == kBlock);
+    a.reset();
+    b.reset();
+    // a and b were neighbours: their merged range holds a half-block tensor without a new block.
+    vkconv::Tensor half(*context, floats(2 * quarter));
+    CHECK(context->pool_stats().driver_allocations == 1);
+    CHECK(context->pool_stats().in_use == kBlock);
+    CHECK(context->pool_stats().peak_in_use == kBlock);
+    // The block is full: one more float needs a second block.
+    vkconv::Tensor extra(*context, floats(1));
+    CHECK(context->pool_stats().driver_allocations == 2);
+    CHECK(context->pool_stats().live_blocks == 2);
+    CHECK(context->pool_stats().in_use == kBlock + context->pool_stats().alignment);
+}
+
+TEST_CASE("pool gives a request larger than a block its own block", "[pool][gpu]") {
+    auto context = pool_context();
+    if (!context) return;
+    const uint64_t big = 3 * kBlock / 2;  // bytes
+    {
+        vkconv::Tensor t(*context, floats(big / sizeof(float)));
+        const auto s = context->pool_stats();
+        CHECK(s.in_use == big);
+        CHECK(s.live_blocks == 1);
+        CHECK(s.reserved >= big);
+        vkconv::Tensor small(*context, floats(10));
+        CHECK(context->pool_stats().live_blocks == 2);
+    }
+    // The freed big block serves a smaller request later on.
+    vkconv::Tensor again(*context, floats(kBlock / sizeof(float)));
+    CHECK(context->pool_stats().driver_allocations == 2);
+}
+
+TEST_CASE("pool peak: reset_peak and nested PeakScopes", "[pool][gpu]") {
+    auto context = pool_context();
+    if (!context) return;
+    const uint64_t unit = 1024;  // floats, 4 KiB: a multiple of any alignment
+    vkconv::Tensor keep(*context, floats(unit));
+    {
+        vkconv::Tensor temp(*context, floats(3 * unit));
+    }
+    CHECK(context->pool_stats().peak_in_use == 16 * unit);
+    context->reset_peak();
+    CHECK(context->pool_stats().peak_in_use == 4 * unit);
+
+    vkconv::PeakScope outer(*context);
+    CHECK(outer.baseline() == 4 * unit);
+    {
+        vkconv::Tensor t1(*context, floats(2 * unit));
+        vkconv::PeakScope inner(*context);
+        CHECK(inner.baseline() == 12 * unit);
+        {
+            vkconv::Tensor t2(*context, floats(unit));
+        }
+        CHECK(inner.peak() == 16 * unit);
+    }
+    {
+        vkconv::Tensor t3(*context, floats(5 * unit));
+    }
+    CHECK(outer.peak() == 24 * unit);
+    CHECK(context->pool_stats().peak_in_use == 24 * unit);
+}
+
+TEST_CASE("pool memory limit refuses an allocation with OutOfDeviceMemory and stays consistent", "[pool][gpu]") {
+    auto context = pool_context(2 * kBlock + 4096);
+    if (!context) return;
+    vkconv::Tensor a(*context, floats(kBlock / sizeof(float)));
+    vkconv::Tensor b(*context, floats(kBlock / sizeof(float)));
+    const auto before = context->pool_stats();
+    try {
+        vkconv::Tensor c(*context, floats(1));
+        FAIL("allocation past the limit succeeded");
+    } catch (const vkconv::Error& e) {
+        CHECK(e.category() == vkconv::ErrorCategory::OutOfDeviceMemory);
+        CHECK_THAT(e.what(), Catch::Contains("device_memory_limit"));
+    }
+    const auto after = context->pool_stats();
+    CHECK(after.in_use == before.in_use);
+    CHECK(after.reserved == before.reserved);
+    CHECK(after.live_allocations == 2);
+}
+
+TEST_CASE("pool trims cached empty blocks before refusing at the limit", "[pool][gpu]") {
+    auto context = pool_context(2 * kBlock + 4096);
+    if (!context) return;
+    {
+        vkconv::Tensor a(*context, floats(kBlock / sizeof(float)));
+        vkconv::Tensor b(*context, floats(kBlock / sizeof(float)));
+    }
+    CHECK(context->pool_stats().live_blocks == 2);
+    // Two cached empty blocks: a 1.5-block request only fits once they are given back.
+    vkconv::Tensor big(*context, floats(3 * kBlock / 2 / sizeof(float)));
+    CHECK(context->pool_stats().live_blocks == 1);
+    CHECK(context->pool_stats().in_use == 3 * kBlock / 2);
+}
+
+TEST_CASE("upload and download round-trip through the staging buffer, also in pieces", "[pool][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (size_t count : {size_t{1}, size_t{1000}, size_t{(40u << 20) / 4 + 3}}) {
+        const auto values = vkt::random_values(count, static_cast<uint32_t>(count));
+        auto t = vkconv::Tensor::from_host(*context, floats(count), values);
+        CHECK(t.download() == values);
+    }
+    CHECK(context->pool_stats().staging_bytes > 0);
+    vkconv::Tensor t(*context, {2, 2});
+    const std::vector<float> three{1, 2, 3};
+    CHECK_THROWS_AS(t.upload(three), vkconv::Error);
+}
+
+TEST_CASE("tensor shapes are validated", "[pool][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    CHECK_THROWS_AS(vkconv::Tensor(*context, {}), vkconv::Error);
+    CHECK_THROWS_AS(vkconv::Tensor(*context, {2, 0, 3}), vkconv::Error);
+    CHECK_THROWS_AS(vkconv::Tensor(*context, {-1}), vkconv::Error);
+    CHECK_THROWS_AS(vkconv::Tensor(*context, {1ll << 40, 1ll << 40}), vkconv::Error);
+}
+
+TEST_CASE("forward's reported peak equals its operands for the direct algorithm", "[pool][gpu]") {
+    auto context = pool_context();
+    if (!context) return;
+    vkconv::ConvProblem p;
+    p.N = 2, p.C = 3, p.H = 9, p.W = 7, p.K = 5, p.R = 3, p.S = 3, p.has_bias = true;
+    vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), b(*context, p.bias_shape());
+    vkconv::Tensor y(*context, p.output_shape());
+    const auto s = context->pool_stats();
+    const uint64_t operands = s.rounded(x.bytes()) + s.rounded(w.bytes()) + s.rounded(b.bytes()) + s.rounded(y.bytes());
+    CHECK(s.in_use == operands);
+    const auto stats = vkconv::forward(*context, p, x, w, &b, y, vkconv::Algorithm::Direct);
+    CHECK(stats.workspace_bytes == 0);
+    CHECK(stats.peak_bytes == operands + stats.workspace_bytes);
+}
