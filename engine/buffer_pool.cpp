@@ -12,7 +12,9 @@ constexpr VkBufferUsageFlags kBlockUsage =
     VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
     VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 
-uint64_t round_up(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+uint64_t round_up(uint64_t value, uint64_t multiple) {
+    return (value + multiple - 1) / multiple * multiple;
+}
 
 }  // namespace
 
@@ -116,12 +118,11 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
         trim();
         if (reserved_ + requirements.size > memory_limit_)
             fail("the pool would hold " + std::to_string(reserved_ + requirements.size) +
-                 " bytes, above the context's device_memory_limit of " + std::to_string(memory_limit_) +
-                 " bytes (" + std::to_string(in_use_) + " bytes in use)");
+                 " bytes, above the context's device_memory_limit of " + std::to_string(memory_limit_) + " bytes (" +
+                 std::to_string(in_use_) + " bytes in use)");
     }
     if (memory_type_ == UINT32_MAX) {
-        memory_type_ = device_.find_memory_type(requirements.memoryTypeBits, 0,
-                                                VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+        memory_type_ = device_.find_memory_type(requirements.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
         if (memory_type_ == UINT32_MAX) fail("no memory type accepts storage buffers");
     }
     VkMemoryAllocateInfo alloc_info{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};

@@ -31,8 +31,8 @@ namespace vkconv::detail {
 struct PoolBlock {
     VkDeviceMemory memory = VK_NULL_HANDLE;
     VkBuffer buffer = VK_NULL_HANDLE;
-    uint64_t size = 0;          // usable bytes (the buffer's size)
-    uint64_t memory_size = 0;   // bytes reserved from the driver for it
+    uint64_t size = 0;         // usable bytes (the buffer's size)
+    uint64_t memory_size = 0;  // bytes reserved from the driver for it
     uint64_t used = 0;
     std::map<uint64_t, uint64_t> free_ranges;  // offset -> size
 };
@@ -57,9 +57,14 @@ public:
     void trim() noexcept;
 
     PoolStats stats() const;
-    void reset_peak() { peak_in_use_ = in_use_; peak_reserved_ = reserved_; }
+    void reset_peak() {
+        peak_in_use_ = in_use_;
+        peak_reserved_ = reserved_;
+    }
     uint64_t alignment() const { return alignment_; }
-    uint64_t round(uint64_t bytes) const { return (std::max<uint64_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_; }
+    uint64_t round(uint64_t bytes) const {
+        return (std::max<uint64_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_;
+    }
     void set_staging_bytes(uint64_t bytes) { staging_bytes_ = bytes; }
 
     // Scoped peak trackers (PeakScope): each registered counter is raised to in_use on every allocation.

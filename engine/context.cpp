@@ -36,7 +36,8 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     pool_info.queueFamilyIndex = device->queue_family();
-    VKC_CHECK(device->lost_flag(), device->vk().vkCreateCommandPool(device->handle(), &pool_info, nullptr, &command_pool));
+    VKC_CHECK(device->lost_flag(),
+              device->vk().vkCreateCommandPool(device->handle(), &pool_info, nullptr, &command_pool));
     staging = std::make_unique<Staging>(*this);
 }
 
@@ -68,11 +69,21 @@ Context::~Context() = default;
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
 
-const DeviceInfo& Context::device() const { return detail::impl_of(*this).device->info(); }
-bool Context::validation_enabled() const { return detail::impl_of(*this).instance->validation_enabled(); }
-PoolStats Context::pool_stats() const { return detail::impl_of(*this).pool->stats(); }
-void Context::reset_peak() { detail::impl_of(*this).pool->reset_peak(); }
-void Context::trim() { detail::impl_of(*this).pool->trim(); }
+const DeviceInfo& Context::device() const {
+    return detail::impl_of(*this).device->info();
+}
+bool Context::validation_enabled() const {
+    return detail::impl_of(*this).instance->validation_enabled();
+}
+PoolStats Context::pool_stats() const {
+    return detail::impl_of(*this).pool->stats();
+}
+void Context::reset_peak() {
+    detail::impl_of(*this).pool->reset_peak();
+}
+void Context::trim() {
+    detail::impl_of(*this).pool->trim();
+}
 
 std::vector<DeviceInfo> list_devices() {
     detail::Instance instance(false, {});
@@ -82,7 +93,9 @@ std::vector<DeviceInfo> list_devices() {
     return infos;
 }
 
-void testing::simulate_device_loss(Context& context) { detail::impl_of(context).device->lost_flag()->store(true); }
+void testing::simulate_device_loss(Context& context) {
+    detail::impl_of(context).device->lost_flag()->store(true);
+}
 
 struct PeakScope::State {
     std::shared_ptr<detail::ContextImpl> context;
@@ -97,8 +110,14 @@ PeakScope::PeakScope(Context& context) : state_(std::make_shared<State>()) {
     pool.add_peak_tracker(&state_->peak);
 }
 
-PeakScope::~PeakScope() { state_->context->pool->remove_peak_tracker(&state_->peak); }
-uint64_t PeakScope::peak() const { return state_->peak; }
-uint64_t PeakScope::baseline() const { return state_->baseline; }
+PeakScope::~PeakScope() {
+    state_->context->pool->remove_peak_tracker(&state_->peak);
+}
+uint64_t PeakScope::peak() const {
+    return state_->peak;
+}
+uint64_t PeakScope::baseline() const {
+    return state_->baseline;
+}
 
 }  // namespace vkconv

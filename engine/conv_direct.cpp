@@ -39,9 +39,17 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     const BufferRange bias = problem.has_bias ? operands.bias : operands.filter;
     const std::array<Binding, 4> bindings{Binding{operands.input, false}, Binding{operands.filter, false},
                                           Binding{bias, false}, Binding{operands.output, true}};
-    DirectPush push{u(problem.N), u(problem.C), u(problem.H), u(problem.W), u(problem.K),
-                    u(problem.P()), u(problem.Q()), u(problem.channels_per_group()),
-                    u(problem.filters_per_group()), 0, 0};
+    DirectPush push{u(problem.N),
+                    u(problem.C),
+                    u(problem.H),
+                    u(problem.W),
+                    u(problem.K),
+                    u(problem.P()),
+                    u(problem.Q()),
+                    u(problem.channels_per_group()),
+                    u(problem.filters_per_group()),
+                    0,
+                    0};
     const uint64_t total = static_cast<uint64_t>(problem.output_elements());
     const uint64_t per_dispatch = static_cast<uint64_t>(context.max_workgroups(0)) * workgroup;
     for (uint64_t base = 0; base < total; base += per_dispatch) {

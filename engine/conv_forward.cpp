@@ -12,8 +12,10 @@ namespace vkconv {
 
 const char* to_string(Algorithm algorithm) noexcept {
     switch (algorithm) {
-        case Algorithm::Auto: return "auto";
-        case Algorithm::Direct: return "direct";
+        case Algorithm::Auto:
+            return "auto";
+        case Algorithm::Direct:
+            return "direct";
     }
     return "unknown";
 }
@@ -23,7 +25,8 @@ Algorithm parse_algorithm(std::string_view text) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     for (Algorithm a : {Algorithm::Auto, Algorithm::Direct})
         if (name == to_string(a)) return a;
-    throw Error(ErrorCategory::InvalidArgument, "unknown algorithm '" + std::string(text) + "' (expected auto or direct)");
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown algorithm '" + std::string(text) + "' (expected auto or direct)");
 }
 
 namespace {
@@ -54,8 +57,10 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
     detail::impl_of(context);
     problem.validate();
     switch (resolve(algorithm)) {
-        case Algorithm::Direct: return 0;
-        default: break;
+        case Algorithm::Direct:
+            return 0;
+        default:
+            break;
     }
     return 0;
 }
@@ -76,7 +81,8 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     if (bias) operands.bias = operand(impl, *bias, "bias", problem.bias_shape());
     for (const Tensor* t : {&input, &filter, bias})
         if (t && t->storage() == output.storage())
-            throw Error(ErrorCategory::InvalidArgument, "the output tensor must not be an input, filter or bias tensor");
+            throw Error(ErrorCategory::InvalidArgument,
+                        "the output tensor must not be an input, filter or bias tensor");
 
     RunStats stats;
     stats.algorithm = resolve(algorithm);
@@ -86,8 +92,11 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     detail::CommandStream stream(impl);
     stream.begin_timing();
     switch (stats.algorithm) {
-        case Algorithm::Direct: detail::record_direct_forward(impl, stream, problem, operands); break;
-        default: throw Error(ErrorCategory::Unsupported, std::string("algorithm ") + to_string(stats.algorithm));
+        case Algorithm::Direct:
+            detail::record_direct_forward(impl, stream, problem, operands);
+            break;
+        default:
+            throw Error(ErrorCategory::Unsupported, std::string("algorithm ") + to_string(stats.algorithm));
     }
     stream.end_timing();
     stream.submit_and_wait();

@@ -50,8 +50,7 @@ Device::~Device() {
 
 void Device::throw_if_lost() const {
     if (lost_.load())
-        throw Error(ErrorCategory::DeviceLost,
-                    "device '" + info_.name + "' was lost earlier; create a new Context",
+        throw Error(ErrorCategory::DeviceLost, "device '" + info_.name + "' was lost earlier; create a new Context",
                     static_cast<int32_t>(VK_ERROR_DEVICE_LOST));
 }
 

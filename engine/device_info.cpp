@@ -12,10 +12,10 @@ namespace vkconv {
 
 std::string DeviceInfo::summary() const {
     auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
-    return "[" + std::to_string(index) + "] " + name + " (" + type + "), driver " + driver + ", Vulkan " +
-           api_version + ", subgroup " + std::to_string(subgroup_size) + ", shared memory " +
-           std::to_string(shared_memory_bytes / 1024) + " KiB, maxStorageBufferRange " +
-           mib(max_storage_buffer_range) + ", fp16 " + (fp16 ? "yes" : "no");
+    return "[" + std::to_string(index) + "] " + name + " (" + type + "), driver " + driver + ", Vulkan " + api_version +
+           ", subgroup " + std::to_string(subgroup_size) + ", shared memory " +
+           std::to_string(shared_memory_bytes / 1024) + " KiB, maxStorageBufferRange " + mib(max_storage_buffer_range) +
+           ", fp16 " + (fp16 ? "yes" : "no");
 }
 
 namespace detail {
@@ -23,11 +23,16 @@ namespace {
 
 const char* type_name(VkPhysicalDeviceType type) {
     switch (type) {
-        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
-        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
-        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
-        case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
-        default: return "other";
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            return "discrete GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+            return "integrated GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+            return "virtual GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+            return "CPU";
+        default:
+            return "other";
     }
 }
 
@@ -123,8 +128,8 @@ uint32_t select_device(const std::vector<DeviceInfo>& devices, std::string_view 
     const auto [end, ec] = std::from_chars(selector.data(), selector.data() + selector.size(), index);
     if (ec == std::errc() && end == selector.data() + selector.size()) {
         if (index >= devices.size())
-            throw Error(ErrorCategory::InvalidArgument, "device index " + std::string(selector) +
-                                                            " is out of range; devices:" + listing());
+            throw Error(ErrorCategory::InvalidArgument,
+                        "device index " + std::string(selector) + " is out of range; devices:" + listing());
         return index;
     }
     const std::string wanted = lower(selector);

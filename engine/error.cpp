@@ -5,11 +5,16 @@ namespace vkconv {
 
 const char* to_string(ErrorCategory category) noexcept {
     switch (category) {
-        case ErrorCategory::InvalidArgument: return "invalid argument";
-        case ErrorCategory::Unsupported: return "unsupported";
-        case ErrorCategory::OutOfDeviceMemory: return "out of device memory";
-        case ErrorCategory::DeviceLost: return "device lost";
-        case ErrorCategory::VulkanFailure: return "Vulkan failure";
+        case ErrorCategory::InvalidArgument:
+            return "invalid argument";
+        case ErrorCategory::Unsupported:
+            return "unsupported";
+        case ErrorCategory::OutOfDeviceMemory:
+            return "out of device memory";
+        case ErrorCategory::DeviceLost:
+            return "device lost";
+        case ErrorCategory::VulkanFailure:
+            return "Vulkan failure";
     }
     return "unknown";
 }

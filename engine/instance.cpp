@@ -68,8 +68,7 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
     on_message_ = std::make_unique<MessageCallback>(
         on_message ? std::move(on_message) : [](MessageSeverity severity, std::string_view text) {
             const char* label = severity == MessageSeverity::Error ? "error" : "warning";
-            std::fprintf(stderr, "vkconv: validation %s: %.*s\n", label, static_cast<int>(text.size()),
-                         text.data());
+            std::fprintf(stderr, "vkconv: validation %s: %.*s\n", label, static_cast<int>(text.size()), text.data());
         });
 
     std::vector<const char*> layers;
@@ -122,12 +121,21 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
 
     VkResult result = vkCreateInstance(&info, nullptr, &instance_);
     if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
-        throw Error(ErrorCategory::Unsupported, "no Vulkan driver is installed (vkCreateInstance returned "
-                                                "VK_ERROR_INCOMPATIBLE_DRIVER)", static_cast<int32_t>(result));
+        throw Error(ErrorCategory::Unsupported,
+                    "no Vulkan driver is installed (vkCreateInstance returned "
+                    "VK_ERROR_INCOMPATIBLE_DRIVER)",
+                    static_cast<int32_t>(result));
     VKC_CHECK(nullptr, result);
+    // Core instance functions loaded this way are the loader's trampolines, valid for every instance, so
+    // several contexts can share volk's globals. Extension functions are per instance: keep our own.
     volkLoadInstanceOnly(instance_);
     if (validation_) {
-        result = vkCreateDebugUtilsMessengerEXT(instance_, &messenger_info, nullptr, &messenger_);
+        auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+        destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+        result = create && destroy_messenger_ ? create(instance_, &messenger_info, nullptr, &messenger_)
+                                              : VK_ERROR_EXTENSION_NOT_PRESENT;
         if (result != VK_SUCCESS) {
             vkDestroyInstance(instance_, nullptr);
             VKC_CHECK(nullptr, result);
@@ -136,7 +144,7 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
 }
 
 Instance::~Instance() {
-    if (messenger_) vkDestroyDebugUtilsMessengerEXT(instance_, messenger_, nullptr);
+    if (messenger_) destroy_messenger_(instance_, messenger_, nullptr);
     if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 

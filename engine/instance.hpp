@@ -28,6 +28,7 @@ public:
 private:
     VkInstance instance_ = VK_NULL_HANDLE;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
     bool validation_ = false;
     std::unique_ptr<MessageCallback> on_message_;  // stable address for the messenger's user data
 };

@@ -47,9 +47,13 @@ constexpr size_t kArrayAlign = 64;           // numpy's ARRAY_ALIGN
 constexpr size_t kGrowthAxisMaxDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
 constexpr int kMaxNesting = 32;              // bounds parser recursion on hostile headers
 
-[[noreturn]] void fail(const std::string& message) { throw Error(ErrorCategory::InvalidArgument, message); }
+[[noreturn]] void fail(const std::string& message) {
+    throw Error(ErrorCategory::InvalidArgument, message);
+}
 
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
+std::string quoted(const std::string& path) {
+    return "'" + path + "'";
+}
 
 // Local rather than shape_string() so this file does not depend on problem.cpp.
 std::string dims_text(const Shape& shape) {
@@ -117,8 +121,7 @@ public:
         skip_space();
         while (peek() != '}') {
             Value key = parse_value(0);
-            if (key.kind != Value::Kind::String)
-                error("dict keys must be strings, found " + std::string(key.raw));
+            if (key.kind != Value::Kind::String) error("dict keys must be strings, found " + std::string(key.raw));
             skip_space();
             expect(':', "':' after key '" + key.str + "'");
             skip_space();
@@ -142,8 +145,8 @@ public:
 
 private:
     [[noreturn]] void error(const std::string& what) const {
-        std::string near = pos_ < text_.size() ? " near '" + printable(text_.substr(pos_), 20) + "'"
-                                               : " at the end of the header";
+        std::string near =
+            pos_ < text_.size() ? " near '" + printable(text_.substr(pos_), 20) + "'" : " at the end of the header";
         fail(quoted(path_) + ": malformed header: " + what + near);
     }
 
@@ -248,16 +251,20 @@ private:
         constexpr int64_t lo = std::numeric_limits<int64_t>::min();
         while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
             int digit = text_[pos_++] - '0';
-            if (n < (lo + digit) / 10) v.int_overflow = true;
-            else n = n * 10 - digit;
+            if (n < (lo + digit) / 10)
+                v.int_overflow = true;
+            else
+                n = n * 10 - digit;
         }
         // Python 2 numpy wrote long integers as "3L"; numpy still reads such files.
         if (pos_ < text_.size() && (text_[pos_] == 'L' || text_[pos_] == 'l')) ++pos_;
         if (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '.'))
             error("expected an integer");
         if (!negative) {
-            if (n == lo) v.int_overflow = true;
-            else n = -n;
+            if (n == lo)
+                v.int_overflow = true;
+            else
+                n = -n;
         }
         v.integer = n;
     }
@@ -282,10 +289,14 @@ Header interpret_header(std::string_view text, const std::string& path) {
     const Value* shape = nullptr;
     for (const auto& [key, value] : entries) {
         const Value** slot = nullptr;
-        if (key == "descr") slot = &descr;
-        else if (key == "fortran_order") slot = &fortran;
-        else if (key == "shape") slot = &shape;
-        else fail(where + "unexpected key '" + printable(key) + "'");
+        if (key == "descr")
+            slot = &descr;
+        else if (key == "fortran_order")
+            slot = &fortran;
+        else if (key == "shape")
+            slot = &shape;
+        else
+            fail(where + "unexpected key '" + printable(key) + "'");
         if (*slot) fail(where + "duplicate key '" + key + "'");
         *slot = &value;
     }
@@ -396,7 +407,8 @@ NpyArray read_npy(const std::string& path) {
     if (std::memcmp(preamble, kMagic, std::min(have, kMagicLen)) != 0) {
         const std::string_view start(reinterpret_cast<const char*>(preamble), std::min(have, kMagicLen));
         if (start.starts_with("PK\x03\x04"))
-            fail(where + "not an npy file (bad magic: it looks like a zip or .npz archive; extract arrays with np.load)");
+            fail(where +
+                 "not an npy file (bad magic: it looks like a zip or .npz archive; extract arrays with np.load)");
         fail(where + "not an npy file (bad magic: starts with '" + printable(start) + "')");
     }
     if (have < sizeof preamble) fail(where + "truncated header: the file is only " + std::to_string(have) + " bytes");

@@ -76,8 +76,8 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
 
     std::vector<VkSpecializationMapEntry> entries(desc.specialization.size());
     for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
-    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(),
-                              desc.specialization.size() * 4, desc.specialization.data()};
+    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), desc.specialization.size() * 4,
+                              desc.specialization.data()};
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;

@@ -62,8 +62,8 @@ void require_window_fits(const Axis& a) {
                 std::to_string(a.pad) + ")");
     if (__builtin_mul_overflow(a.dilation, a.taps - 1, &extent) || __builtin_add_overflow(extent, int64_t{1}, &extent))
         invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
-                "-1)+1 overflows int64 (" + a.dilation_name + "=" + std::to_string(a.dilation) + ", " +
-                a.taps_name + "=" + std::to_string(a.taps) + ")");
+                "-1)+1 overflows int64 (" + a.dilation_name + "=" + std::to_string(a.dilation) + ", " + a.taps_name +
+                "=" + std::to_string(a.taps) + ")");
     if (extent > padded)
         invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
                 "-1)+1 (=" + std::to_string(extent) + ") is larger than the padded input " + a.dimension + " " +
@@ -78,8 +78,10 @@ int64_t output_size(int64_t size, int64_t pad, int64_t dilation, int64_t taps, i
 
 const char* to_string(Layout layout) noexcept {
     switch (layout) {
-        case Layout::NCHW: return "nchw";
-        case Layout::NHWC: return "nhwc";
+        case Layout::NCHW:
+            return "nchw";
+        case Layout::NHWC:
+            return "nhwc";
     }
     return "unknown";
 }
@@ -89,8 +91,7 @@ Layout parse_layout(std::string_view text) {
     for (char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (lower == "nchw") return Layout::NCHW;
     if (lower == "nhwc") return Layout::NHWC;
-    throw Error(ErrorCategory::InvalidArgument,
-                "unknown layout '" + std::string(text) + "' (expected nchw or nhwc)");
+    throw Error(ErrorCategory::InvalidArgument, "unknown layout '" + std::string(text) + "' (expected nchw or nhwc)");
 }
 
 std::string shape_string(const Shape& shape) {
@@ -126,8 +127,7 @@ void ConvProblem::validate() const {
     require_window_fits({"height", "H", "pad_h", "dilation_h", "R", H, pad_h, dilation_h, R});
     require_window_fits({"width", "W", "pad_w", "dilation_w", "S", W, pad_w, dilation_w, S});
     // Unreachable once the window fits; kept so a future change to the formula cannot yield an empty output.
-    if (P() <= 0 || Q() <= 0)
-        invalid("output size " + named("P", P()) + " x " + named("Q", Q()) + " is empty");
+    if (P() <= 0 || Q() <= 0) invalid("output size " + named("P", P()) + " x " + named("Q", Q()) + " is empty");
 
     const int64_t Cg = C / groups, p = P(), q = Q();
     require_product_fits("input element count", {{"N", N}, {"C", C}, {"H", H}, {"W", W}});
@@ -137,8 +137,12 @@ void ConvProblem::validate() const {
                          {{"N", N}, {"K", K}, {"P", p}, {"Q", q}, {"C/groups", Cg}, {"R", R}, {"S", S}});
 }
 
-int64_t ConvProblem::P() const { return output_size(H, pad_h, dilation_h, R, stride_h); }
-int64_t ConvProblem::Q() const { return output_size(W, pad_w, dilation_w, S, stride_w); }
+int64_t ConvProblem::P() const {
+    return output_size(H, pad_h, dilation_h, R, stride_h);
+}
+int64_t ConvProblem::Q() const {
+    return output_size(W, pad_w, dilation_w, S, stride_w);
+}
 
 Shape ConvProblem::input_shape() const {
     return layout == Layout::NCHW ? Shape{N, C, H, W} : Shape{N, H, W, C};
@@ -161,17 +165,16 @@ double ConvProblem::forward_flops() const {
 void ConvProblem::check_shape(std::string_view role, const Shape& given, const Shape& expected) {
     if (given != expected)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " shape " + shape_string(given) +
-                                                        " does not match the expected shape " +
-                                                        shape_string(expected));
+                                                        " does not match the expected shape " + shape_string(expected));
 }
 
 std::string ConvProblem::str() const {
     auto pair = [](int64_t a, int64_t b) { return std::to_string(a) + "," + std::to_string(b); };
     std::string out = "N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
                       " W=" + std::to_string(W) + " K=" + std::to_string(K) + " R=" + std::to_string(R) +
-                      " S=" + std::to_string(S) + " pad=" + pair(pad_h, pad_w) +
-                      " stride=" + pair(stride_h, stride_w) + " dilation=" + pair(dilation_h, dilation_w) +
-                      " groups=" + std::to_string(groups) + " " + to_string(layout);
+                      " S=" + std::to_string(S) + " pad=" + pair(pad_h, pad_w) + " stride=" + pair(stride_h, stride_w) +
+                      " dilation=" + pair(dilation_h, dilation_w) + " groups=" + std::to_string(groups) + " " +
+                      to_string(layout);
     return has_bias ? out + " bias" : out;
 }
 

@@ -21,8 +21,16 @@ struct Indexer {
     bool nhwc;
 
     explicit Indexer(const ConvProblem& pr)
-        : C(pr.C), H(pr.H), W(pr.W), K(pr.K), P(pr.P()), Q(pr.Q()), Cg(pr.channels_per_group()), R(pr.R),
-          S(pr.S), nhwc(pr.layout == Layout::NHWC) {}
+        : C(pr.C),
+          H(pr.H),
+          W(pr.W),
+          K(pr.K),
+          P(pr.P()),
+          Q(pr.Q()),
+          Cg(pr.channels_per_group()),
+          R(pr.R),
+          S(pr.S),
+          nhwc(pr.layout == Layout::NHWC) {}
 
     size_t input(int64_t n, int64_t c, int64_t h, int64_t w) const {
         return static_cast<size_t>(nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w);
@@ -68,12 +76,14 @@ void check_size(const char* pass, const char* role, size_t given, int64_t expect
                                                         std::to_string(expected));
 }
 
-std::vector<double> zeros(int64_t count) { return std::vector<double>(static_cast<size_t>(count), 0.0); }
+std::vector<double> zeros(int64_t count) {
+    return std::vector<double>(static_cast<size_t>(count), 0.0);
+}
 
 }  // namespace
 
-std::vector<double> forward(const ConvProblem& problem, std::span<const float> input,
-                            std::span<const float> filter, std::span<const float> bias) {
+std::vector<double> forward(const ConvProblem& problem, std::span<const float> input, std::span<const float> filter,
+                            std::span<const float> bias) {
     problem.validate();
     check_size("forward", "input", input.size(), problem.input_elements());
     check_size("forward", "filter", filter.size(), problem.filter_elements());

@@ -11,7 +11,9 @@ namespace vkconv::detail {
 
 Staging::Staging(ContextImpl& context) : context_(context) {}
 
-Staging::~Staging() { release(); }
+Staging::~Staging() {
+    release();
+}
 
 void Staging::release() noexcept {
     const auto& vk = context_.device->vk();
@@ -44,9 +46,9 @@ void Staging::reserve(uint64_t bytes) {
     VkMemoryRequirements requirements{};
     vk.vkGetBufferMemoryRequirements(dev, buffer_, &requirements);
     // Cached memory makes the downloads' host reads fast; coherence spares flushes where offered.
-    const uint32_t type = device.find_memory_type(
-        requirements.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-        VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    const uint32_t type =
+        device.find_memory_type(requirements.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+                                VK_MEMORY_PROPERTY_HOST_CACHED_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
     if (type == UINT32_MAX) {
         release();
         throw Error(ErrorCategory::Unsupported, "device has no host-visible memory for staging");

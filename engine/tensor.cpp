@@ -36,8 +36,8 @@ void Tensor::upload(std::span<const float> values) {
     if (!storage_) throw Error(ErrorCategory::InvalidArgument, "upload to an empty tensor");
     if (static_cast<int64_t>(values.size()) != elements())
         throw Error(ErrorCategory::InvalidArgument, "upload of " + std::to_string(values.size()) +
-                                                        " values to a tensor of shape " + shape_string(shape_) +
-                                                        " (" + std::to_string(elements()) + " elements)");
+                                                        " values to a tensor of shape " + shape_string(shape_) + " (" +
+                                                        std::to_string(elements()) + " elements)");
     storage_->context->staging->upload(storage_->allocation, values.data(), bytes());
 }
 

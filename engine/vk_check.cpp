@@ -8,7 +8,8 @@ namespace vkconv::detail {
 const char* vk_result_name(VkResult result) noexcept {
     switch (result) {
 #define VKC_NAME(r) \
-    case r: return #r;
+    case r:         \
+        return #r;
         VKC_NAME(VK_SUCCESS)
         VKC_NAME(VK_NOT_READY)
         VKC_NAME(VK_TIMEOUT)
@@ -32,7 +33,8 @@ const char* vk_result_name(VkResult result) noexcept {
         VKC_NAME(VK_PIPELINE_COMPILE_REQUIRED)
         VKC_NAME(VK_ERROR_UNKNOWN)
 #undef VKC_NAME
-        default: return "VkResult(unknown)";
+        default:
+            return "VkResult(unknown)";
     }
 }
 

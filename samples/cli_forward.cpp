@@ -12,7 +12,9 @@ struct ForwardArgs {
     ConvOptions conv;
 };
 
-vkconv::Error bad(const std::string& message) { return {vkconv::ErrorCategory::InvalidArgument, message}; }
+vkconv::Error bad(const std::string& message) {
+    return {vkconv::ErrorCategory::InvalidArgument, message};
+}
 
 // Derives the problem from the arrays' shapes and the options, naming both sides of any mismatch.
 vkconv::ConvProblem problem_from(const ForwardArgs& args, const vkconv::NpyArray& x, const vkconv::NpyArray& w,
@@ -61,8 +63,8 @@ int run_forward(const ForwardArgs& args) {
     vkconv::Tensor bias;
     if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
     vkconv::Tensor output(context, problem.output_shape());
-    const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
-                                       algorithm);
+    const auto stats =
+        vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output, algorithm);
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
 
     if (args.conv.stats) {

@@ -24,12 +24,14 @@ std::vector<Layer> parse_layers(std::string_view text, const std::string& origin
         std::string field;
         std::istringstream row(line);
         while (std::getline(row, field, ',')) fields.push_back(field);
-        if (fields.size() < 15) fail("expected at least 15 comma-separated fields, found " + std::to_string(fields.size()));
+        if (fields.size() < 15)
+            fail("expected at least 15 comma-separated fields, found " + std::to_string(fields.size()));
         int64_t v[14];
         for (int i = 0; i < 14; ++i) {
             const std::string& f = fields[i + 1];
             const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v[i]);
-            if (ec != std::errc() || end != f.data() + f.size()) fail("field " + std::to_string(i + 2) + " ('" + f + "') is not an integer");
+            if (ec != std::errc() || end != f.data() + f.size())
+                fail("field " + std::to_string(i + 2) + " ('" + f + "') is not an integer");
         }
         Layer layer;
         layer.name = fields[0];

@@ -7,7 +7,8 @@
 
 int main(int argc, char** argv) {
     CLI::App app{"vkconv: 2-D convolution on any Vulkan device (MEC / im2col / direct), memory-aware"};
-    app.require_subcommand(1);
+    // 0..1 rather than exactly 1, so an unknown word is reported as such rather than as a missing subcommand.
+    app.require_subcommand(0, 1);
     std::map<const CLI::App*, vkconv_cli::Action> actions;
     auto add = [&](vkconv_cli::Action (*make)(CLI::App&)) {
         const size_t before = app.get_subcommands({}).size();
@@ -29,5 +30,6 @@ int main(int argc, char** argv) {
     }
     for (const auto& [command, action] : actions)
         if (command->parsed()) return vkconv_cli::run_guarded(action);
+    std::fprintf(stderr, "vkconv: a subcommand is required (devices, forward or demo); run with --help for more\n");
     return vkconv_cli::kBadInput;
 }

@@ -6,8 +6,8 @@
 namespace vkt {
 namespace {
 
-vkconv::ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
-                         int64_t pad = 0, int64_t stride = 1, int64_t dilation = 1, int64_t groups = 1) {
+vkconv::ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t pad = 0,
+                         int64_t stride = 1, int64_t dilation = 1, int64_t groups = 1) {
     vkconv::ConvProblem p;
     p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
     p.pad_h = p.pad_w = pad;
@@ -105,8 +105,8 @@ vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProbl
     // Poisoned with NaN: an output the pass forgets to write fails the comparison.
     const std::vector<float> poison(problem.output_elements(), std::numeric_limits<float>::quiet_NaN());
     auto output = vkconv::Tensor::from_host(context, problem.output_shape(), poison);
-    const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
-                                       algorithm);
+    const auto stats =
+        vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output, algorithm);
     const auto result = output.download();
     check_close(result, expected, magnitude, problem.channels_per_group() * problem.R * problem.S,
                 std::string(vkconv::to_string(algorithm)) + " forward: " + problem.str());

@@ -47,12 +47,22 @@ vkconv::Context* shared_context() {
     return g_shared.get();
 }
 
-void release_shared_context() { g_shared.reset(); }
+void release_shared_context() {
+    g_shared.reset();
+}
 
-void mark_skipped(const std::string& reason) { g_skip_reason = reason; }
-bool skipped() { return !g_skip_reason.empty(); }
-const std::string& skip_reason() { return g_skip_reason; }
-int validation_errors() { return g_validation_errors; }
+void mark_skipped(const std::string& reason) {
+    g_skip_reason = reason;
+}
+bool skipped() {
+    return !g_skip_reason.empty();
+}
+const std::string& skip_reason() {
+    return g_skip_reason;
+}
+int validation_errors() {
+    return g_validation_errors;
+}
 
 std::vector<float> random_values(size_t count, uint32_t seed, float low, float high) {
     std::mt19937 rng(seed);

@@ -48,6 +48,6 @@ void check_close(std::span<const float> gpu, std::span<const double> reference, 
 }  // namespace vkt
 
 // Gets the shared context into `name`, or returns from the test case when there is no device.
-#define VKT_REQUIRE_CONTEXT(name)                 \
+#define VKT_REQUIRE_CONTEXT(name)                  \
     vkconv::Context* name = vkt::shared_context(); \
     if (!name) return

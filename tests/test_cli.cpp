@@ -1,1 +1,521 @@
-// CLI tests: written next.
+// The vkconv command-line tool, run as a child process (posix_spawn, no shell): usage and exit codes,
+// `devices`, `forward` round trips against the CPU reference, --stats, bad input (exit 2, message on stderr,
+// no output written or clobbered) and `demo`. Every child runs with VKCONV_VALIDATION=1, and a successful
+// run must not print a validation error.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <sstream>
+
+#include "gpu.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Args = std::vector<std::string>;
+
+// A fresh directory (with a space in its name, so the CLI must cope with one) removed at scope exit.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("vkconv cli test " + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path / "capture");
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(out.good());
+}
+
+struct Result {
+    int code = -1;
+    std::string out, err, command;
+    std::string describe() const {
+        return "command: " + command + "\nexit code: " + std::to_string(code) + "\n--- stdout ---\n" + out +
+               "--- stderr ---\n" + err;
+    }
+};
+
+// Runs the CLI with `args`; stdout and stderr go to files under dir/capture and are read back.
+Result run_cli(const TempDir& dir, const Args& args) {
+    ::setenv("VKCONV_VALIDATION", "1", 1);
+    const fs::path out_path = dir.path / "capture" / "stdout", err_path = dir.path / "capture" / "stderr";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    Args all = {VKCONV_CLI_PATH};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    Result result;
+    for (auto& a : all) {
+        argv.push_back(a.data());
+        result.command += (result.command.empty() ? "'" : " '") + a + "'";
+    }
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int spawned = ::posix_spawn(&pid, VKCONV_CLI_PATH, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    INFO(result.command);
+    REQUIRE(spawned == 0);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) REQUIRE(errno == EINTR);
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = read_file(out_path);
+    result.err = read_file(err_path);
+    return result;
+}
+
+void check_success(const Result& r) {
+    INFO(r.describe());
+    CHECK(r.code == 0);
+    CHECK_THAT(r.err, !Catch::Contains("validation error", Catch::CaseSensitive::No));
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// A version 1.0 .npy file around the header dict `dict` and `data_bytes` zero bytes, padded like numpy.
+std::string npy_bytes(const std::string& dict, size_t data_bytes) {
+    std::string header = dict;
+    header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+    header += '\n';
+    std::string bytes = "\x93NUMPY";
+    bytes += '\x01';
+    bytes += '\x00';
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    return bytes + header + std::string(data_bytes, '\0');
+}
+
+// The unsigned integer after "key": in a flat JSON text.
+std::optional<uint64_t> json_uint(const std::string& json, const std::string& key) {
+    const std::string needle = "\"" + key + "\": ";
+    const auto at = json.find(needle);
+    if (at == std::string::npos) return std::nullopt;
+    uint64_t value = 0;
+    const char* begin = json.data() + at + needle.size();
+    const auto [end, ec] = std::from_chars(begin, json.data() + json.size(), value);
+    if (ec != std::errc() || end == begin) return std::nullopt;
+    return value;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Forward runs: write the operands, run the CLI, compare its output with the reference.
+
+struct Operands {
+    std::vector<float> x, w, b;
+};
+
+Operands write_operands(const TempDir& dir, const vkconv::ConvProblem& p, uint32_t seed) {
+    Operands o;
+    o.x = vkt::random_values(p.input_elements(), seed);
+    o.w = vkt::random_values(p.filter_elements(), seed + 1);
+    vkconv::write_npy(dir.file("x.npy"), p.input_shape(), o.x);
+    vkconv::write_npy(dir.file("w.npy"), p.filter_shape(), o.w);
+    if (p.has_bias) {
+        o.b = vkt::random_values(p.K, seed + 2);
+        vkconv::write_npy(dir.file("b.npy"), p.bias_shape(), o.b);
+    }
+    return o;
+}
+
+Args forward_args(const TempDir& dir, const vkconv::ConvProblem& p) {
+    Args args = {"forward", "--input", dir.file("x.npy"), "--weight", dir.file("w.npy"), "--output", dir.file("y.npy")};
+    if (p.has_bias) args.insert(args.end(), {"--bias", dir.file("b.npy")});
+    return args;
+}
+
+void check_output(const TempDir& dir, const vkconv::ConvProblem& p, const Operands& o, const std::string& what) {
+    const auto y = vkconv::read_npy(dir.file("y.npy"));
+    REQUIRE(y.shape == p.output_shape());
+    const auto expected = vkconv::reference::forward(p, o.x, o.w, o.b);
+    auto abs_of = [](std::vector<float> v) {
+        for (float& f : v) f = std::fabs(f);
+        return v;
+    };
+    const auto magnitude = vkconv::reference::forward(p, abs_of(o.x), abs_of(o.w), abs_of(o.b));
+    vkt::check_close(y.data, expected, magnitude, p.channels_per_group() * p.R * p.S, what + ": " + p.str());
+}
+
+vkconv::ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S) {
+    vkconv::ConvProblem p;
+    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
+    return p;
+}
+
+struct ForwardCase {
+    std::string name;
+    vkconv::ConvProblem problem;
+    Args options;  // beyond --input/--weight/--bias/--output; must describe `problem`
+};
+
+std::vector<ForwardCase> forward_cases() {
+    std::vector<ForwardCase> cases;
+    auto plain = make(2, 3, 7, 6, 4, 3, 3);
+    plain.pad_h = plain.pad_w = 1;
+    cases.push_back({"nchw without bias", plain, {"--padding", "1"}});
+    auto nhwc = plain;
+    nhwc.layout = vkconv::Layout::NHWC;
+    nhwc.has_bias = true;
+    cases.push_back({"nhwc with bias", nhwc, {"--layout", "nhwc", "--padding", "1"}});
+    auto odd = make(2, 4, 11, 9, 6, 3, 3);
+    odd.stride_h = 2, odd.stride_w = 1, odd.pad_h = 1, odd.pad_w = 2;
+    odd.dilation_h = odd.dilation_w = 2, odd.groups = 2, odd.has_bias = true;
+    cases.push_back({"stride, padding, dilation, groups",
+                     odd,
+                     {"--stride", "2,1", "--padding", "1,2", "--dilation", "2", "--groups", "2"}});
+    auto simple = make(1, 5, 8, 8, 3, 3, 3);
+    simple.has_bias = true;
+    cases.push_back({"--algo direct", simple, {"--algo", "direct"}});
+    cases.push_back({"--algo auto", simple, {"--algo", "auto"}});
+    cases.push_back({"--device 0", simple, {"--device", "0"}});
+    return cases;
+}
+
+// ----------------------------------------------------------------------------------------------------
+// Bad input: each case writes its files into `dir` and returns the arguments; the run must fail with
+// exit code 2 and a message holding every keyword, and leave the output alone.
+
+constexpr const char* kValidInputDict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 6, 6), }";
+constexpr size_t kValidInputBytes = 4 * 144;
+
+struct BadCase {
+    std::string name;
+    std::vector<std::string> keywords;
+    std::function<Args(const TempDir&)> prepare;
+    bool output_dir_exists = true;  // false: --output points into a missing directory
+};
+
+// Valid files for a 1x4x6x6 input and 2x4x3x3 filter; the arguments of a run that would succeed.
+Args valid_setup(const TempDir& dir) {
+    auto p = make(1, 4, 6, 6, 2, 3, 3);
+    p.has_bias = false;
+    write_operands(dir, p, 1);
+    return forward_args(dir, p);
+}
+
+Args with(Args args, const Args& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+// Replaces the input file by raw bytes.
+std::function<Args(const TempDir&)> raw_input(std::string bytes) {
+    return [bytes](const TempDir& dir) {
+        auto args = valid_setup(dir);
+        write_file(dir.file("x.npy"), bytes);
+        return args;
+    };
+}
+
+std::function<Args(const TempDir&)> extra(Args more) {
+    return [more](const TempDir& dir) { return with(valid_setup(dir), more); };
+}
+
+std::vector<BadCase> bad_cases() {
+    const std::string valid = npy_bytes(kValidInputDict, kValidInputBytes);
+    return {
+        {"missing input file",
+         {"cannot open", "x.npy"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             fs::remove(dir.path / "x.npy");
+             return args;
+         }},
+        {"dtype <f8",
+         {"dtype", "<f8"},
+         raw_input(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 4, 6, 6), }", 8 * 144))},
+        {"big-endian >f4",
+         {"big-endian"},
+         raw_input(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 4, 6, 6), }", kValidInputBytes))},
+        {"fortran_order True",
+         {"Fortran"},
+         raw_input(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (1, 4, 6, 6), }", kValidInputBytes))},
+        {"truncated header", {"truncated header"}, raw_input(valid.substr(0, 40))},
+        {"truncated data", {"truncated data"}, raw_input(valid.substr(0, valid.size() - 4))},
+        {"malformed header dict",
+         {"malformed header"},
+         raw_input(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4, 6, 6) ", kValidInputBytes))},
+        {"3-D input",
+         {"--input", "[4, 6, 6]", "4-D"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             vkconv::write_npy(dir.file("x.npy"), {4, 6, 6}, std::vector<float>(144, 1.0f));
+             return args;
+         }},
+        {"weight channels do not match C/groups",
+         {"--weight", "has 3 input channels", "--input", "C = 4"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             vkconv::write_npy(dir.file("w.npy"), {2, 3, 3, 3}, std::vector<float>(54, 1.0f));
+             return args;
+         }},
+        {"C not divisible by --groups", {"C (=4)", "not divisible", "groups (=3)"}, extra({"--groups", "3"})},
+        {"bias of wrong length",
+         {"--bias", "[3]", "expected [2]"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             vkconv::write_npy(dir.file("b.npy"), {3}, std::vector<float>(3, 1.0f));
+             return with(args, {"--bias", dir.file("b.npy")});
+         }},
+        {"kernel larger than padded input",
+         {"larger than the padded input"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             vkconv::write_npy(dir.file("w.npy"), {2, 4, 7, 7}, std::vector<float>(392, 1.0f));
+             return args;
+         }},
+        {"--stride a,b", {"--stride", "a,b"}, extra({"--stride", "a,b"})},
+        {"--stride 0", {"stride_h (=0)"}, extra({"--stride", "0"})},
+        {"--padding -1", {"pad_h (=-1)"}, extra({"--padding", "-1"})},
+        {"unknown --algo", {"algorithm", "winograd"}, extra({"--algo", "winograd"})},
+        {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
+        {"--output in a missing directory",
+         {"--output", "does not exist"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             args[6] = dir.file("no such dir/y.npy");
+             return args;
+         },
+         false},
+    };
+}
+
+std::vector<std::string> top_level_files(const TempDir& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir.path))
+        if (!entry.is_directory()) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// Runs the case twice: without an output file (none may appear) and over an existing one (left as it was).
+void check_refused(const BadCase& c) {
+    INFO("case: " << c.name);
+    for (bool existing : {false, true}) {
+        if (existing && !c.output_dir_exists) continue;
+        TempDir dir;
+        const Args args = c.prepare(dir);
+        const std::string output = args[6];
+        REQUIRE(args[5] == "--output");
+        const std::string sentinel = "not an npy file: must survive a refused run\n";
+        if (existing) write_file(output, sentinel);
+        const auto before = top_level_files(dir);
+        const auto r = run_cli(dir, args);
+        INFO(r.describe());
+        CHECK(r.code == 2);
+        CHECK_FALSE(r.err.empty());
+        CHECK(r.out.empty());
+        for (const auto& keyword : c.keywords) CHECK_THAT(r.err, Catch::Contains(keyword));
+        if (existing)
+            CHECK(read_file(output) == sentinel);
+        else
+            CHECK_FALSE(fs::exists(output));
+        CHECK(top_level_files(dir) == before);  // no temporary left beside the output either
+    }
+}
+
+}  // namespace
+
+TEST_CASE("cli: --help of the tool and of each subcommand prints usage and exits 0", "[cli]") {
+    TempDir dir;
+    const std::vector<std::pair<Args, std::string>> cases = {{{"--help"}, "forward"},
+                                                             {{"devices", "--help"}, "devices"},
+                                                             {{"forward", "--help"}, "--input"},
+                                                             {{"demo", "--help"}, "--layers"}};
+    for (const auto& [args, mention] : cases) {
+        const auto r = run_cli(dir, args);
+        INFO(r.describe());
+        CHECK(r.code == 0);
+        CHECK_THAT(r.out, Catch::Contains("Usage"));
+        CHECK_THAT(r.out, Catch::Contains(mention));
+    }
+}
+
+TEST_CASE("cli: bad usage exits 2 with a message on stderr", "[cli]") {
+    TempDir dir;
+    const auto x = dir.file("x.npy"), w = dir.file("w.npy"), y = dir.file("y.npy");
+    const std::vector<std::pair<Args, std::string>> cases = {
+        {{}, "subcommand"},
+        {{"frobnicate"}, "frobnicate"},
+        {{"--bogus"}, "--bogus"},
+        {{"devices", "--bogus"}, "--bogus"},
+        {{"forward", "--input", x, "--weight", w, "--output", y, "--bogus"}, "--bogus"},
+        {{"forward", "--weight", w, "--output", y}, "--input"},
+        {{"forward", "--input", x, "--output", y}, "--weight"},
+        {{"forward", "--input", x, "--weight", w}, "--output"},
+        {{"demo", "--bogus"}, "--bogus"},
+        {{"demo", "--batch", "0"}, "--batch"},
+        {{"demo", "--batch", "-4"}, "--batch"},
+    };
+    for (const auto& [args, mention] : cases) {
+        const auto r = run_cli(dir, args);
+        INFO(r.describe());
+        CHECK(r.code == 2);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Catch::Contains(mention));
+        CHECK_FALSE(fs::exists(y));
+    }
+}
+
+TEST_CASE("cli: devices lists every device and marks the default one", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    const auto r = run_cli(dir, {"devices"});
+    check_success(r);
+    INFO(r.describe());
+    const auto lines = lines_of(r.out);
+    REQUIRE_FALSE(lines.empty());
+    int starred = 0;
+    for (const auto& line : lines) {
+        starred += line.rfind("*", 0) == 0 ? 1 : 0;
+        CHECK_THAT(line, Catch::Contains("subgroup") && Catch::Contains("maxStorageBufferRange"));
+    }
+    CHECK(starred == 1);
+    // The mark agrees with the device a plain Context picks (the shared test context is one).
+    CHECK_THAT(r.out, Catch::Contains("* [" + std::to_string(context->device().index) + "] "));
+}
+
+TEST_CASE("cli: forward writes the reference result", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 300;
+    for (const auto& c : forward_cases()) {
+        INFO("case: " << c.name);
+        TempDir dir;
+        const auto operands = write_operands(dir, c.problem, seed += 10);
+        const auto r = run_cli(dir, with(forward_args(dir, c.problem), c.options));
+        check_success(r);
+        INFO(r.describe());
+        CHECK(r.out.empty());  // no --stats: nothing on stdout
+        REQUIRE(r.code == 0);
+        check_output(dir, c.problem, operands, c.name);
+    }
+}
+
+TEST_CASE("cli: forward --stats prints one JSON object with exact memory", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    auto p = make(2, 6, 9, 10, 5, 3, 3);
+    p.pad_h = p.pad_w = 1;
+    p.has_bias = true;
+    const auto operands = write_operands(dir, p, 77);
+    const auto r = run_cli(dir, with(forward_args(dir, p), {"--padding", "1", "--algo", "direct", "--stats"}));
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    check_output(dir, p, operands, "--stats run");
+
+    REQUIRE(r.out.size() >= 3);
+    CHECK(r.out.find('\n') == r.out.size() - 1);  // exactly one line
+    const std::string json = r.out.substr(0, r.out.size() - 1);
+    CHECK(json.front() == '{');
+    CHECK(json.back() == '}');
+    for (const char* key : {"\"pass\": \"forward\"", "\"algorithm\": \"direct\"",
+                            "\"device\": ", "\"gpu_ms\": ", "\"workspace_bytes\": ", "\"peak_bytes\": "})
+        CHECK_THAT(json, Catch::Contains(key));
+    CHECK_THAT(json, Catch::Contains("\"device\": \"" + context->device().name + "\""));
+
+    vkconv::PoolStats pool;
+    pool.alignment = context->pool_stats().alignment;
+    REQUIRE(pool.alignment > 0);
+    auto bytes = [](const vkconv::Shape& shape) { return static_cast<uint64_t>(vkconv::shape_elements(shape)) * 4; };
+    const uint64_t operand_bytes = pool.rounded(bytes(p.input_shape())) + pool.rounded(bytes(p.filter_shape())) +
+                                   pool.rounded(bytes(p.bias_shape())) + pool.rounded(bytes(p.output_shape()));
+    CHECK(json_uint(json, "workspace_bytes") == std::optional<uint64_t>(0));
+    CHECK(json_uint(json, "peak_bytes") == std::optional<uint64_t>(operand_bytes));
+}
+
+TEST_CASE("cli: forward refuses bad input with exit 2 and writes nothing", "[cli]") {
+    for (const auto& c : bad_cases()) check_refused(c);
+}
+
+TEST_CASE("cli: forward refuses an unknown --device with exit 2 and writes nothing", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    check_refused({"--device no-such-device", {"no-such-device"}, extra({"--device", "no-such-device"})});
+    check_refused({"--device out of range", {"device index 99"}, extra({"--device", "99"})});
+}
+
+TEST_CASE("cli: demo runs a built-in layer and checks it", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    const auto r = run_cli(dir, {"demo", "--layer", "cv12", "--repeat", "1"});
+    check_success(r);
+    INFO(r.describe());
+    bool found = false;
+    for (const auto& line : lines_of(r.out))
+        if (line.rfind("cv12 ", 0) == 0) {
+            found = true;
+            CHECK_THAT(line, Catch::Contains(" ok "));
+        }
+    CHECK(found);
+    CHECK_THAT(r.out, Catch::Contains("1 layers"));
+}
+
+TEST_CASE("cli: demo runs the layers of a custom --layers file", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    write_file(dir.file("my layers.csv"),
+               "# name,N,C,H,W,K,R,S,sh,sw,ph,pw,dh,dw,groups,source\n"
+               "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,a test layer\n");
+    const auto r = run_cli(dir, {"demo", "--layers", dir.file("my layers.csv"), "--repeat", "1"});
+    check_success(r);
+    INFO(r.describe());
+    CHECK_THAT(r.out, Catch::Contains("tiny ") && Catch::Contains(" ok "));
+    CHECK_THAT(r.out, Catch::Contains("1 layers"));
+}
+
+TEST_CASE("cli: demo refuses unknown layers and bad layer files with exit 2", "[cli]") {
+    TempDir dir;
+    write_file(dir.file("bad layers.csv"),
+               "# a comment\n"
+               "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,fine\n"
+               "broken,1,two,5,5,3,3,3,1,1,1,1,1,1,1,not fine\n");
+    const std::vector<std::pair<Args, std::vector<std::string>>> cases = {
+        {{"demo", "--layer", "nope"}, {"nope"}},
+        {{"demo", "--layers", "/nonexistent.csv"}, {"/nonexistent.csv"}},
+        {{"demo", "--layers", dir.file("bad layers.csv")}, {dir.file("bad layers.csv") + ":3:", "'two'", "integer"}},
+        {{"demo", "--layer", "cv12", "--repeat", "0"}, {"--repeat"}},
+    };
+    for (const auto& [args, keywords] : cases) {
+        const auto r = run_cli(dir, args);
+        INFO(r.describe());
+        CHECK(r.code == 2);
+        for (const auto& keyword : keywords) CHECK_THAT(r.err, Catch::Contains(keyword));
+    }
+}

@@ -34,8 +34,8 @@ struct TempDir {
     TempDir() {
         static std::atomic<unsigned> counter{0};
         std::random_device rd;
-        path = fs::temp_directory_path() /
-               ("vkconv_npy_test_" + std::to_string(rd()) + "_" + std::to_string(counter++));
+        path =
+            fs::temp_directory_path() / ("vkconv_npy_test_" + std::to_string(rd()) + "_" + std::to_string(counter++));
         fs::create_directories(path);
     }
     ~TempDir() {
@@ -142,13 +142,14 @@ std::string numpy_arange_2x3() {
     bytes += "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
     bytes += std::string(20 + 38, ' ');
     bytes += '\n';
-    bytes += std::string("\x00\x00\x00\x00"
-                         "\x00\x00\x80\x3f"
-                         "\x00\x00\x00\x40"
-                         "\x00\x00\x40\x40"
-                         "\x00\x00\x80\x40"
-                         "\x00\x00\xa0\x40",
-                         24);
+    bytes += std::string(
+        "\x00\x00\x00\x00"
+        "\x00\x00\x80\x3f"
+        "\x00\x00\x00\x40"
+        "\x00\x00\x40\x40"
+        "\x00\x00\x80\x40"
+        "\x00\x00\xa0\x40",
+        24);
     return bytes;
 }
 
@@ -157,8 +158,8 @@ std::string numpy_arange_2x3() {
 TEST_CASE("npy round trip for ranks 0 to 4 and odd shapes", "[npy]") {
     TempDir dir;
     const std::vector<Shape> shapes = {
-        {},  {1}, {7}, {0}, {1, 1}, {2, 3}, {3, 1}, {0, 5}, {5, 1, 3}, {3, 0, 2}, {2, 3, 5, 7}, {1, 13, 1, 17},
-        {1, 1, 1, 1}, {1234567},
+        {},     {1},       {7},       {0},          {1, 1},         {2, 3},       {3, 1},
+        {0, 5}, {5, 1, 3}, {3, 0, 2}, {2, 3, 5, 7}, {1, 13, 1, 17}, {1, 1, 1, 1}, {1234567},
     };
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> dist(-1e6f, 1e6f);
@@ -177,8 +178,8 @@ TEST_CASE("npy round trip for ranks 0 to 4 and odd shapes", "[npy]") {
 
         // Data starts on a 64-byte boundary, as numpy writes it.
         const std::string bytes = read_bytes(path);
-        const size_t header_end = 10 + static_cast<unsigned char>(bytes[8]) +
-                                  256u * static_cast<unsigned char>(bytes[9]);
+        const size_t header_end =
+            10 + static_cast<unsigned char>(bytes[8]) + 256u * static_cast<unsigned char>(bytes[9]);
         CHECK(header_end % 64 == 0);
         CHECK(bytes[header_end - 1] == '\n');
         CHECK(bytes.size() == header_end + data.size() * 4);
@@ -405,22 +406,22 @@ TEST_CASE("npy refuses malformed headers", "[npy]") {
     SECTION("unexpected and duplicate keys") {
         check_header_rejected(dir, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}\n", data,
                               {"unexpected key 'x'"});
-        check_header_rejected(dir, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,)}\n",
-                              data, {"duplicate key 'shape'"});
+        check_header_rejected(dir, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,)}\n", data,
+                              {"duplicate key 'shape'"});
     }
     SECTION("bad syntax") {
-        const std::string header = GENERATE(as<std::string>{},
-                                            "{'descr' '<f4', 'fortran_order': False, 'shape': (2, 3)}",
-                                            "{'descr': '<f4' 'fortran_order': False, 'shape': (2, 3)}",
-                                            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)",
-                                            "{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3)}",
-                                            "{'descr': '<f4', 'fortran_order': False, 'shape': (2,, 3)}",
-                                            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3}",
-                                            "{'descr': '<f4', 'fortran_order': false, 'shape': (2, 3)}",
-                                            "{'descr': '<f4', 'fortran_order': False, 'shape': (2.0, 3)}",
-                                            "{'descr': '<f4', 'fortran_order': False, 'shape': (0x2, 3)}",
-                                            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)} junk",
-                                            "{,}", "[1, 2]", "", "{'descr': " + std::string(2000, '['));
+        const std::string header =
+            GENERATE(as<std::string>{}, "{'descr' '<f4', 'fortran_order': False, 'shape': (2, 3)}",
+                     "{'descr': '<f4' 'fortran_order': False, 'shape': (2, 3)}",
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)",
+                     "{'descr': '<f4, 'fortran_order': False, 'shape': (2, 3)}",
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2,, 3)}",
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3}",
+                     "{'descr': '<f4', 'fortran_order': false, 'shape': (2, 3)}",
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2.0, 3)}",
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (0x2, 3)}",
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)} junk", "{,}", "[1, 2]", "",
+                     "{'descr': " + std::string(2000, '['));
         INFO("header: " << header);
         check_header_rejected(dir, header, data, {"malformed header"});
     }
@@ -462,8 +463,8 @@ TEST_CASE("npy refuses dtypes other than little-endian float32 and Fortran order
     const std::string data = float_bytes(iota(6));
 
     SECTION("other dtypes are named in the message") {
-        const std::string descr = GENERATE(as<std::string>{}, "<f8", "<f2", "<i4", "|u1", "=f4", "f4", "|f4",
-                                           "float32", "<c8");
+        const std::string descr =
+            GENERATE(as<std::string>{}, "<f8", "<f2", "<i4", "|u1", "=f4", "f4", "|f4", "float32", "<c8");
         check_header_rejected(dir, dict_header("'" + descr + "'", "False", "(2, 3)"), data,
                               {"dtype '" + descr + "' is not supported (expected float32 '<f4')"});
     }
@@ -505,10 +506,10 @@ TEST_CASE("npy write with a wrong element count throws and creates nothing", "[n
         FAIL("wrong element count accepted");
     } catch (const vkconv::Error& e) {
         CHECK(e.category() == ErrorCategory::InvalidArgument);
-        CHECK_THAT(std::string(e.what()), StartsWith("'" + path + "'") && Contains("[2, 3]") && Contains("6") &&
-                                              Contains("5"));
+        CHECK_THAT(std::string(e.what()),
+                   StartsWith("'" + path + "'") && Contains("[2, 3]") && Contains("6") && Contains("5"));
     }
-    CHECK_THROWS_AS(vkconv::write_npy(path, {}, {}), vkconv::Error);         // a scalar has one element
+    CHECK_THROWS_AS(vkconv::write_npy(path, {}, {}), vkconv::Error);  // a scalar has one element
     CHECK_THROWS_WITH(vkconv::write_npy(path, {-1}, {}), Contains("negative dimension"));
     CHECK_THROWS_WITH(vkconv::write_npy(path, {4294967296, 4294967296}, {}), Contains("too many elements"));
     CHECK_THROWS_AS(vkconv::write_npy(path, {-2, -3}, iota(6)), vkconv::Error);

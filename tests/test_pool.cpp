@@ -12,7 +12,9 @@ std::unique_ptr<vkconv::Context> pool_context(uint64_t limit = 0) {
     return vkt::fresh_context(options);
 }
 
-vkconv::Shape floats(uint64_t count) { return {static_cast<int64_t>(count)}; }
+vkconv::Shape floats(uint64_t count) {
+    return {static_cast<int64_t>(count)};
+}
 
 }  // namespace
 
@@ -28,7 +30,7 @@ TEST_CASE("pool counts in-use bytes exactly and returns to zero when tensors die
     {
         vkconv::Tensor one(*context, floats(1));  // 4 bytes -> one alignment unit
         CHECK(context->pool_stats().in_use == a);
-        vkconv::Tensor odd(*context, {3, 5, 7});   // 420 bytes
+        vkconv::Tensor odd(*context, {3, 5, 7});  // 420 bytes
         CHECK(context->pool_stats().in_use == a + initial.rounded(420));
         vkconv::Tensor exact(*context, floats(a));  // a*4 bytes, already a multiple of a
         CHECK(context->pool_stats().in_use == a + initial.rounded(420) + 4 * a);
@@ -95,9 +97,7 @@ TEST_CASE("pool peak: reset_peak and nested PeakScopes", "[pool][gpu]") {
     if (!context) return;
     const uint64_t unit = 1024;  // floats, 4 KiB: a multiple of any alignment
     vkconv::Tensor keep(*context, floats(unit));
-    {
-        vkconv::Tensor temp(*context, floats(3 * unit));
-    }
+    { vkconv::Tensor temp(*context, floats(3 * unit)); }
     CHECK(context->pool_stats().peak_in_use == 16 * unit);
     context->reset_peak();
     CHECK(context->pool_stats().peak_in_use == 4 * unit);
@@ -108,14 +108,10 @@ TEST_CASE("pool peak: reset_peak and nested PeakScopes", "[pool][gpu]") {
         vkconv::Tensor t1(*context, floats(2 * unit));
         vkconv::PeakScope inner(*context);
         CHECK(inner.baseline() == 12 * unit);
-        {
-            vkconv::Tensor t2(*context, floats(unit));
-        }
+        { vkconv::Tensor t2(*context, floats(unit)); }
         CHECK(inner.peak() == 16 * unit);
     }
-    {
-        vkconv::Tensor t3(*context, floats(5 * unit));
-    }
+    { vkconv::Tensor t3(*context, floats(5 * unit)); }
     CHECK(outer.peak() == 24 * unit);
     CHECK(context->pool_stats().peak_in_use == 24 * unit);
 }

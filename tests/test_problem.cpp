@@ -38,15 +38,15 @@ TEST_CASE("P and Q follow floor((H + 2*pad - dilation*(R-1) - 1)/stride) + 1", "
         int64_t size, pad, dilation, taps, stride, expected;
     };
     const Case cases[] = {
-        {"valid 3-tap", 5, 0, 1, 3, 1, 3},              // (5-2-1)/1+1
-        {"same padding", 5, 1, 1, 3, 1, 5},             // (5+2-2-1)/1+1
-        {"single pixel", 1, 0, 1, 1, 1, 1},             // (1-0-1)/1+1
-        {"stride 2, odd input", 7, 1, 1, 3, 2, 4},      // (7+2-2-1)/2+1 = 3+1
-        {"stride 2, even input", 8, 1, 1, 3, 2, 4},     // (8+2-2-1)/2+1 = floor(3.5)+1
-        {"stride 3, exact", 10, 0, 1, 3, 3, 3},         // (10-2-1)/3+1 = floor(7/3)+1
-        {"stride 3, one row left", 11, 0, 1, 3, 3, 3},  // (11-2-1)/3+1 = floor(8/3)+1
-        {"stride 3, next row", 12, 0, 1, 3, 3, 4},      // (12-2-1)/3+1 = 3+1
-        {"dilation 2", 7, 0, 2, 3, 1, 3},               // (7-4-1)/1+1
+        {"valid 3-tap", 5, 0, 1, 3, 1, 3},                  // (5-2-1)/1+1
+        {"same padding", 5, 1, 1, 3, 1, 5},                 // (5+2-2-1)/1+1
+        {"single pixel", 1, 0, 1, 1, 1, 1},                 // (1-0-1)/1+1
+        {"stride 2, odd input", 7, 1, 1, 3, 2, 4},          // (7+2-2-1)/2+1 = 3+1
+        {"stride 2, even input", 8, 1, 1, 3, 2, 4},         // (8+2-2-1)/2+1 = floor(3.5)+1
+        {"stride 3, exact", 10, 0, 1, 3, 3, 3},             // (10-2-1)/3+1 = floor(7/3)+1
+        {"stride 3, one row left", 11, 0, 1, 3, 3, 3},      // (11-2-1)/3+1 = floor(8/3)+1
+        {"stride 3, next row", 12, 0, 1, 3, 3, 4},          // (12-2-1)/3+1 = 3+1
+        {"dilation 2", 7, 0, 2, 3, 1, 3},                   // (7-4-1)/1+1
         {"dilation 3, pad 2, stride 2", 9, 2, 3, 3, 2, 4},  // (9+4-6-1)/2+1 = 3+1
         {"kernel larger than input", 4, 1, 1, 5, 1, 2},     // (4+2-4-1)/1+1
         {"stride larger than kernel", 9, 0, 1, 2, 4, 2},    // (9-1-1)/4+1 = floor(7/4)+1
@@ -72,8 +72,8 @@ TEST_CASE("P and Q follow floor((H + 2*pad - dilation*(R-1) - 1)/stride) + 1", "
 
 TEST_CASE("non-square problems derive P and Q independently", "[problem]") {
     ConvProblem p;
-    p.H = 7, p.W = 5, p.R = 3, p.S = 1, p.pad_h = 1, p.pad_w = 0, p.stride_h = 2, p.stride_w = 1,
-    p.dilation_h = 1, p.dilation_w = 3;
+    p.H = 7, p.W = 5, p.R = 3, p.S = 1, p.pad_h = 1, p.pad_w = 0, p.stride_h = 2, p.stride_w = 1, p.dilation_h = 1,
+    p.dilation_w = 3;
     REQUIRE_NOTHROW(p.validate());
     CHECK(p.P() == 4);  // (7+2-2-1)/2+1
     CHECK(p.Q() == 5);  // (5-0-1)/1+1
@@ -101,8 +101,8 @@ TEST_CASE("shapes and element counts in both layouts", "[problem]") {
         CHECK(p.filter_shape() == Shape{4, 3, 1, 3});
         CHECK(p.output_shape() == Shape{2, 4, 5, 4});
     }
-    CHECK(p.input_elements() == 420);  // 2*6*7*5
-    CHECK(p.filter_elements() == 36);  // 4*3*3*1
+    CHECK(p.input_elements() == 420);   // 2*6*7*5
+    CHECK(p.filter_elements() == 36);   // 4*3*3*1
     CHECK(p.output_elements() == 160);  // 2*4*4*5
     CHECK(vkconv::shape_elements(p.input_shape()) == p.input_elements());
     CHECK(vkconv::shape_elements(p.filter_shape()) == p.filter_elements());
@@ -161,10 +161,8 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
         {"dilation_w zero", [](ConvProblem& p) { p.dilation_w = 0; }, "dilation_w (=0) must be positive"},
         {"groups zero", [](ConvProblem& p) { p.groups = 0; }, "groups (=0) must be positive"},
         {"groups negative", [](ConvProblem& p) { p.groups = -2; }, "groups (=-2) must be positive"},
-        {"C not divisible by groups", [](ConvProblem& p) { p.C = 7; },
-         "C (=7) is not divisible by groups (=2)"},
-        {"K not divisible by groups", [](ConvProblem& p) { p.K = 5; },
-         "K (=5) is not divisible by groups (=2)"},
+        {"C not divisible by groups", [](ConvProblem& p) { p.C = 7; }, "C (=7) is not divisible by groups (=2)"},
+        {"K not divisible by groups", [](ConvProblem& p) { p.K = 5; }, "K (=5) is not divisible by groups (=2)"},
         {"dilated kernel too tall", [](ConvProblem& p) { p.H = 2, p.pad_h = 1, p.R = 5; },
          "dilated kernel height dilation_h*(R-1)+1 (=5) is larger than the padded input height H+2*pad_h (=4)"},
         {"dilated kernel too wide", [](ConvProblem& p) { p.W = 3, p.S = 3, p.dilation_w = 2; },
@@ -209,10 +207,12 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
 
 TEST_CASE("check_shape names the role and both shapes", "[problem]") {
     CHECK_NOTHROW(ConvProblem::check_shape("input", {1, 3, 5, 7}, {1, 3, 5, 7}));
-    CHECK(invalid_argument_message([] { ConvProblem::check_shape("input", {1, 3, 5}, {1, 3, 5, 7}); }) ==
-          "input shape [1, 3, 5] does not match the expected shape [1, 3, 5, 7]");
-    CHECK(invalid_argument_message([] { ConvProblem::check_shape("filter", {4, 3, 3, 2}, {4, 3, 2, 3}); }) ==
-          "filter shape [4, 3, 3, 2] does not match the expected shape [4, 3, 2, 3]");
+    CHECK(invalid_argument_message([] {
+              ConvProblem::check_shape("input", {1, 3, 5}, {1, 3, 5, 7});
+          }) == "input shape [1, 3, 5] does not match the expected shape [1, 3, 5, 7]");
+    CHECK(invalid_argument_message([] {
+              ConvProblem::check_shape("filter", {4, 3, 3, 2}, {4, 3, 2, 3});
+          }) == "filter shape [4, 3, 3, 2] does not match the expected shape [4, 3, 2, 3]");
 }
 
 TEST_CASE("shape_string and shape_elements", "[problem]") {

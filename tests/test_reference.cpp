@@ -82,8 +82,8 @@ double max_abs_diff(const Doubles& a, const Doubles& b) {
 // zeros there), padding wider than the dilated kernel's reach into the image, and groups of several sizes.
 std::vector<std::pair<std::string, ConvProblem>> odd_problems() {
     std::vector<std::pair<std::string, ConvProblem>> out;
-    auto add = [&](const char* name, ConvProblem p, int64_t pad_h, int64_t pad_w, int64_t stride_h,
-                   int64_t stride_w, int64_t dilation_h, int64_t dilation_w, int64_t groups) {
+    auto add = [&](const char* name, ConvProblem p, int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stride_w,
+                   int64_t dilation_h, int64_t dilation_w, int64_t groups) {
         p.pad_h = pad_h, p.pad_w = pad_w, p.stride_h = stride_h, p.stride_w = stride_w;
         p.dilation_h = dilation_h, p.dilation_w = dilation_w, p.groups = groups;
         p.validate();
@@ -244,8 +244,8 @@ TEST_CASE("NCHW and NHWC give the same results on transposed tensors", "[referen
             const Floats x_t = channels_last(x, xs), w_t = channels_last(w, ws), dy_t = channels_last(dy, ys);
 
             const double tolerance = 1e-12;
-            CHECK(max_abs_diff(channels_last(ref::forward(nchw, x, w, bias), ys),
-                               ref::forward(nhwc, x_t, w_t, bias)) < tolerance);
+            CHECK(max_abs_diff(channels_last(ref::forward(nchw, x, w, bias), ys), ref::forward(nhwc, x_t, w_t, bias)) <
+                  tolerance);
             CHECK(max_abs_diff(channels_last(ref::backward_data(nchw, dy, w), xs),
                                ref::backward_data(nhwc, dy_t, w_t)) < tolerance);
             CHECK(max_abs_diff(channels_last(ref::backward_filter(nchw, x, dy), ws),
@@ -260,8 +260,7 @@ TEST_CASE("groups compute independent convolutions on channel slices", "[referen
     std::mt19937 rng(7);
     // Channels [begin, begin+count) of an [outer][channels][inner] array (NCHW order); generic so it slices
     // the float inputs and the double results alike.
-    auto slice = [](const auto& data, int64_t outer, int64_t channels, int64_t begin, int64_t count,
-                    int64_t inner) {
+    auto slice = [](const auto& data, int64_t outer, int64_t channels, int64_t begin, int64_t count, int64_t inner) {
         std::remove_cvref_t<decltype(data)> out;
         for (int64_t o = 0; o < outer; ++o) {
             const auto first = data.begin() + (o * channels + begin) * inner;
@@ -288,10 +287,8 @@ TEST_CASE("groups compute independent convolutions on channel slices", "[referen
                 const Floats wg = slice(w, 1, p.K, g * Kg, Kg, Cg * RS);
                 const Floats dyg = slice(dy, p.N, p.K, g * Kg, Kg, PQ);
                 CHECK(max_abs_diff(ref::forward(one, xg, wg), slice(y, p.N, p.K, g * Kg, Kg, PQ)) < 1e-12);
-                CHECK(max_abs_diff(ref::backward_data(one, dyg, wg), slice(dx, p.N, p.C, g * Cg, Cg, HW)) <
-                      1e-12);
-                CHECK(max_abs_diff(ref::backward_filter(one, xg, dyg), slice(dw, 1, p.K, g * Kg, Kg, Cg * RS)) <
-                      1e-12);
+                CHECK(max_abs_diff(ref::backward_data(one, dyg, wg), slice(dx, p.N, p.C, g * Cg, Cg, HW)) < 1e-12);
+                CHECK(max_abs_diff(ref::backward_filter(one, xg, dyg), slice(dw, 1, p.K, g * Kg, Kg, Cg * RS)) < 1e-12);
             }
         }
     }
@@ -338,7 +335,9 @@ TEST_CASE("wrong tensor sizes and invalid problems throw InvalidArgument", "[ref
           "reference::forward: input has 31 elements, expected 32");
     CHECK(invalid_argument_message([&] { ref::forward(p, x, long_w); }) ==
           "reference::forward: filter has 55 elements, expected 54");
-    CHECK_THAT(invalid_argument_message([&] { ref::forward(p, x, w, Floats{1, 2, 3}); }),
+    CHECK_THAT(invalid_argument_message([&] {
+                   ref::forward(p, x, w, Floats{1, 2, 3});
+               }),
                Catch::Contains("bias has 3 elements but the problem has no bias"));
     CHECK(invalid_argument_message([&] { ref::backward_data(p, short_dy, w); }) ==
           "reference::backward_data: grad_output has 11 elements, expected 12");
@@ -355,11 +354,14 @@ TEST_CASE("wrong tensor sizes and invalid problems throw InvalidArgument", "[ref
     CHECK_NOTHROW(ref::forward(p, x, w, Floats{1, 2, 3}));
     CHECK(invalid_argument_message([&] { ref::forward(p, x, w); }) ==
           "reference::forward: bias has 0 elements, expected 3");
-    CHECK(invalid_argument_message([&] { ref::forward(p, x, w, Floats{1, 2}); }) ==
-          "reference::forward: bias has 2 elements, expected 3");
+    CHECK(invalid_argument_message([&] {
+              ref::forward(p, x, w, Floats{1, 2});
+          }) == "reference::forward: bias has 2 elements, expected 3");
 
     p.groups = 2;  // K = 3 is not divisible by 2
-    CHECK_THAT(invalid_argument_message([&] { ref::forward(p, x, w, Floats{1, 2, 3}); }),
+    CHECK_THAT(invalid_argument_message([&] {
+                   ref::forward(p, x, w, Floats{1, 2, 3});
+               }),
                Catch::Contains("K (=3) is not divisible by groups (=2)"));
     CHECK_THAT(invalid_argument_message([&] { ref::backward_bias(p, dy); }),
                Catch::Contains("K (=3) is not divisible by groups (=2)"));

@@ -23,20 +23,20 @@ struct ContextImpl;
 }
 
 struct DeviceInfo {
-    uint32_t index = 0;           // position in the loader's enumeration, as VKCONV_DEVICE=INDEX counts
+    uint32_t index = 0;  // position in the loader's enumeration, as VKCONV_DEVICE=INDEX counts
     std::string name;
-    std::string type;             // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
-    std::string driver;           // driver name and info where the device reports them
-    std::string api_version;      // "1.3.230"
+    std::string type;         // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
+    std::string driver;       // driver name and info where the device reports them
+    std::string api_version;  // "1.3.230"
     uint32_t subgroup_size = 0;
-    uint32_t shared_memory_bytes = 0;          // maxComputeSharedMemorySize
+    uint32_t shared_memory_bytes = 0;  // maxComputeSharedMemorySize
     uint64_t max_storage_buffer_range = 0;
     uint32_t max_workgroup_invocations = 0;
     std::array<uint32_t, 3> max_workgroup_count{};
     uint32_t max_push_constants_bytes = 0;
     uint64_t max_texel_buffer_elements = 0;
-    bool fp16 = false;            // shaderFloat16
-    bool timestamps = false;      // the compute queue can write timestamps
+    bool fp16 = false;        // shaderFloat16
+    bool timestamps = false;  // the compute queue can write timestamps
 
     std::string summary() const;  // one line with everything above
 };

@@ -14,15 +14,15 @@ namespace vkconv {
 class Context;
 
 struct PoolStats {
-    uint64_t in_use = 0;              // bytes of live allocations (each rounded up to `alignment`)
-    uint64_t peak_in_use = 0;         // highest in_use since creation or reset_peak()
-    uint64_t reserved = 0;            // bytes of device memory held from the driver
+    uint64_t in_use = 0;       // bytes of live allocations (each rounded up to `alignment`)
+    uint64_t peak_in_use = 0;  // highest in_use since creation or reset_peak()
+    uint64_t reserved = 0;     // bytes of device memory held from the driver
     uint64_t peak_reserved = 0;
     uint64_t driver_allocations = 0;  // vkAllocateMemory calls made for the pool so far
     uint64_t live_blocks = 0;         // device memory objects held now
     uint64_t live_allocations = 0;
-    uint64_t alignment = 0;           // every allocation's offset and size are multiples of this
-    uint64_t staging_bytes = 0;       // host-visible staging memory held for transfers
+    uint64_t alignment = 0;      // every allocation's offset and size are multiples of this
+    uint64_t staging_bytes = 0;  // host-visible staging memory held for transfers
 
     // Bytes one allocation of `bytes` adds to in_use.
     uint64_t rounded(uint64_t bytes) const {
@@ -40,8 +40,8 @@ public:
     PeakScope(const PeakScope&) = delete;
     PeakScope& operator=(const PeakScope&) = delete;
 
-    uint64_t peak() const;       // highest in_use seen since construction
-    uint64_t baseline() const;   // in_use at construction
+    uint64_t peak() const;      // highest in_use seen since construction
+    uint64_t baseline() const;  // in_use at construction
 
 private:
     struct State;

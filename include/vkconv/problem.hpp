@@ -22,7 +22,7 @@ Layout parse_layout(std::string_view text);  // "nchw" / "nhwc", case-insensitiv
 
 using Shape = std::vector<int64_t>;
 std::string shape_string(const Shape& shape);  // "[2, 3, 5, 7]"
-int64_t shape_elements(const Shape& shape);     // product; 1 for an empty shape
+int64_t shape_elements(const Shape& shape);    // product; 1 for an empty shape
 
 struct ConvProblem {
     int64_t N = 1, C = 1, H = 1, W = 1;  // input

@@ -14,8 +14,8 @@
 namespace vkconv::reference {
 
 // y = conv(x, w) (+ bias). `bias` may be empty when the problem has no bias; its size must be K otherwise.
-std::vector<double> forward(const ConvProblem& problem, std::span<const float> input,
-                            std::span<const float> filter, std::span<const float> bias = {});
+std::vector<double> forward(const ConvProblem& problem, std::span<const float> input, std::span<const float> filter,
+                            std::span<const float> bias = {});
 
 // dx from dy and w. The problem carries the input shape (for stride > 1 several input sizes give the
 // same output size, so it is an argument, as in PyTorch's conv2d_input).
