@@ -116,8 +116,11 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
     info.ppEnabledLayerNames = layers.data();
     info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
     info.ppEnabledExtensionNames = extensions.data();
-    // Chained so that instance creation and destruction are validated too.
-    if (validation_) info.pNext = &messenger_info;
+    // Chained so that instance creation and destruction are validated too. Only validation messages:
+    // the loader reports a missing driver through this path as well, and that is our exception to throw.
+    VkDebugUtilsMessengerCreateInfoEXT creation_messenger = messenger_info;
+    creation_messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+    if (validation_) info.pNext = &creation_messenger;
 
     VkResult result = vkCreateInstance(&info, nullptr, &instance_);
     if (result == VK_ERROR_INCOMPATIBLE_DRIVER)

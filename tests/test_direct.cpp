@@ -90,3 +90,24 @@ TEST_CASE("forward rejects tensors that do not match the problem", "[direct][gpu
     expect_invalid([&] { vkconv::forward(*context, bad, x, w, nullptr, y); }, "groups");
     CHECK(context->pool_stats().in_use == in_use_before);  // a refused call allocates nothing
 }
+
+TEST_CASE("a tensor larger than maxStorageBufferRange is refused as unsupported", "[direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const uint64_t range = context->device().max_storage_buffer_range;
+    if (range > (256ull << 20)) {
+        WARN("maxStorageBufferRange is " << range << " bytes: too large to exceed cheaply in a test");
+        return;
+    }
+    vkconv::ConvProblem problem;
+    problem.C = 1, problem.H = 4, problem.W = static_cast<int64_t>(range / 16) + 1;  // just over the range
+    problem.K = 1, problem.R = 1, problem.S = 1;
+    vkconv::Tensor x(*context, problem.input_shape()), w(*context, problem.filter_shape());
+    vkconv::Tensor y(*context, problem.output_shape());
+    try {
+        vkconv::forward(*context, problem, x, w, nullptr, y, Algorithm::Direct);
+        FAIL("no error for an input of " << x.bytes() << " bytes");
+    } catch (const vkconv::Error& e) {
+        CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
+        CHECK_THAT(e.what(), Catch::Contains("maxStorageBufferRange") && Catch::Contains("input"));
+    }
+}
