@@ -13,13 +13,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <optional>
 #include <sstream>
 
 #include "gpu.hpp"
+#include "test_util.hpp"
 
 extern char** environ;
 
@@ -28,35 +27,10 @@ namespace {
 namespace fs = std::filesystem;
 using Args = std::vector<std::string>;
 
-// A fresh directory (with a space in its name, so the CLI must cope with one) removed at scope exit.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("vkconv cli test " + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path / "capture");
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(const std::string& name) const { return (path / name).string(); }
+// A fresh directory (its name holds a space, so the CLI must cope with one) removed at scope exit.
+struct TempDir : vkt::TempDir {
+    TempDir() : vkt::TempDir("vkconv cli test") {}
 };
-
-std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(out.good());
-}
 
 struct Result {
     int code = -1;
@@ -70,7 +44,8 @@ struct Result {
 // Runs the CLI with `args`; stdout and stderr go to files under dir/capture and are read back.
 Result run_cli(const TempDir& dir, const Args& args) {
     ::setenv("VKCONV_VALIDATION", "1", 1);
-    const fs::path out_path = dir.path / "capture" / "stdout", err_path = dir.path / "capture" / "stderr";
+    const fs::path capture = dir.path / "capture", out_path = capture / "stdout", err_path = capture / "stderr";
+    fs::create_directories(capture);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -92,8 +67,8 @@ Result run_cli(const TempDir& dir, const Args& args) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0) REQUIRE(errno == EINTR);
     result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.out = read_file(out_path);
-    result.err = read_file(err_path);
+    result.out = vkt::read_bytes(out_path);
+    result.err = vkt::read_bytes(err_path);
     return result;
 }
 
@@ -239,7 +214,7 @@ Args with(Args args, const Args& more) {
 std::function<Args(const TempDir&)> raw_input(std::string bytes) {
     return [bytes](const TempDir& dir) {
         auto args = valid_setup(dir);
-        write_file(dir.file("x.npy"), bytes);
+        vkt::write_bytes(dir.file("x.npy"), bytes);
         return args;
     };
 }
@@ -335,7 +310,7 @@ void check_refused(const BadCase& c) {
         const std::string output = args[6];
         REQUIRE(args[5] == "--output");
         const std::string sentinel = "not an npy file: must survive a refused run\n";
-        if (existing) write_file(output, sentinel);
+        if (existing) vkt::write_bytes(output, sentinel);
         const auto before = top_level_files(dir);
         const auto r = run_cli(dir, args);
         INFO(r.describe());
@@ -344,7 +319,7 @@ void check_refused(const BadCase& c) {
         CHECK(r.out.empty());
         for (const auto& keyword : c.keywords) CHECK_THAT(r.err, Catch::Contains(keyword));
         if (existing)
-            CHECK(read_file(output) == sentinel);
+            CHECK(vkt::read_bytes(output) == sentinel);
         else
             CHECK_FALSE(fs::exists(output));
         CHECK(top_level_files(dir) == before);  // no temporary left beside the output either
@@ -490,9 +465,9 @@ TEST_CASE("cli: demo runs a built-in layer and checks it", "[cli][gpu]") {
 TEST_CASE("cli: demo runs the layers of a custom --layers file", "[cli][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     TempDir dir;
-    write_file(dir.file("my layers.csv"),
-               "# name,N,C,H,W,K,R,S,sh,sw,ph,pw,dh,dw,groups,source\n"
-               "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,a test layer\n");
+    vkt::write_bytes(dir.file("my layers.csv"),
+                     "# name,N,C,H,W,K,R,S,sh,sw,ph,pw,dh,dw,groups,source\n"
+                     "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,a test layer\n");
     const auto r = run_cli(dir, {"demo", "--layers", dir.file("my layers.csv"), "--repeat", "1"});
     check_success(r);
     INFO(r.describe());
@@ -502,10 +477,10 @@ TEST_CASE("cli: demo runs the layers of a custom --layers file", "[cli][gpu]") {
 
 TEST_CASE("cli: demo refuses unknown layers and bad layer files with exit 2", "[cli]") {
     TempDir dir;
-    write_file(dir.file("bad layers.csv"),
-               "# a comment\n"
-               "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,fine\n"
-               "broken,1,two,5,5,3,3,3,1,1,1,1,1,1,1,not fine\n");
+    vkt::write_bytes(dir.file("bad layers.csv"),
+                     "# a comment\n"
+                     "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,fine\n"
+                     "broken,1,two,5,5,3,3,3,1,1,1,1,1,1,1,not fine\n");
     const std::vector<std::pair<Args, std::vector<std::string>>> cases = {
         {{"demo", "--layer", "nope"}, {"nope"}},
         {{"demo", "--layers", "/nonexistent.csv"}, {"/nonexistent.csv"}},

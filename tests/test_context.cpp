@@ -4,6 +4,7 @@
 #include "context_impl.hpp"
 #include "gpu.hpp"
 #include "instance.hpp"
+#include "test_util.hpp"
 #include "vk_check.hpp"
 
 using vkconv::DeviceInfo;
@@ -19,17 +20,6 @@ std::vector<DeviceInfo> fake_devices() {
     return devices;
 }
 
-template <typename Call>
-vkconv::Error capture(Call&& call) {
-    try {
-        call();
-    } catch (const vkconv::Error& e) {
-        return e;
-    }
-    FAIL("expected a vkconv::Error");
-    return vkconv::Error(ErrorCategory::VulkanFailure, "unreachable");
-}
-
 }  // namespace
 
 TEST_CASE("device selection: default ranking, index and name substring", "[context]") {
@@ -41,26 +31,26 @@ TEST_CASE("device selection: default ranking, index and name substring", "[conte
     CHECK(select_device(devices, "1") == 1);
     CHECK(select_device(devices, "LLVMpipe") == 0);
     CHECK(select_device(devices, "h100") == 2);
-    const auto out_of_range = capture([&] { select_device(devices, "7"); });
+    const auto out_of_range = vkt::thrown_error([&] { select_device(devices, "7"); });
     CHECK(out_of_range.category() == ErrorCategory::InvalidArgument);
     CHECK_THAT(out_of_range.what(), Catch::Contains("7") && Catch::Contains("NVIDIA H100"));
-    const auto no_match = capture([&] { select_device(devices, "radeon"); });
+    const auto no_match = vkt::thrown_error([&] { select_device(devices, "radeon"); });
     CHECK(no_match.category() == ErrorCategory::InvalidArgument);
     CHECK_THAT(no_match.what(), Catch::Contains("radeon") && Catch::Contains("llvmpipe"));
-    CHECK(capture([&] { select_device({}, ""); }).category() == ErrorCategory::Unsupported);
+    CHECK(vkt::thrown_error([&] { select_device({}, ""); }).category() == ErrorCategory::Unsupported);
 }
 
 TEST_CASE("Vulkan failures carry the call, the result, file and line, and the right category", "[context]") {
     std::atomic<bool> lost{false};
-    const auto e = capture([&] { VKC_CHECK(&lost, VK_ERROR_INITIALIZATION_FAILED); });
+    const auto e = vkt::thrown_error([&] { VKC_CHECK(&lost, VK_ERROR_INITIALIZATION_FAILED); });
     CHECK(e.category() == ErrorCategory::VulkanFailure);
     CHECK(e.vk_result() == VK_ERROR_INITIALIZATION_FAILED);
     CHECK_THAT(e.what(), Catch::Contains("VK_ERROR_INITIALIZATION_FAILED") && Catch::Contains("test_context.cpp:") &&
                              Catch::Contains("failed with"));
-    CHECK(capture([&] { VKC_CHECK(&lost, VK_ERROR_OUT_OF_DEVICE_MEMORY); }).category() ==
+    CHECK(vkt::thrown_error([&] { VKC_CHECK(&lost, VK_ERROR_OUT_OF_DEVICE_MEMORY); }).category() ==
           ErrorCategory::OutOfDeviceMemory);
     CHECK_FALSE(lost.load());
-    CHECK(capture([&] { VKC_CHECK(&lost, VK_ERROR_DEVICE_LOST); }).category() == ErrorCategory::DeviceLost);
+    CHECK(vkt::thrown_error([&] { VKC_CHECK(&lost, VK_ERROR_DEVICE_LOST); }).category() == ErrorCategory::DeviceLost);
     CHECK(lost.load());
     CHECK_NOTHROW(VKC_CHECK(&lost, VK_SUCCESS));
     CHECK_NOTHROW(VKC_CHECK(&lost, VK_INCOMPLETE));
@@ -92,14 +82,14 @@ TEST_CASE("device selection through options and VKCONV_DEVICE", "[context][gpu]"
     CHECK(by_index->device().name == name);
 
     options.device = "no such device at all";
-    const auto e = capture([&] { vkconv::Context c(options); });
+    const auto e = vkt::thrown_error([&] { vkconv::Context c(options); });
     CHECK(e.category() == ErrorCategory::InvalidArgument);
     CHECK_THAT(e.what(), Catch::Contains("no such device at all"));
 
     // The environment variable is read when the option is empty; the option wins over it.
     ::setenv("VKCONV_DEVICE", "no such device either", 1);
     options.device = "";
-    CHECK(capture([&] { vkconv::Context c(options); }).category() == ErrorCategory::InvalidArgument);
+    CHECK(vkt::thrown_error([&] { vkconv::Context c(options); }).category() == ErrorCategory::InvalidArgument);
     options.device = std::to_string(shared->device().index);
     CHECK_NOTHROW(vkconv::Context(options));
     ::unsetenv("VKCONV_DEVICE");
@@ -113,11 +103,12 @@ TEST_CASE("device loss is sticky and tensors still die quietly", "[context][gpu]
     auto x = std::make_unique<vkconv::Tensor>(*context, p.input_shape());
     vkconv::Tensor w(*context, p.filter_shape()), y(*context, p.output_shape());
     vkconv::testing::simulate_device_loss(*context);
-    CHECK(capture([&] { vkconv::forward(*context, p, *x, w, nullptr, y); }).category() == ErrorCategory::DeviceLost);
-    CHECK(capture([&] { vkconv::Tensor t(*context, {4}); }).category() == ErrorCategory::DeviceLost);
-    CHECK(capture([&] { y.download(); }).category() == ErrorCategory::DeviceLost);
+    CHECK(vkt::thrown_error([&] { vkconv::forward(*context, p, *x, w, nullptr, y); }).category() ==
+          ErrorCategory::DeviceLost);
+    CHECK(vkt::thrown_error([&] { vkconv::Tensor t(*context, {4}); }).category() == ErrorCategory::DeviceLost);
+    CHECK(vkt::thrown_error([&] { y.download(); }).category() == ErrorCategory::DeviceLost);
     const std::vector<float> values(x->elements(), 1.0f);
-    CHECK(capture([&] { x->upload(values); }).category() == ErrorCategory::DeviceLost);
+    CHECK(vkt::thrown_error([&] { x->upload(values); }).category() == ErrorCategory::DeviceLost);
     CHECK_NOTHROW(x.reset());
 }
 
@@ -158,7 +149,7 @@ TEST_CASE("a context's tensors cannot be used with another context", "[context][
     p.C = 2, p.H = 4, p.W = 4, p.K = 2, p.R = 3, p.S = 3;
     vkconv::Tensor x(*other, p.input_shape());
     vkconv::Tensor w(*shared, p.filter_shape()), y(*shared, p.output_shape());
-    const auto e = capture([&] { vkconv::forward(*shared, p, x, w, nullptr, y); });
+    const auto e = vkt::thrown_error([&] { vkconv::forward(*shared, p, x, w, nullptr, y); });
     CHECK(e.category() == ErrorCategory::InvalidArgument);
     CHECK_THAT(e.what(), Catch::Contains("another context"));
 }

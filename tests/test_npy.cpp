@@ -2,20 +2,17 @@
 // every way a file can be wrong. numpy is not needed to run them: the reference bytes are written out.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/npy.hpp"
 
@@ -25,47 +22,15 @@ using Catch::Matchers::StartsWith;
 using vkconv::ErrorCategory;
 using vkconv::NpyArray;
 using vkconv::Shape;
+using vkt::read_bytes;
+using vkt::write_bytes;
 
 namespace {
 
 // One directory per test case, so tests can check that nothing but the expected files is left behind.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static std::atomic<unsigned> counter{0};
-        std::random_device rd;
-        path =
-            fs::temp_directory_path() / ("vkconv_npy_test_" + std::to_string(rd()) + "_" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    std::string file(const std::string& name) const { return (path / name).string(); }
-
-    std::vector<std::string> entries() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
+struct TempDir : vkt::TempDir {
+    TempDir() : vkt::TempDir("vkconv npy test") {}
 };
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(out.good());
-}
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in.good());
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::string float_bytes(const std::vector<float>& values) {
     std::string bytes(values.size() * 4, '\0');

@@ -8,29 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/problem.hpp"
 
 using vkconv::ConvProblem;
 using vkconv::Layout;
 using vkconv::Shape;
-
-namespace {
-
-// Returns the message of the vkconv::Error that `f` throws, after checking it is an InvalidArgument.
-template <class F>
-std::string invalid_argument_message(F&& f) {
-    try {
-        f();
-    } catch (const vkconv::Error& e) {
-        CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
-        return e.what();
-    }
-    FAIL("no vkconv::Error was thrown");
-    return {};
-}
-
-}  // namespace
+using vkt::invalid_argument_message;
 
 TEST_CASE("P and Q follow floor((H + 2*pad - dilation*(R-1) - 1)/stride) + 1", "[problem]") {
     struct Case {

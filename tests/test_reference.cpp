@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "test_util.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/problem.hpp"
 #include "vkconv/reference.hpp"
@@ -17,6 +18,7 @@
 using vkconv::ConvProblem;
 using vkconv::Layout;
 namespace ref = vkconv::reference;
+using vkt::invalid_argument_message;
 
 namespace {
 
@@ -30,18 +32,6 @@ ConvProblem make_problem(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, 
 }
 
 const Floats one_to_nine = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // 3x3 image, row-major
-
-template <class F>
-std::string invalid_argument_message(F&& f) {
-    try {
-        f();
-    } catch (const vkconv::Error& e) {
-        CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
-        return e.what();
-    }
-    FAIL("no vkconv::Error was thrown");
-    return {};
-}
 
 // [d0][d1][d2][d3] -> [d0][d2][d3][d1]: NCHW -> NHWC for activations and OIHW -> OHWI for filters.
 template <class T>

@@ -1,0 +1,87 @@
+// Small helpers shared by the test files: catching the vkconv::Error a call throws, a temporary directory
+// that cleans up after itself, and whole-file byte I/O. Header-only; everything is in namespace vkt.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vkconv/error.hpp"
+
+namespace vkt {
+
+// Returns the vkconv::Error that `f` throws; FAILs the test case when it throws none.
+template <class F>
+vkconv::Error thrown_error(F&& f) {
+    try {
+        std::forward<F>(f)();
+    } catch (const vkconv::Error& e) {
+        return e;
+    }
+    FAIL("no vkconv::Error was thrown");
+    return vkconv::Error(vkconv::ErrorCategory::VulkanFailure, "unreachable");
+}
+
+// Returns the message of the vkconv::Error that `f` throws, after checking it is an InvalidArgument.
+template <class F>
+std::string invalid_argument_message(F&& f) {
+    const vkconv::Error e = thrown_error(std::forward<F>(f));
+    CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+    return e.what();
+}
+
+// A fresh, empty directory under the system temp directory, removed with its contents at scope exit.
+// Its name always holds a space, so every test that uses one also exercises paths with spaces.
+struct TempDir {
+    std::filesystem::path path;
+
+    explicit TempDir(const std::string& prefix) {
+        static std::atomic<unsigned> counter{0};
+        std::random_device rd;
+        const auto base = std::filesystem::temp_directory_path();
+        do {  // create_directory is false when the name is taken: try another
+            path = base / (prefix + " " + std::to_string(rd()) + "-" + std::to_string(counter++));
+        } while (!std::filesystem::create_directory(path));
+    }
+    ~TempDir() {
+        try {
+            std::error_code ignored;
+            std::filesystem::remove_all(path, ignored);
+        } catch (...) {
+        }
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    std::string file(const std::string& name) const { return (path / name).string(); }
+
+    // The names of the directory's entries (files and folders), sorted.
+    std::vector<std::string> entries() const {
+        std::vector<std::string> names;
+        for (const auto& e : std::filesystem::directory_iterator(path)) names.push_back(e.path().filename().string());
+        std::sort(names.begin(), names.end());
+        return names;
+    }
+};
+
+inline std::string read_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(out.good());
+}
+
+}  // namespace vkt
