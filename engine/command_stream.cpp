@@ -43,6 +43,8 @@ void CommandStream::release() noexcept {
     VkDevice dev = context_.device->handle();
     for (VkDescriptorPool pool : descriptor_pools_) vk_.vkDestroyDescriptorPool(dev, pool, nullptr);
     descriptor_pools_.clear();
+    for (VkBufferView view : views_) vk_.vkDestroyBufferView(dev, view, nullptr);
+    views_.clear();
     if (timestamps_) vk_.vkDestroyQueryPool(dev, timestamps_, nullptr);
     if (fence_) vk_.vkDestroyFence(dev, fence_, nullptr);
     if (commands_) vk_.vkFreeCommandBuffers(dev, context_.command_pool, 1, &commands_);
@@ -111,21 +113,28 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
     const uint64_t max_range = context_.device->limits().maxStorageBufferRange;
     std::vector<Access> accesses;
     std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+    std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
     std::vector<VkWriteDescriptorSet> writes(bindings.size());
     VkDescriptorSet set = allocate_set(pipeline.set_layout);
     for (size_t i = 0; i < bindings.size(); ++i) {
         const BufferRange& r = bindings[i].range;
-        if (r.size > max_range)
-            throw Error(ErrorCategory::Unsupported, "a binding of " + std::to_string(r.size) +
-                                                        " bytes exceeds the device's maxStorageBufferRange (" +
-                                                        std::to_string(max_range) + ")");
-        infos[i] = {r.buffer, r.offset, r.size};
+        const VkDescriptorType type = pipeline.desc.bindings[i];
         writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         writes[i].dstSet = set;
         writes[i].dstBinding = static_cast<uint32_t>(i);
         writes[i].descriptorCount = 1;
-        writes[i].descriptorType = pipeline.desc.bindings[i];
-        writes[i].pBufferInfo = &infos[i];
+        writes[i].descriptorType = type;
+        if (type == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER || type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER) {
+            views[i] = make_view(r, bindings[i].texel_format);
+            writes[i].pTexelBufferView = &views[i];
+        } else {
+            if (r.size > max_range)
+                throw Error(ErrorCategory::Unsupported, "a binding of " + std::to_string(r.size) +
+                                                            " bytes exceeds the device's maxStorageBufferRange (" +
+                                                            std::to_string(max_range) + ")");
+            infos[i] = {r.buffer, r.offset, r.size};
+            writes[i].pBufferInfo = &infos[i];
+        }
         accesses.push_back({r, bindings[i].written});
     }
     vk_.vkUpdateDescriptorSets(context_.device->handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
@@ -138,6 +147,24 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
                                pipeline.desc.push_constant_bytes, push_constants);
     vk_.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
     ++dispatches_;
+}
+
+VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format) {
+    const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 4;
+    const uint64_t texels = range.size / texel;
+    if (texels == 0 || texels > context_.device->limits().maxTexelBufferElements)
+        throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
+                                                    " texels is outside the device's maxTexelBufferElements (" +
+                                                    std::to_string(context_.device->limits().maxTexelBufferElements) + ")");
+    VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    info.buffer = range.buffer;
+    info.format = format;
+    info.offset = range.offset;
+    info.range = texels * texel;
+    VkBufferView view = VK_NULL_HANDLE;
+    VKC_CHECK(context_.device->lost_flag(), vk_.vkCreateBufferView(context_.device->handle(), &info, nullptr, &view));
+    views_.push_back(view);
+    return view;
 }
 
 void CommandStream::begin_timing() {

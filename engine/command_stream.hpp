@@ -26,6 +26,8 @@ struct BufferRange {
 struct Binding {
     BufferRange range;
     bool written = false;
+    // For texel-buffer descriptors: the view's format (a view over `range` is made for the dispatch).
+    VkFormat texel_format = VK_FORMAT_UNDEFINED;
 };
 
 class CommandStream {
@@ -55,6 +57,7 @@ private:
     void release() noexcept;
     void access(std::span<const Access> accesses);
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+    VkBufferView make_view(const BufferRange& range, VkFormat format);
 
     ContextImpl& context_;
     const VolkDeviceTable& vk_;
@@ -62,6 +65,7 @@ private:
     VkFence fence_ = VK_NULL_HANDLE;
     VkQueryPool timestamps_ = VK_NULL_HANDLE;
     std::vector<VkDescriptorPool> descriptor_pools_;
+    std::vector<VkBufferView> views_;
     uint32_t sets_in_last_pool_ = 0;
     std::vector<Access> pending_;  // accesses since the last barrier
     bool recording_ = true;

@@ -56,6 +56,11 @@ uint32_t ContextImpl::max_workgroups(int dimension) const {
     return cap ? std::min(cap, limit) : limit;
 }
 
+const GemmConfigTable& ContextImpl::gemm_configs() {
+    if (!gemm_configs_) gemm_configs_ = std::make_unique<GemmConfigTable>(make_gemm_configs(*device));
+    return *gemm_configs_;
+}
+
 ContextImpl& impl_of(const Context& context) {
     auto impl = context.impl();
     if (!impl) throw Error(ErrorCategory::InvalidArgument, "the context was moved from");

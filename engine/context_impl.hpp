@@ -6,9 +6,11 @@
 
 #include "buffer_pool.hpp"
 #include "device.hpp"
+#include "gemm_config.hpp"
 #include "instance.hpp"
 #include "pipeline_cache.hpp"
 #include "vkconv/context.hpp"
+#include "vkconv/error.hpp"
 
 namespace vkconv::detail {
 
@@ -28,6 +30,12 @@ struct ContextImpl {
 
     // Workgroups per dimension a single dispatch may use: the device limit, or the option's lower value.
     uint32_t max_workgroups(int dimension) const;
+
+    // The GEMM configurations valid on this device (made on first use).
+    const GemmConfigTable& gemm_configs();
+
+private:
+    std::unique_ptr<GemmConfigTable> gemm_configs_;
 };
 
 ContextImpl& impl_of(const Context& context);

@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 Action add_devices_command(CLI::App& root);
 Action add_forward_command(CLI::App& root);
 Action add_demo_command(CLI::App& root);
+Action add_bench_command(CLI::App& root);
 
 }  // namespace vkconv_cli

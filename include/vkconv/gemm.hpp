@@ -1,0 +1,36 @@
+// General matrix multiply on the device: the tiled GEMM every lowering runs through, exposed on its own.
+//
+// c = alpha * op(a) * op(b) + beta * c, fp32. a is [M, K] ([K, M] with transpose_a), b is [K, N]
+// ([N, K] with transpose_b), c is [M, N]; a leading batch dimension on all three ([B, ...]) runs B
+// products in one dispatch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vkconv/conv.hpp"
+
+namespace vkconv {
+
+struct GemmOptions {
+    bool transpose_a = false;
+    bool transpose_b = false;
+    float alpha = 1.0f;
+    float beta = 0.0f;  // 0: c's previous contents are not read (they may be uninitialised)
+    // Empty: chosen for the device and shape. Otherwise one of gemm_configurations(context).
+    std::string configuration;
+};
+
+struct GemmStats {
+    std::string configuration;  // the tile configuration that ran
+    double gpu_ms = 0;
+    bool gpu_timed = false;
+    uint32_t dispatches = 0;
+};
+
+GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
+
+// Names of the GEMM tile configurations valid on the context's device, preferred ones first.
+std::vector<std::string> gemm_configurations(const Context& context);
+
+}  // namespace vkconv

@@ -1,0 +1,211 @@
+// vkconv bench: GEMM throughput and per-layer, per-algorithm forward timings with memory figures.
+// Every result is checked (GEMM against a CPU product on sampled entries, convolutions against the
+// direct algorithm) before it is timed; buffers are reused across repetitions so page faults and
+// allocation are not measured. Times are GPU timestamps where the device has them.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "layers.hpp"
+
+namespace vkconv_cli {
+namespace {
+
+struct BenchArgs {
+    std::vector<std::string> only;
+    bool all = false;
+    int64_t batch = 0;
+    int repeat = 5;
+    std::vector<std::string> algorithms{"direct"};
+    bool gemm_only = false, layers_only = false;
+    bool all_configs = false;
+    std::string json_file;
+    std::string device;
+};
+
+std::vector<float> random_values(int64_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(count));
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+struct GemmShape {
+    const char* name;
+    int64_t M, N, K;
+};
+
+// Shapes: the cubes the issue names, and the skinny GEMMs convolutions produce (a 3x3 conv on 56x56x64:
+// 3136 x 64 x 576; a first layer: 12100 x 96 x 363; a late layer: 49 x 512 x 4608).
+const GemmShape kGemmShapes[] = {{"256^3", 256, 256, 256},          {"512^3", 512, 512, 512},
+                                 {"1024^3", 1024, 1024, 1024},       {"conv 3136x64x576", 3136, 64, 576},
+                                 {"conv 12100x96x363", 12100, 96, 363}, {"conv 49x512x4608", 49, 512, 4608}};
+
+void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
+    std::printf("\nGEMM (C = A*B, fp32, A and B row-major)\n%-20s %-36s %10s %10s\n", "shape", "configuration", "gpu ms",
+                "GFLOP/s");
+    std::vector<std::string> configs{""};
+    if (args.all_configs) configs = vkconv::gemm_configurations(context);
+    for (const auto& shape : kGemmShapes) {
+        const auto av = random_values(shape.M * shape.K, 1), bv = random_values(shape.K * shape.N, 2);
+        auto a = vkconv::Tensor::from_host(context, {shape.M, shape.K}, av);
+        auto b = vkconv::Tensor::from_host(context, {shape.K, shape.N}, bv);
+        vkconv::Tensor c(context, {shape.M, shape.N});
+        for (const auto& config : configs) {
+            vkconv::GemmOptions options;
+            options.configuration = config;
+            auto stats = vkconv::gemm(context, a, b, c, options);  // warm-up, and the result to check
+            const auto result = c.download();
+            std::mt19937 rng(3);
+            for (int sample = 0; sample < 64; ++sample) {
+                const int64_t m = rng() % shape.M, n = rng() % shape.N;
+                double sum = 0, mag = 0;
+                for (int64_t k = 0; k < shape.K; ++k) {
+                    const double t = double(av[m * shape.K + k]) * bv[k * shape.N + n];
+                    sum += t, mag += std::fabs(t);
+                }
+                if (!(std::fabs(result[m * shape.N + n] - sum) <= (shape.K + 2) * std::ldexp(1.0, -24) * mag))
+                    throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
+                                        std::string("GEMM ") + shape.name + " with " + stats.configuration +
+                                            " gave a wrong result at (" + std::to_string(m) + ", " + std::to_string(n) + ")");
+            }
+            std::vector<double> times;
+            for (int r = 0; r < args.repeat; ++r) times.push_back(vkconv::gemm(context, a, b, c, options).gpu_ms);
+            const double ms = median(times);
+            const double gflops = 2.0 * shape.M * shape.N * shape.K / (ms * 1e6);
+            std::printf("%-20s %-36s %10.3f %10.2f\n", shape.name, stats.configuration.c_str(), ms, gflops);
+            std::fflush(stdout);
+            JsonObject row;
+            row.add("kind", "gemm").add("shape", shape.name).add("M", shape.M).add("N", shape.N).add("K", shape.K);
+            row.add("configuration", stats.configuration).add("gpu_ms", ms).add("gflops", gflops);
+            json_rows.push_back(row.str());
+        }
+    }
+}
+
+std::string mib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", bytes / 1048576.0);
+    return buf;
+}
+
+void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
+    auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
+    std::vector<vkconv::Algorithm> algorithms;
+    for (const auto& name : args.algorithms) algorithms.push_back(vkconv::parse_algorithm(name));
+    std::printf("\nForward convolution (NCHW), median of %d runs\n%-17s %-8s %10s %9s %12s %12s  %s\n", args.repeat,
+                "layer", "algo", "gpu ms", "GFLOP/s", "workspace MiB", "peak MiB", "check vs direct");
+    for (auto& layer : layers) {
+        const bool wanted = args.only.empty() ? true : std::count(args.only.begin(), args.only.end(), layer.name) > 0;
+        if (!wanted) continue;
+        auto p = layer.problem;
+        if (args.batch > 0) p.N = args.batch;
+        try {
+            const auto x = random_values(p.input_elements(), 7), w = random_values(p.filter_elements(), 8);
+            auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
+            auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+            vkconv::Tensor output(context, p.output_shape());
+            std::vector<float> baseline;
+            for (auto algorithm : algorithms) {
+                context.reset_peak();
+                auto stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
+                const auto result = output.download();
+                std::string check = "baseline";
+                if (baseline.empty()) {
+                    baseline = result;
+                } else {
+                    double worst = 0, scale = 0;
+                    for (size_t i = 0; i < result.size(); ++i) {
+                        worst = std::max(worst, double(std::fabs(result[i] - baseline[i])));
+                        scale = std::max(scale, double(std::fabs(baseline[i])));
+                    }
+                    char buf[64];
+                    std::snprintf(buf, sizeof buf, "max |diff| %.2g of max |y| %.2g", worst, scale);
+                    check = buf;
+                }
+                std::vector<double> times;
+                for (int r = 0; r < args.repeat; ++r)
+                    times.push_back(vkconv::forward(context, p, input, filter, nullptr, output, algorithm).gpu_ms);
+                const double ms = median(times);
+                const double gflops = p.forward_flops() / (ms * 1e6);
+                std::printf("%-17s %-8s %10.3f %9.2f %12s %12s  %s\n", layer.name.c_str(),
+                            vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.workspace_bytes).c_str(),
+                            mib(stats.peak_bytes).c_str(), check.c_str());
+                std::fflush(stdout);
+                JsonObject row;
+                row.add("kind", "forward").add("layer", layer.name).add("algorithm", vkconv::to_string(stats.algorithm));
+                row.add("gpu_ms", ms).add("gflops", gflops).add("workspace_bytes", stats.workspace_bytes);
+                row.add("peak_bytes", stats.peak_bytes).add_raw("problem", problem_json(p));
+                json_rows.push_back(row.str());
+            }
+        } catch (const vkconv::Error& e) {
+            if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+            std::printf("%-17s unsupported on this device: %s\n", layer.name.c_str(), e.what());
+        }
+    }
+}
+
+int run_bench(const BenchArgs& args) {
+    if (!args.json_file.empty()) check_writable(args.json_file, "--json");
+    if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
+    for (const auto& name : args.algorithms) vkconv::parse_algorithm(name);
+    const auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
+    for (const auto& name : args.only)
+        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "'");
+
+    vkconv::ContextOptions options;
+    options.device = args.device;
+    vkconv::Context context(options);
+    std::printf("device: %s\n", context.device().summary().c_str());
+    std::vector<std::string> rows;
+    if (!args.layers_only) bench_gemm(context, args, rows);
+    if (!args.gemm_only) bench_layers(context, args, rows);
+    if (!args.json_file.empty()) {
+        JsonObject doc;
+        doc.add("device", context.device().summary()).add("repeat", static_cast<int64_t>(args.repeat));
+        std::string list = "[";
+        for (size_t i = 0; i < rows.size(); ++i) list += (i ? ",\n  " : "\n  ") + rows[i];
+        doc.add_raw("results", list + "\n]");
+        const std::string text = doc.str() + "\n";
+        const std::string tmp = args.json_file + ".tmp";
+        std::ofstream out(tmp, std::ios::binary);
+        out << text;
+        out.close();
+        if (!out || std::rename(tmp.c_str(), args.json_file.c_str()) != 0) {
+            std::remove(tmp.c_str());
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json '" + args.json_file + "'");
+        }
+    }
+    return kSuccess;
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& root) {
+    auto args = std::make_shared<BenchArgs>();
+    auto* command = root.add_subcommand("bench", "GEMM and per-layer forward benchmarks (checked, then timed)");
+    command->add_option("--layer", args->only, "only these layers (repeatable; default: every layer)");
+    command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(CLI::PositiveNumber);
+    command->add_option("--repeat", args->repeat, "timed runs (median reported)")->capture_default_str();
+    command->add_option("--algo", args->algorithms, "algorithms to time; the first is the check baseline")
+        ->capture_default_str();
+    command->add_flag("--gemm-only", args->gemm_only, "only the GEMM shapes");
+    command->add_flag("--layers-only", args->layers_only, "only the layers");
+    command->add_flag("--all-configs", args->all_configs, "time every GEMM tile configuration of the device");
+    command->add_option("--json", args->json_file, "also write the results as JSON to this file");
+    command->add_option("--device", args->device, "device index or case-insensitive name substring");
+    return [args] { return run_bench(*args); };
+}
+
+}  // namespace vkconv_cli

@@ -1,0 +1,87 @@
+// gemm_common.glsl — what both GEMM kernels share: operand bindings for the three access paths, the
+// push constants, and element addressing.
+//
+// C = alpha * A * B + beta * C (+ bias[n]), fp32, with every operand addressed through explicit strides:
+//   A(m, k) = a[a_offset + m * a_stride_m + kphys(k) * a_stride_k]
+//   B(k, n) = b[b_offset + k * b_stride_k + n * b_stride_n]
+//   C(m, n) = c[c_offset + m * c_stride_m + n * c_stride_n]
+// so a transposed operand is only a swap of strides. kphys(k) = (k / a_k_segment) * a_k_segment_stride +
+// k % a_k_segment lets A's reduction dimension skip gaps (MEC with vertical dilation reads R separate row
+// segments of its lowered matrix). Two batch levels: dispatch z picks batch (i, j) = divmod(batch_base + z,
+// batch_j_count) and every operand's offset moves by i * *_batch_i + j * *_batch_j (MEC's overlapping
+// windows are just a batch stride smaller than the window).
+//
+// Access paths (chosen at build time, one SPIR-V per path):
+//   ACCESS_SSBO            A and B are storage buffers, read as vec4[] (bindings 0, 2) or float[] (1, 3)
+//   ACCESS_STORAGE_TEXEL   A and B are storage texel buffers: rgba32f views (0, 2) and r32f views (1, 3)
+//   ACCESS_UNIFORM_TEXEL   A and B are uniform texel buffers (samplerBuffer), same binding split
+// The vec4 bindings are used only where the host found the operand vec4-aligned (A_VEC4_K, A_VEC4_M,
+// B_VEC4_K, B_VEC4_N); both views are always bound because both are statically used.
+// Binding 4: C (storage buffer, read only when beta != 0). Binding 5: bias (storage buffer).
+
+#extension GL_EXT_control_flow_attributes : enable
+
+#if defined(ACCESS_SSBO)
+layout(std430, binding = 0) readonly buffer AVec4 { vec4 a4[]; };
+layout(std430, binding = 1) readonly buffer AScalar { float a1[]; };
+layout(std430, binding = 2) readonly buffer BVec4 { vec4 b4[]; };
+layout(std430, binding = 3) readonly buffer BScalar { float b1[]; };
+#define LOAD_A4(i) a4[i]
+#define LOAD_A1(i) a1[i]
+#define LOAD_B4(i) b4[i]
+#define LOAD_B1(i) b1[i]
+#elif defined(ACCESS_STORAGE_TEXEL)
+layout(binding = 0, rgba32f) uniform readonly imageBuffer a4;
+layout(binding = 1, r32f) uniform readonly imageBuffer a1;
+layout(binding = 2, rgba32f) uniform readonly imageBuffer b4;
+layout(binding = 3, r32f) uniform readonly imageBuffer b1;
+#define LOAD_A4(i) imageLoad(a4, int(i))
+#define LOAD_A1(i) imageLoad(a1, int(i)).x
+#define LOAD_B4(i) imageLoad(b4, int(i))
+#define LOAD_B1(i) imageLoad(b1, int(i)).x
+#elif defined(ACCESS_UNIFORM_TEXEL)
+layout(binding = 0) uniform samplerBuffer a4;
+layout(binding = 1) uniform samplerBuffer a1;
+layout(binding = 2) uniform samplerBuffer b4;
+layout(binding = 3) uniform samplerBuffer b1;
+#define LOAD_A4(i) texelFetch(a4, int(i))
+#define LOAD_A1(i) texelFetch(a1, int(i)).x
+#define LOAD_B4(i) texelFetch(b4, int(i))
+#define LOAD_B1(i) texelFetch(b1, int(i)).x
+#else
+#error "define one of ACCESS_SSBO, ACCESS_STORAGE_TEXEL, ACCESS_UNIFORM_TEXEL"
+#endif
+
+layout(std430, binding = 4) buffer CBuffer { float c[]; };
+layout(std430, binding = 5) readonly buffer BiasBuffer { float bias[]; };
+
+layout(push_constant) uniform GemmParams {
+    uint M, N, K;
+    uint a_offset, a_stride_m, a_stride_k, a_batch_i, a_batch_j;
+    uint b_offset, b_stride_k, b_stride_n, b_batch_i, b_batch_j;
+    uint c_offset, c_stride_m, c_stride_n, c_batch_i, c_batch_j;
+    uint batch_j_count, batch_base;
+    uint a_k_segment, a_k_segment_stride;
+    float alpha, beta;
+    uint bias_offset;
+} pc;
+
+uint a_kphys(uint k) { return (k / pc.a_k_segment) * pc.a_k_segment_stride + k % pc.a_k_segment; }
+
+// Offsets of this dispatch's batch entry, in floats.
+void batch_offsets(out uint a_base, out uint b_base, out uint c_base) {
+    const uint batch = pc.batch_base + gl_WorkGroupID.z;
+    const uint i = batch / pc.batch_j_count, j = batch % pc.batch_j_count;
+    a_base = pc.a_offset + i * pc.a_batch_i + j * pc.a_batch_j;
+    b_base = pc.b_offset + i * pc.b_batch_i + j * pc.b_batch_j;
+    c_base = pc.c_offset + i * pc.c_batch_i + j * pc.c_batch_j;
+}
+
+// The epilogue: alpha, beta (C is read only when beta != 0, so uninitialised output memory is fine), bias.
+void store_c(uint c_base, uint m, uint n, float value, bool with_bias) {
+    const uint index = c_base + m * pc.c_stride_m + n * pc.c_stride_n;
+    float result = pc.alpha * value;
+    if (pc.beta != 0.0) result += pc.beta * c[index];
+    if (with_bias) result += bias[pc.bias_offset + n];
+    c[index] = result;
+}

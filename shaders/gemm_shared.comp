@@ -1,0 +1,85 @@
+#version 450
+// gemm_shared — tiled GEMM through shared memory, the shape that wins on GPUs (see gemm_common.glsl for
+// the operation, the addressing and the access paths).
+//
+// A workgroup owns a BM x BN tile of C (BM = WG_M * TM, BN = WG_N * TN) and steps K by BK: it stages the
+// BK x BM slice of A and the BK x BN slice of B in shared memory (rows padded by one float against bank
+// conflicts), with consecutive invocations reading consecutive addresses of whichever dimension is
+// contiguous in memory, then each invocation accumulates TM x TN values from shared memory. Invocation
+// (tx, ty) owns rows ty + i*WG_M and columns tx + j*WG_N: shared reads are broadcast (A) or consecutive
+// (B), and stores are consecutive along n. Scalar loads only, zero-filled outside the matrix.
+//
+// Specialization constants:
+//   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M)
+//   2 TM, 3 TN         values per invocation in M and N
+//   4 BK               K step staged in shared memory; (BM + BN) * (BK + 1) * 4 bytes of shared memory
+//   5 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
+//   6 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
+//   7 HAS_BIAS         add bias[bias_offset + n]
+// Bindings and push constants: gemm_common.glsl (only the scalar views are read).
+// Dispatch grid: (ceil(N / BN), ceil(M / BM), batch entries).
+
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+layout(constant_id = 0) const uint WG_N = 16;
+layout(constant_id = 1) const uint WG_M = 8;
+layout(constant_id = 2) const uint TM = 8;
+layout(constant_id = 3) const uint TN = 4;
+layout(constant_id = 4) const uint BK = 16;
+layout(constant_id = 5) const bool A_K_FAST = false;
+layout(constant_id = 6) const bool B_N_FAST = true;
+layout(constant_id = 7) const bool HAS_BIAS = false;
+
+#extension GL_GOOGLE_include_directive : require
+#include "gemm_common.glsl"
+
+const uint BM = WG_M * TM;
+const uint BN = WG_N * TN;
+shared float a_tile[BK * (BM + 1)];  // [k][m]
+shared float b_tile[BK * (BN + 1)];  // [k][n]
+
+void main() {
+    uint a_base, b_base, c_base;
+    batch_offsets(a_base, b_base, c_base);
+    const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+    const uint tid = ty * WG_N + tx;
+    const uint threads = WG_N * WG_M;
+    const uint tile_m = gl_WorkGroupID.y * BM, tile_n = gl_WorkGroupID.x * BN;
+
+    float acc[TM * TN];
+    [[unroll]] for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+
+    for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+        for (uint e = tid; e < BK * BM; e += threads) {
+            const uint kk = A_K_FAST ? e % BK : e / BM;
+            const uint mm = A_K_FAST ? e / BK : e % BM;
+            const uint m = tile_m + mm, k = k0 + kk;
+            a_tile[kk * (BM + 1) + mm] =
+                (m < pc.M && k < pc.K) ? LOAD_A1(a_base + m * pc.a_stride_m + a_kphys(k) * pc.a_stride_k) : 0.0;
+        }
+        for (uint e = tid; e < BK * BN; e += threads) {
+            const uint kk = B_N_FAST ? e / BN : e % BK;
+            const uint nn = B_N_FAST ? e % BN : e / BK;
+            const uint n = tile_n + nn, k = k0 + kk;
+            b_tile[kk * (BN + 1) + nn] =
+                (n < pc.N && k < pc.K) ? LOAD_B1(b_base + k * pc.b_stride_k + n * pc.b_stride_n) : 0.0;
+        }
+        barrier();
+        [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+            float a[TM], b[TN];
+            [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[kk * (BM + 1) + ty + i * WG_M];
+            [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[kk * (BN + 1) + tx + j * WG_N];
+            [[unroll]] for (uint i = 0; i < TM; ++i)
+                [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
+        }
+        barrier();
+    }
+
+    [[unroll]] for (uint i = 0; i < TM; ++i) {
+        const uint m = tile_m + ty + i * WG_M;
+        if (m >= pc.M) continue;
+        [[unroll]] for (uint j = 0; j < TN; ++j) {
+            const uint n = tile_n + tx + j * WG_N;
+            if (n < pc.N) store_c(c_base, m, n, acc[i * TN + j], HAS_BIAS);
+        }
+    }
+}

@@ -1,0 +1,227 @@
+// The tiled GEMM against a CPU GEMM: odd sizes, every transpose combination, alpha/beta, bias, both
+// batch levels (including MEC-style overlapping A windows), segmented K, grid splitting, and every tile
+// configuration and access path the device supports.
+#include <cmath>
+#include <limits>
+
+#include "context_impl.hpp"
+#include "gemm.hpp"
+#include "gpu.hpp"
+#include "tensor_storage.hpp"
+
+namespace {
+
+using vkconv::detail::GemmConfig;
+using vkconv::detail::GemmMatrix;
+using vkconv::detail::GemmProblem;
+
+vkconv::detail::BufferRange range_of(const vkconv::Tensor& t) {
+    const auto& a = t.storage()->allocation;
+    return {a.buffer, a.offset, a.size};
+}
+
+// Host copies of the operands, addressed exactly as the shader addresses them.
+struct HostGemm {
+    GemmProblem p;
+    std::vector<float> a, b, c, bias;
+
+    float at(const std::vector<float>& v, uint64_t i) const { return v.at(i); }
+    uint64_t a_index(uint32_t bi, uint32_t bj, uint32_t m, uint32_t k) const {
+        const uint32_t seg = p.a_k_segment ? p.a_k_segment : p.K;
+        const uint32_t seg_stride = p.a_k_segment ? p.a_k_segment_stride : seg;
+        const uint64_t kp = uint64_t(k / seg) * seg_stride + k % seg;
+        return p.a.offset + bi * p.a.batch_i + bj * p.a.batch_j + m * p.a.stride_row + kp * p.a.stride_col;
+    }
+    uint64_t b_index(uint32_t bi, uint32_t bj, uint32_t k, uint32_t n) const {
+        return p.b.offset + bi * p.b.batch_i + bj * p.b.batch_j + k * p.b.stride_row + n * p.b.stride_col;
+    }
+    uint64_t c_index(uint32_t bi, uint32_t bj, uint32_t m, uint32_t n) const {
+        return p.c.offset + bi * p.c.batch_i + bj * p.c.batch_j + m * p.c.stride_row + n * p.c.stride_col;
+    }
+};
+
+// Runs `p` (a, b, c given as host arrays; c's initial contents matter when beta != 0) with `config`
+// and checks every C element against the double-precision product, and that C outside the written
+// elements is untouched.
+void run_and_check(vkconv::Context& context, HostGemm& h, const GemmConfig* config, const std::string& what) {
+    auto& impl = *context.impl();
+    auto ta = vkconv::Tensor::from_host(context, {int64_t(h.a.size())}, h.a);
+    auto tb = vkconv::Tensor::from_host(context, {int64_t(h.b.size())}, h.b);
+    auto tc = vkconv::Tensor::from_host(context, {int64_t(h.c.size())}, h.c);
+    vkconv::Tensor tbias;
+    h.p.a.range = range_of(ta), h.p.b.range = range_of(tb), h.p.c.range = range_of(tc);
+    if (!h.bias.empty()) {
+        tbias = vkconv::Tensor::from_host(context, {int64_t(h.bias.size())}, h.bias);
+        h.p.bias = range_of(tbias);
+    }
+    {
+        vkconv::detail::CommandStream stream(impl);
+        vkconv::detail::record_gemm(impl, stream, h.p, config);
+        stream.submit_and_wait();
+    }
+    const auto result = tc.download();
+
+    std::vector<double> expected(h.c.begin(), h.c.end()), magnitude(h.c.size(), 0.0);
+    std::vector<bool> written(h.c.size(), false);
+    for (uint32_t bi = 0; bi < h.p.batch_i; ++bi)
+        for (uint32_t bj = 0; bj < h.p.batch_j; ++bj)
+            for (uint32_t m = 0; m < h.p.M; ++m)
+                for (uint32_t n = 0; n < h.p.N; ++n) {
+                    double sum = 0, mag = 0;
+                    for (uint32_t k = 0; k < h.p.K; ++k) {
+                        const double term = double(h.a.at(h.a_index(bi, bj, m, k))) * h.b.at(h.b_index(bi, bj, k, n));
+                        sum += term;
+                        mag += std::fabs(term);
+                    }
+                    const uint64_t ci = h.c_index(bi, bj, m, n);
+                    double value = h.p.alpha * sum, bound = std::fabs(h.p.alpha) * mag;
+                    if (h.p.beta != 0) value += h.p.beta * double(h.c[ci]), bound += std::fabs(h.p.beta * h.c[ci]);
+                    if (!h.bias.empty()) value += h.bias[h.p.bias_offset + n], bound += std::fabs(h.bias[h.p.bias_offset + n]);
+                    expected[ci] = value;
+                    magnitude[ci] = bound;
+                    written[ci] = true;
+                }
+    // Elements outside the product must come back bit-identical.
+    for (size_t i = 0; i < h.c.size(); ++i)
+        if (!written[i]) magnitude[i] = 0;
+    vkt::check_close(result, expected, magnitude, h.p.K + 2, what);
+}
+
+HostGemm plain(uint32_t M, uint32_t N, uint32_t K, bool trans_a, bool trans_b, uint32_t seed) {
+    HostGemm h;
+    h.p.M = M, h.p.N = N, h.p.K = K;
+    h.a = vkt::random_values(size_t(M) * K, seed);
+    h.b = vkt::random_values(size_t(K) * N, seed + 1);
+    h.c.assign(size_t(M) * N, std::numeric_limits<float>::quiet_NaN());  // beta = 0 must not read it
+    h.p.a.stride_row = trans_a ? 1 : K, h.p.a.stride_col = trans_a ? M : 1;
+    h.p.b.stride_row = trans_b ? 1 : N, h.p.b.stride_col = trans_b ? K : 1;
+    h.p.c.stride_row = N, h.p.c.stride_col = 1;
+    return h;
+}
+
+std::string describe(const HostGemm& h, const GemmConfig& c, bool ta, bool tb) {
+    return c.name + " M=" + std::to_string(h.p.M) + " N=" + std::to_string(h.p.N) + " K=" + std::to_string(h.p.K) +
+           (ta ? " A^T" : "") + (tb ? " B^T" : "");
+}
+
+}  // namespace
+
+TEST_CASE("gemm: odd sizes and every transpose combination, on every configuration", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const auto& configs = context->impl()->gemm_configs().all;
+    REQUIRE(!configs.empty());
+    const std::vector<std::array<uint32_t, 3>> sizes = {{1, 1, 1},    {3, 17, 63},  {65, 63, 17}, {129, 65, 129},
+                                                        {17, 129, 3}, {64, 64, 64}, {63, 1, 65},  {1, 129, 17},
+                                                        {128, 68, 132}};
+    uint32_t seed = 1;
+    for (const auto& config : configs)
+        for (const auto& [M, N, K] : sizes)
+            for (bool ta : {false, true})
+                for (bool tb : {false, true}) {
+                    auto h = plain(M, N, K, ta, tb, seed++);
+                    run_and_check(*context, h, &config, describe(h, config, ta, tb));
+                }
+}
+
+TEST_CASE("gemm: alpha, beta and bias in the epilogue", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (const auto& config : context->impl()->gemm_configs().all) {
+        auto h = plain(37, 29, 41, false, true, 77);
+        h.c = vkt::random_values(h.c.size(), 78);
+        h.p.alpha = -1.5f, h.p.beta = 0.5f;
+        h.bias = vkt::random_values(40, 79);
+        h.p.bias_offset = 7;
+        run_and_check(*context, h, &config, "alpha/beta/bias " + config.name);
+        auto aligned = plain(64, 32, 48, true, false, 80);
+        aligned.c = vkt::random_values(aligned.c.size(), 81);
+        aligned.p.beta = 1.0f;
+        run_and_check(*context, aligned, &config, "beta 1 aligned " + config.name);
+    }
+}
+
+TEST_CASE("gemm: two batch levels with overlapping A windows, C in a column-major layout", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // MEC's shape: for image i and output row j, A is a window of rows that starts j*shift floats in.
+    for (const auto& config : context->impl()->gemm_configs().all) {
+        for (uint32_t shift : {3u, 8u}) {
+            HostGemm h;
+            const uint32_t images = 3, rows = 5, M = 7, K = 24, N = 10, row_length = 64;  // a window fits a row
+            h.p.M = M, h.p.N = N, h.p.K = K, h.p.batch_i = images, h.p.batch_j = rows;
+            h.p.a = {{}, 4, row_length, 1, uint64_t(M) * row_length, shift};
+            h.a = vkt::random_values(4 + size_t(images) * M * row_length + rows * shift, 5);
+            h.p.b = {{}, 0, 1, K, 0, 0};  // B^T, shared by every batch entry
+            h.b = vkt::random_values(size_t(K) * N, 6);
+            // C(m, n) of entry (i, j) at i*N*rows*M + n*rows*M + j*M + m: an NCHW output.
+            h.p.c = {{}, 0, 1, uint64_t(rows) * M, uint64_t(N) * rows * M, M};
+            h.c.assign(size_t(images) * N * rows * M + 5, 0.25f);
+            run_and_check(*context, h, &config, "batched windows shift " + std::to_string(shift) + " " + config.name);
+        }
+    }
+}
+
+TEST_CASE("gemm: segmented K (dilated MEC windows)", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (const auto& config : context->impl()->gemm_configs().all) {
+        for (uint32_t segment : {4u, 6u}) {
+            HostGemm h;
+            const uint32_t M = 9, N = 13, K = 3 * segment, row_length = 64;
+            h.p.M = M, h.p.N = N, h.p.K = K;
+            h.p.a_k_segment = segment, h.p.a_k_segment_stride = 2 * segment + 4;
+            h.p.a = {{}, 0, row_length, 1, 0, 0};
+            h.a = vkt::random_values(size_t(M) * row_length, 9);
+            h.p.b = {{}, 0, N, 1, 0, 0};
+            h.b = vkt::random_values(size_t(K) * N, 10);
+            h.p.c = {{}, 0, N, 1, 0, 0};
+            h.c.assign(size_t(M) * N, 0.0f);
+            run_and_check(*context, h, &config, "segment " + std::to_string(segment) + " " + config.name);
+        }
+    }
+}
+
+TEST_CASE("gemm: grids past the workgroup-count limit are split", "[gemm][gpu]") {
+    auto options = vkt::test_options();
+    options.max_workgroups_per_dispatch = 2;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    for (const auto& config : context->impl()->gemm_configs().all) {
+        auto h = plain(5 * config.tile_m() + 3, 3 * config.tile_n() + 1, 19, false, false, 31);
+        h.p.batch_i = 5;
+        h.p.a.batch_i = h.a.size(), h.p.b.batch_i = 0, h.p.c.batch_i = h.c.size();
+        h.a = vkt::random_values(h.a.size() * 5, 32);
+        h.c.assign(h.c.size() * 5, 0.0f);
+        run_and_check(*context, h, &config, "split " + config.name);
+    }
+}
+
+TEST_CASE("gemm: the public entry point checks shapes and runs batched products", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const auto names = vkconv::gemm_configurations(*context);
+    REQUIRE(!names.empty());
+    const auto av = vkt::random_values(2 * 5 * 3, 1), bv = vkt::random_values(2 * 4 * 3, 2);
+    auto a = vkconv::Tensor::from_host(*context, {2, 3, 5}, av);  // A^T: [K=3, M=5]
+    auto b = vkconv::Tensor::from_host(*context, {2, 4, 3}, bv);  // B^T: [N=4, K=3]
+    vkconv::Tensor c(*context, {2, 5, 4});
+    vkconv::GemmOptions options;
+    options.transpose_a = options.transpose_b = true;
+    options.configuration = names.back();
+    const auto stats = vkconv::gemm(*context, a, b, c, options);
+    CHECK(stats.configuration == names.back());
+    const auto result = c.download();
+    for (int batch = 0; batch < 2; ++batch)
+        for (int m = 0; m < 5; ++m)
+            for (int n = 0; n < 4; ++n) {
+                double sum = 0, mag = 0;
+                for (int k = 0; k < 3; ++k) {
+                    const double t = double(av[batch * 15 + k * 5 + m]) * bv[batch * 12 + n * 3 + k];
+                    sum += t, mag += std::fabs(t);
+                }
+                CHECK(std::fabs(result[batch * 20 + m * 4 + n] - sum) <= 5 * std::ldexp(1.0, -24) * mag + 1e-30);
+            }
+    vkconv::Tensor wrong(*context, {2, 5, 5});
+    CHECK_THROWS_AS(vkconv::gemm(*context, a, b, wrong, options), vkconv::Error);
+    options.configuration = "no-such-configuration";
+    CHECK_THROWS_AS(vkconv::gemm(*context, a, b, c, options), vkconv::Error);
+    options.configuration.clear();
+    options.transpose_b = false;
+    CHECK_THROWS_AS(vkconv::gemm(*context, a, b, c, options), vkconv::Error);
+}
