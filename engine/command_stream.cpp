@@ -155,7 +155,8 @@ VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format)
     if (texels == 0 || texels > context_.device->limits().maxTexelBufferElements)
         throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
                                                     " texels is outside the device's maxTexelBufferElements (" +
-                                                    std::to_string(context_.device->limits().maxTexelBufferElements) + ")");
+                                                    std::to_string(context_.device->limits().maxTexelBufferElements) +
+                                                    ")");
     VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
     info.buffer = range.buffer;
     info.format = format;

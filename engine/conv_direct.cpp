@@ -1,7 +1,8 @@
 #include "conv_direct.hpp"
 
-#include <algorithm>
 #include <array>
+
+#include "elementwise.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -16,13 +17,12 @@ struct DirectPush {
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ForwardOperands& operands) {
-    const uint32_t workgroup = std::min<uint32_t>(64, context.device->info().max_workgroup_invocations);
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
     PipelineDesc desc;
     desc.shader = "conv2d_direct";
     desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(DirectPush);
-    desc.specialization = {workgroup,
+    desc.specialization = {kElementwiseWorkgroup,
                            u(problem.R),
                            u(problem.S),
                            u(problem.stride_h),
@@ -36,9 +36,9 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     const Pipeline& pipeline = context.pipelines->get(desc);
 
     // Without a bias the shader never reads binding 2, but Vulkan wants it bound: the filter stands in.
-    const BufferRange bias = problem.has_bias ? operands.bias : operands.filter;
-    const std::array<Binding, 4> bindings{Binding{operands.input, false}, Binding{operands.filter, false},
-                                          Binding{bias, false}, Binding{operands.output, true}};
+    const std::array<Binding, 4> bindings{
+        Binding{operands.input.whole(), false}, Binding{operands.filter.whole(), false},
+        Binding{operands.bias_or(operands.filter), false}, Binding{operands.output.whole(), true}};
     DirectPush push{u(problem.N),
                     u(problem.C),
                     u(problem.H),
@@ -50,14 +50,7 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
                     u(problem.filters_per_group()),
                     0,
                     0};
-    const uint64_t total = static_cast<uint64_t>(problem.output_elements());
-    const uint64_t per_dispatch = static_cast<uint64_t>(context.max_workgroups(0)) * workgroup;
-    for (uint64_t base = 0; base < total; base += per_dispatch) {
-        const uint64_t count = std::min(per_dispatch, total - base);
-        push.base = static_cast<uint32_t>(base);
-        push.count = static_cast<uint32_t>(count);
-        stream.dispatch(pipeline, bindings, &push, static_cast<uint32_t>((count + workgroup - 1) / workgroup));
-    }
+    dispatch_elements(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()));
 }
 
 }  // namespace vkconv::detail

@@ -14,6 +14,7 @@ struct GemmPush {
     uint32_t c_offset, c_stride_m, c_stride_n, c_batch_i, c_batch_j;
     uint32_t batch_j_count, batch_base;
     uint32_t a_k_segment, a_k_segment_stride;
+    uint32_t a_m_segment, a_m_segment_stride;
     float alpha, beta;
     uint32_t bias_offset;
 };
@@ -31,18 +32,7 @@ bool multiple_of_4(std::initializer_list<uint64_t> values) {
 }  // namespace
 
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem) {
-    const GemmConfigTable& table = context.gemm_configs();
-    // Enough tiles to keep every compute unit busy: a GPU wants hundreds of workgroups, a CPU device a few
-    // per core. Prefer the largest tile that still gives that many.
-    const uint64_t wanted = context.device->info().type == "CPU" ? 8 : 264;
-    const uint64_t batches = uint64_t{problem.batch_i} * problem.batch_j;
-    for (size_t index : {table.large, table.medium}) {
-        const GemmConfig& c = table.all[index];
-        const uint64_t tiles = (uint64_t{problem.M} + c.tile_m() - 1) / c.tile_m() *
-                               ((uint64_t{problem.N} + c.tile_n() - 1) / c.tile_n()) * batches;
-        if (tiles >= wanted) return c;
-    }
-    return table.all[table.small];
+    return pick_gemm_config(context.gemm_configs(), problem.M, problem.N, uint64_t{problem.batch_i} * problem.batch_j);
 }
 
 void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
@@ -58,25 +48,31 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     const bool a_offsets = multiple_of_4({a.offset, a.batch_i, a.batch_j});
     const bool b_offsets = multiple_of_4({b.offset, b.batch_i, b.batch_j});
     const bool a_vec4_k = a.stride_col == 1 && a_offsets && multiple_of_4({a.stride_row, p.K, segment, segment_stride});
-    const bool a_vec4_m = !a_vec4_k && a.stride_row == 1 && a_offsets && multiple_of_4({a.stride_col});
+    const bool a_vec4_m =
+        !a_vec4_k && p.a_m_segment == 0 && a.stride_row == 1 && a_offsets && multiple_of_4({a.stride_col});
     const bool b_vec4_k = b.stride_row == 1 && b_offsets && multiple_of_4({b.stride_col, p.K});
     const bool b_vec4_n = !b_vec4_k && b.stride_col == 1 && b_offsets && multiple_of_4({b.stride_row});
 
     PipelineDesc desc;
     desc.shader = config.shader();
     const bool texel = config.access != GemmAccess::StorageBuffer;
-    const VkDescriptorType operand_type = config.access == GemmAccess::StorageTexel ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
-                                          : config.access == GemmAccess::UniformTexel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
-                                                                                      : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    desc.bindings = {operand_type, operand_type, operand_type, operand_type, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+    const VkDescriptorType operand_type =
+        config.access == GemmAccess::StorageTexel   ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
+        : config.access == GemmAccess::UniformTexel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                    : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    desc.bindings = {operand_type,
+                     operand_type,
+                     operand_type,
+                     operand_type,
+                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(GemmPush);
     if (config.kernel == GemmKernel::Registers) {
-        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn, a_vec4_k, a_vec4_m, b_vec4_k, b_vec4_n,
-                               has_bias};
+        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn, a_vec4_k,
+                               a_vec4_m,    b_vec4_k,    b_vec4_n,  has_bias};
     } else {
-        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn, config.bk,
-                               a.stride_col == 1, b.stride_col == 1, has_bias};
+        desc.specialization = {config.wg_n, config.wg_m,       config.tm,         config.tn,
+                               config.bk,   a.stride_col == 1, b.stride_col == 1, has_bias};
     }
     const Pipeline& pipeline = context.pipelines->get(desc);
 
@@ -86,7 +82,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     const BufferRange bias = has_bias ? p.bias : p.c.range;
     const std::array<Binding, 6> bindings{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
                                           Binding{b.range, false, vec4}, Binding{b.range, false, scalar},
-                                          Binding{p.c.range, true}, Binding{bias, false}};
+                                          Binding{p.c.range, true},      Binding{bias, false}};
 
     GemmPush push{};
     push.K = p.K;
@@ -98,21 +94,34 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     push.c_batch_i = u32(p.c.batch_i, "batch stride"), push.c_batch_j = u32(p.c.batch_j, "batch stride");
     push.batch_j_count = p.batch_j;
     push.a_k_segment = segment, push.a_k_segment_stride = segment_stride;
+    // Without m segments, one segment spans every row (and the grid split below moves whole rows).
+    push.a_m_segment = p.a_m_segment ? p.a_m_segment : UINT32_MAX;
+    push.a_m_segment_stride = p.a_m_segment_stride;
     push.alpha = p.alpha, push.beta = p.beta;
     push.bias_offset = u32(p.bias_offset, "bias offset");
 
     // Split the grid where it exceeds the workgroup-count limits: in M and N by moving the operands'
     // origins (tile-sized steps keep vec4 alignment), in the batch by its base index.
-    const uint64_t max_x = context.max_workgroups(0), max_y = context.max_workgroups(1), max_z = context.max_workgroups(2);
+    const uint64_t max_x = context.max_workgroups(0), max_y = context.max_workgroups(1),
+                   max_z = context.max_workgroups(2);
     const uint64_t step_n = max_x * config.tile_n(), step_m = max_y * config.tile_m();
     const uint64_t batches = uint64_t{p.batch_i} * p.batch_j;
-    for (uint64_t m0 = 0; m0 < p.M; m0 += step_m) {
+    // A grid split in M must start at a segment boundary so later rows keep their segment positions.
+    const uint64_t step_m_rows = p.a_m_segment ? std::max<uint64_t>(step_m / p.a_m_segment, 1) * p.a_m_segment : step_m;
+    auto row_offset = [&](uint64_t m) {
+        return p.a_m_segment ? m / p.a_m_segment * p.a_m_segment_stride + m % p.a_m_segment * a.stride_row
+                             : m * a.stride_row;
+    };
+    if ((step_m_rows + config.tile_m() - 1) / config.tile_m() > max_y)
+        throw Error(ErrorCategory::Unsupported, "GEMM row segments of " + std::to_string(p.a_m_segment) +
+                                                    " rows exceed one dispatch's workgroup limit");
+    for (uint64_t m0 = 0; m0 < p.M; m0 += step_m_rows) {
         for (uint64_t n0 = 0; n0 < p.N; n0 += step_n) {
             for (uint64_t z0 = 0; z0 < batches; z0 += max_z) {
-                const uint64_t m_count = std::min<uint64_t>(step_m, p.M - m0);
+                const uint64_t m_count = std::min<uint64_t>(step_m_rows, p.M - m0);
                 const uint64_t n_count = std::min<uint64_t>(step_n, p.N - n0);
                 push.M = static_cast<uint32_t>(m_count), push.N = static_cast<uint32_t>(n_count);
-                push.a_offset = u32(a.offset + m0 * a.stride_row, "offset");
+                push.a_offset = u32(a.offset + row_offset(m0), "offset");
                 push.b_offset = u32(b.offset + n0 * b.stride_col, "offset");
                 push.c_offset = u32(p.c.offset + m0 * p.c.stride_row + n0 * p.c.stride_col, "offset");
                 push.bias_offset = u32(p.bias_offset + n0, "bias offset");

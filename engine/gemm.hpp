@@ -15,10 +15,10 @@
 namespace vkconv::detail {
 
 struct GemmMatrix {
-    BufferRange range;            // the bound memory
-    uint64_t offset = 0;          // floats from range.offset to element (0, 0) of batch (0, 0)
-    uint64_t stride_row = 0;      // A: per m; B: per k; C: per m
-    uint64_t stride_col = 0;      // A: per k; B: per n; C: per n
+    BufferRange range;        // the bound memory
+    uint64_t offset = 0;      // floats from range.offset to element (0, 0) of batch (0, 0)
+    uint64_t stride_row = 0;  // A: per m; B: per k; C: per m
+    uint64_t stride_col = 0;  // A: per k; B: per n; C: per n
     uint64_t batch_i = 0, batch_j = 0;
 };
 
@@ -32,6 +32,9 @@ struct GemmProblem {
     // A's k dimension in segments: physical k = (k / a_k_segment) * a_k_segment_stride + k % a_k_segment.
     // 0: contiguous (a_k_segment = K).
     uint32_t a_k_segment = 0, a_k_segment_stride = 0;
+    // A's rows in segments: row m starts at (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
+    // a.stride_row. 0: uniform rows.
+    uint32_t a_m_segment = 0, a_m_segment_stride = 0;
 };
 
 // The configuration record_gemm would choose for this shape.

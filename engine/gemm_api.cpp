@@ -8,7 +8,9 @@
 namespace vkconv {
 namespace {
 
-Error bad(const std::string& message) { return Error(ErrorCategory::InvalidArgument, "gemm: " + message); }
+Error bad(const std::string& message) {
+    return Error(ErrorCategory::InvalidArgument, "gemm: " + message);
+}
 
 }  // namespace
 
@@ -38,10 +40,12 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     const int64_t K = options.transpose_a ? a.shape()[o] : a.shape()[o + 1];
     const int64_t Kb = options.transpose_b ? b.shape()[o + 1] : b.shape()[o];
     const int64_t N = options.transpose_b ? b.shape()[o] : b.shape()[o + 1];
-    if (K != Kb) throw bad("inner dimensions differ: op(a) is " + std::to_string(M) + "x" + std::to_string(K) +
-                           ", op(b) is " + std::to_string(Kb) + "x" + std::to_string(N));
+    if (K != Kb)
+        throw bad("inner dimensions differ: op(a) is " + std::to_string(M) + "x" + std::to_string(K) + ", op(b) is " +
+                  std::to_string(Kb) + "x" + std::to_string(N));
     if (c.shape()[o] != M || c.shape()[o + 1] != N)
-        throw bad("c has shape " + shape_string(c.shape()) + ", expected " + std::to_string(M) + "x" + std::to_string(N));
+        throw bad("c has shape " + shape_string(c.shape()) + ", expected " + std::to_string(M) + "x" +
+                  std::to_string(N));
     if (a.storage() == c.storage() || b.storage() == c.storage()) throw bad("c must not be a or b");
     if (a.elements() > UINT32_MAX || b.elements() > UINT32_MAX || c.elements() > UINT32_MAX)
         throw Error(ErrorCategory::Unsupported, "gemm: operands beyond 2^32 elements");
@@ -58,9 +62,9 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     };
     detail::GemmProblem p;
     p.M = static_cast<uint32_t>(M), p.N = static_cast<uint32_t>(N), p.K = static_cast<uint32_t>(K);
-    p.a = {range(a), 0, options.transpose_a ? 1u : uint64_t(K), options.transpose_a ? uint64_t(M) : 1u,
+    p.a = {range(a),        0, options.transpose_a ? 1u : uint64_t(K), options.transpose_a ? uint64_t(M) : 1u,
            uint64_t(M * K), 0};
-    p.b = {range(b), 0, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
+    p.b = {range(b),        0, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
            uint64_t(K * N), 0};
     p.c = {range(c), 0, uint64_t(N), 1, uint64_t(M * N), 0};
     p.batch_i = static_cast<uint32_t>(batch);
@@ -76,8 +80,9 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     GemmStats stats;
     stats.configuration = config->name;
     stats.gpu_timed = stream.gpu_ms() >= 0;
-    stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms()
-                                   : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    stats.gpu_ms = stats.gpu_timed
+                       ? stream.gpu_ms()
+                       : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     stats.dispatches = stream.dispatch_count();
     return stats;
 }

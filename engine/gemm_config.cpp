@@ -7,9 +7,12 @@ namespace {
 
 const char* access_name(GemmAccess access) {
     switch (access) {
-        case GemmAccess::StorageBuffer: return "ssbo";
-        case GemmAccess::StorageTexel: return "texel";
-        case GemmAccess::UniformTexel: return "utexel";
+        case GemmAccess::StorageBuffer:
+            return "ssbo";
+        case GemmAccess::StorageTexel:
+            return "texel";
+        case GemmAccess::UniformTexel:
+            return "utexel";
     }
     return "?";
 }
@@ -38,11 +41,15 @@ uint32_t GemmConfig::shared_bytes() const {
 }
 
 const char* GemmConfig::shader() const {
-    if (kernel == GemmKernel::Shared) return access == GemmAccess::StorageBuffer ? "gemm_shared_ssbo" : "gemm_shared_texel";
+    if (kernel == GemmKernel::Shared)
+        return access == GemmAccess::StorageBuffer ? "gemm_shared_ssbo" : "gemm_shared_texel";
     switch (access) {
-        case GemmAccess::StorageBuffer: return "gemm_registers_ssbo";
-        case GemmAccess::StorageTexel: return "gemm_registers_texel";
-        case GemmAccess::UniformTexel: return "gemm_registers_utexel";
+        case GemmAccess::StorageBuffer:
+            return "gemm_registers_ssbo";
+        case GemmAccess::StorageTexel:
+            return "gemm_registers_texel";
+        case GemmAccess::UniformTexel:
+            return "gemm_registers_utexel";
     }
     return "";
 }
@@ -59,9 +66,10 @@ std::string gemm_config_problem(const Device& device, const GemmConfig& config) 
         return "register blocks must be multiples of 4";
     if (config.kernel == GemmKernel::Shared && config.access == GemmAccess::UniformTexel)
         return "no shared-memory kernel reads uniform texel buffers";
-    const VkFormatFeatureFlags feature = config.access == GemmAccess::StorageTexel ? VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT
-                                         : config.access == GemmAccess::UniformTexel ? VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
-                                                                                     : 0;
+    const VkFormatFeatureFlags feature =
+        config.access == GemmAccess::StorageTexel   ? VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT
+        : config.access == GemmAccess::UniformTexel ? VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
+                                                    : 0;
     if (feature && !(buffer_feature(device, VK_FORMAT_R32_SFLOAT, feature) &&
                      buffer_feature(device, VK_FORMAT_R32G32B32A32_SFLOAT, feature)))
         return "the device cannot use R32/R32G32B32A32_SFLOAT texel buffers this way";
@@ -71,50 +79,62 @@ std::string gemm_config_problem(const Device& device, const GemmConfig& config) 
 GemmConfigTable make_gemm_configs(const Device& device) {
     using K = GemmKernel;
     using A = GemmAccess;
-    // Candidates in order of preference for each size class. CPU implementations prefer the register
-    // kernel reading texel buffers (lavapipe's cheap load path), GPUs the shared-memory kernel.
+    // Families in order of preference. CPU implementations want the register kernel reading texel buffers
+    // (lavapipe's cheap load path), GPUs the shared-memory kernel. Within a family, tile shapes from square
+    // to skinny (a skinny tile keeps small-M products, like MEC's Q-row GEMMs of late layers, from padding).
+    struct Shape {
+        uint32_t wg_m, wg_n, tm, tn;
+    };
     const bool cpu = device.info().type == "CPU";
-    std::vector<std::pair<GemmConfig, int>> candidates;  // config, size class (0 large, 1 medium, 2 small)
-    auto add = [&](GemmConfig c, int size_class) { candidates.push_back({std::move(c), size_class}); };
+    // Register shapes keep at least 8 lanes along N, so a lavapipe subgroup shares its A rows.
+    const std::vector<Shape> register_shapes = {{8, 8, 8, 8}, {2, 32, 8, 8}, {1, 64, 8, 8},
+                                                {8, 8, 4, 4}, {4, 4, 4, 4},  {1, 16, 8, 4}};
+    const std::vector<Shape> shared_shapes = {{8, 16, 8, 4}, {8, 8, 4, 4}, {2, 32, 4, 4}, {8, 8, 2, 2}, {1, 64, 4, 2}};
+    std::vector<std::vector<GemmConfig>> families;
+    auto family = [&](K kernel, A access, const std::vector<Shape>& shapes) {
+        std::vector<GemmConfig> configs;
+        for (const auto& s : shapes) configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn));
+        families.push_back(std::move(configs));
+    };
     if (cpu) {
-        for (A access : {A::StorageTexel, A::UniformTexel, A::StorageBuffer}) {
-            add(make(K::Registers, access, 8, 8, 8, 8), 0);
-            add(make(K::Registers, access, 8, 8, 4, 4), 1);
-            add(make(K::Registers, access, 4, 4, 4, 4), 2);
-        }
-        add(make(K::Shared, A::StorageBuffer, 8, 16, 8, 4), 0);
+        for (A access : {A::StorageTexel, A::UniformTexel, A::StorageBuffer})
+            family(K::Registers, access, register_shapes);
+        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}});
     } else {
-        for (A access : {A::StorageBuffer, A::StorageTexel}) {
-            add(make(K::Shared, access, 8, 16, 8, 4, 16), 0);
-            add(make(K::Shared, access, 8, 8, 4, 4, 16), 1);
-            add(make(K::Shared, access, 8, 8, 2, 2, 16), 2);
-        }
-        add(make(K::Registers, A::StorageTexel, 8, 8, 8, 8), 0);
-        add(make(K::Registers, A::StorageBuffer, 8, 8, 4, 4), 1);
+        for (A access : {A::StorageBuffer, A::StorageTexel}) family(K::Shared, access, shared_shapes);
+        family(K::Registers, A::StorageTexel, {{8, 8, 8, 8}});
+        family(K::Registers, A::StorageBuffer, {{8, 8, 4, 4}});
     }
-    GemmConfig fallback = make(K::Registers, A::StorageBuffer, 8, 8, 4, 4);
 
     GemmConfigTable table;
-    bool found[3] = {false, false, false};
-    size_t chosen[3] = {0, 0, 0};
-    for (auto& [config, size_class] : candidates) {
-        if (!gemm_config_problem(device, config).empty()) continue;
-        if (std::none_of(table.all.begin(), table.all.end(), [&](const GemmConfig& c) { return c.name == config.name; }))
-            table.all.push_back(config);
-        if (!found[size_class]) {
-            found[size_class] = true;
-            for (size_t i = 0; i < table.all.size(); ++i)
-                if (table.all[i].name == config.name) chosen[size_class] = i;
-        }
+    table.wanted_workgroups = cpu ? 8 : 264;
+    for (const auto& configs : families) {
+        size_t valid = 0;
+        for (const auto& config : configs)
+            if (gemm_config_problem(device, config).empty()) table.all.push_back(config), ++valid;
+        if (table.preferred == 0) table.preferred = valid;
     }
+    // The fallback fits every device the spec allows: 64 invocations, no shared memory, storage buffers.
+    const GemmConfig fallback = make(K::Registers, A::StorageBuffer, 8, 8, 4, 4);
     if (std::none_of(table.all.begin(), table.all.end(), [&](const GemmConfig& c) { return c.name == fallback.name; }))
         table.all.push_back(fallback);
-    for (int s = 0; s < 3; ++s)
-        if (!found[s])
-            for (size_t i = 0; i < table.all.size(); ++i)
-                if (table.all[i].name == fallback.name) chosen[s] = i;
-    table.large = chosen[0], table.medium = chosen[1], table.small = chosen[2];
+    if (table.preferred == 0) table.preferred = table.all.size();
     return table;
+}
+
+const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uint64_t N, uint64_t batches) {
+    const GemmConfig* best = &table.all.front();
+    double best_score = -1;
+    for (size_t i = 0; i < table.preferred; ++i) {
+        const GemmConfig& c = table.all[i];
+        const uint64_t tiles_m = (M + c.tile_m() - 1) / c.tile_m(), tiles_n = (N + c.tile_n() - 1) / c.tile_n();
+        const double used = double(M * N) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
+        const double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);  // FMAs per loaded value
+        const double busy = std::min(1.0, double(tiles_m * tiles_n * batches) / double(table.wanted_workgroups));
+        const double score = used * reuse * busy;
+        if (score > best_score) best_score = score, best = &c;
+    }
+    return *best;
 }
 
 }  // namespace vkconv::detail

@@ -34,13 +34,21 @@ struct GemmConfig {
 };
 
 struct GemmConfigTable {
-    std::vector<GemmConfig> all;  // every configuration valid on this device, preferred first per size
-    // Preferred configurations by problem size (indices into `all`).
-    size_t large = 0, medium = 0, small = 0;
+    std::vector<GemmConfig> all;  // every configuration valid on this device, the preferred family first
+    // How many of `all`, from the front, form the preferred family (one kernel and access path in several
+    // tile shapes); choose_gemm_config picks among them by problem shape.
+    size_t preferred = 0;
+    // Workgroups that keep the device busy (a few per core on a CPU device, hundreds on a GPU).
+    uint64_t wanted_workgroups = 8;
 };
 
-// The configurations valid on `device`, with the preferred ones per size class for its type.
+// The configurations valid on `device`, its preferred family first.
 GemmConfigTable make_gemm_configs(const Device& device);
+
+// The preferred configuration for an M x N product over `batches` batch entries: the tile shape that wastes
+// least of its padded area, with the most register reuse, among those that give the device enough
+// workgroups.
+const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uint64_t N, uint64_t batches);
 
 // Why `config` cannot run on `device`, or an empty string when it can.
 std::string gemm_config_problem(const Device& device, const GemmConfig& config);

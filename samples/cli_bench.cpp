@@ -20,11 +20,12 @@ struct BenchArgs {
     bool all = false;
     int64_t batch = 0;
     int repeat = 5;
-    std::vector<std::string> algorithms{"direct"};
+    std::vector<std::string> algorithms{"direct", "im2col", "mec"};
     bool gemm_only = false, layers_only = false;
     bool all_configs = false;
     std::string json_file;
     std::string device;
+    std::string layout = "nchw";
 };
 
 std::vector<float> random_values(int64_t count, uint32_t seed) {
@@ -47,13 +48,16 @@ struct GemmShape {
 
 // Shapes: the cubes the issue names, and the skinny GEMMs convolutions produce (a 3x3 conv on 56x56x64:
 // 3136 x 64 x 576; a first layer: 12100 x 96 x 363; a late layer: 49 x 512 x 4608).
-const GemmShape kGemmShapes[] = {{"256^3", 256, 256, 256},          {"512^3", 512, 512, 512},
-                                 {"1024^3", 1024, 1024, 1024},       {"conv 3136x64x576", 3136, 64, 576},
-                                 {"conv 12100x96x363", 12100, 96, 363}, {"conv 49x512x4608", 49, 512, 4608}};
+const GemmShape kGemmShapes[] = {{"256^3", 256, 256, 256},
+                                 {"512^3", 512, 512, 512},
+                                 {"1024^3", 1024, 1024, 1024},
+                                 {"conv 3136x64x576", 3136, 64, 576},
+                                 {"conv 12100x96x363", 12100, 96, 363},
+                                 {"conv 49x512x4608", 49, 512, 4608}};
 
 void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
-    std::printf("\nGEMM (C = A*B, fp32, A and B row-major)\n%-20s %-36s %10s %10s\n", "shape", "configuration", "gpu ms",
-                "GFLOP/s");
+    std::printf("\nGEMM (C = A*B, fp32, A and B row-major)\n%-20s %-36s %10s %10s\n", "shape", "configuration",
+                "gpu ms", "GFLOP/s");
     std::vector<std::string> configs{""};
     if (args.all_configs) configs = vkconv::gemm_configurations(context);
     for (const auto& shape : kGemmShapes) {
@@ -77,7 +81,8 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
                 if (!(std::fabs(result[m * shape.N + n] - sum) <= (shape.K + 2) * std::ldexp(1.0, -24) * mag))
                     throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
                                         std::string("GEMM ") + shape.name + " with " + stats.configuration +
-                                            " gave a wrong result at (" + std::to_string(m) + ", " + std::to_string(n) + ")");
+                                            " gave a wrong result at (" + std::to_string(m) + ", " + std::to_string(n) +
+                                            ")");
             }
             std::vector<double> times;
             for (int r = 0; r < args.repeat; ++r) times.push_back(vkconv::gemm(context, a, b, c, options).gpu_ms);
@@ -95,62 +100,123 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
 
 std::string mib(uint64_t bytes) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", bytes / 1048576.0);
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
     return buf;
+}
+
+// The exact output at `index` (in the problem's layout), accumulated in double, with the sum of |terms|.
+std::pair<double, double> reference_at(const vkconv::ConvProblem& p, const std::vector<float>& x,
+                                       const std::vector<float>& w, int64_t index) {
+    const bool nhwc = p.layout == vkconv::Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), Cg = p.channels_per_group();
+    int64_t n, k, oh, ow;
+    if (nhwc) {
+        k = index % p.K, ow = index / p.K % Q, oh = index / (p.K * Q) % P, n = index / (p.K * Q * P);
+    } else {
+        ow = index % Q, oh = index / Q % P, k = index / (Q * P) % p.K, n = index / (Q * P * p.K);
+    }
+    const int64_t g = k / p.filters_per_group();
+    double sum = 0, magnitude = 0;
+    for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t r = 0; r < p.R; ++r)
+            for (int64_t s = 0; s < p.S; ++s) {
+                const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
+                const int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
+                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
+                const int64_t channel = g * Cg + c;
+                const double xv = nhwc ? x[((n * p.H + ih) * p.W + iw) * p.C + channel]
+                                       : x[((n * p.C + channel) * p.H + ih) * p.W + iw];
+                const double wv = nhwc ? w[((k * p.R + r) * p.S + s) * Cg + c] : w[((k * Cg + c) * p.R + r) * p.S + s];
+                sum += xv * wv;
+                magnitude += std::fabs(xv * wv);
+            }
+    return {sum, magnitude};
+}
+
+// Worst |gpu - exact| over the fp32 summation bound on 512 sampled outputs; above 1 is a wrong result.
+double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
+                     const std::vector<float>& y) {
+    std::mt19937_64 rng(11);
+    const double factor = (p.channels_per_group() * p.R * p.S + 2) * std::ldexp(1.0, -24);
+    double worst = 0;
+    for (int i = 0; i < 512; ++i) {
+        const int64_t index = static_cast<int64_t>(rng() % y.size());
+        const auto [exact, magnitude] = reference_at(p, x, w, index);
+        const double ratio = std::fabs(y[index] - exact) / (factor * magnitude + 1e-30);
+        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
+    }
+    return worst;
 }
 
 void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::vector<vkconv::Algorithm> algorithms;
     for (const auto& name : args.algorithms) algorithms.push_back(vkconv::parse_algorithm(name));
-    std::printf("\nForward convolution (NCHW), median of %d runs\n%-17s %-8s %10s %9s %12s %12s  %s\n", args.repeat,
-                "layer", "algo", "gpu ms", "GFLOP/s", "workspace MiB", "peak MiB", "check vs direct");
+    std::printf("\nForward convolution (%s), median of %d runs\n%-17s %-9s %10s %9s %10s %10s %7s  %s\n",
+                args.layout.c_str(), args.repeat, "layer", "algo", "gpu ms", "GFLOP/s", "workspace", "peak", "chunks",
+                "check (sampled err/bound; vs direct)");
     for (auto& layer : layers) {
         const bool wanted = args.only.empty() ? true : std::count(args.only.begin(), args.only.end(), layer.name) > 0;
         if (!wanted) continue;
         auto p = layer.problem;
         if (args.batch > 0) p.N = args.batch;
-        try {
-            const auto x = random_values(p.input_elements(), 7), w = random_values(p.filter_elements(), 8);
-            auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
-            auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-            vkconv::Tensor output(context, p.output_shape());
-            std::vector<float> baseline;
-            for (auto algorithm : algorithms) {
-                context.reset_peak();
-                auto stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
-                const auto result = output.download();
-                std::string check = "baseline";
-                if (baseline.empty()) {
-                    baseline = result;
-                } else {
-                    double worst = 0, scale = 0;
-                    for (size_t i = 0; i < result.size(); ++i) {
-                        worst = std::max(worst, double(std::fabs(result[i] - baseline[i])));
-                        scale = std::max(scale, double(std::fabs(baseline[i])));
-                    }
-                    char buf[64];
-                    std::snprintf(buf, sizeof buf, "max |diff| %.2g of max |y| %.2g", worst, scale);
-                    check = buf;
-                }
-                std::vector<double> times;
-                for (int r = 0; r < args.repeat; ++r)
-                    times.push_back(vkconv::forward(context, p, input, filter, nullptr, output, algorithm).gpu_ms);
-                const double ms = median(times);
-                const double gflops = p.forward_flops() / (ms * 1e6);
-                std::printf("%-17s %-8s %10.3f %9.2f %12s %12s  %s\n", layer.name.c_str(),
-                            vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.workspace_bytes).c_str(),
-                            mib(stats.peak_bytes).c_str(), check.c_str());
-                std::fflush(stdout);
-                JsonObject row;
-                row.add("kind", "forward").add("layer", layer.name).add("algorithm", vkconv::to_string(stats.algorithm));
-                row.add("gpu_ms", ms).add("gflops", gflops).add("workspace_bytes", stats.workspace_bytes);
-                row.add("peak_bytes", stats.peak_bytes).add_raw("problem", problem_json(p));
-                json_rows.push_back(row.str());
+        p.layout = vkconv::parse_layout(args.layout);
+        const auto x = random_values(p.input_elements(), 7), w = random_values(p.filter_elements(), 8);
+        auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
+        auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+        vkconv::Tensor output(context, p.output_shape());
+        std::vector<float> direct;
+        for (auto algorithm : algorithms) {
+            vkconv::RunStats stats;
+            std::vector<float> result;
+            try {
+                stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
+                result = output.download();
+            } catch (const vkconv::Error& e) {
+                if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+                std::printf("%-17s %-9s unsupported on this device: %s\n", layer.name.c_str(),
+                            vkconv::to_string(algorithm), e.what());
+                continue;
             }
-        } catch (const vkconv::Error& e) {
-            if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
-            std::printf("%-17s unsupported on this device: %s\n", layer.name.c_str(), e.what());
+            const double ratio = sampled_error(p, x, w, result);
+            if (!(ratio <= 1))
+                throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
+                                    layer.name + ": " + vkconv::to_string(stats.algorithm) +
+                                        " gave a result beyond the fp32 rounding bound (err/bound " +
+                                        std::to_string(ratio) + ")");
+            char check[96];
+            if (stats.algorithm == vkconv::Algorithm::Direct) {
+                direct = result;
+                std::snprintf(check, sizeof check, "%.2g; baseline", ratio);
+            } else if (!direct.empty()) {
+                double worst = 0, scale = 0;
+                for (size_t i = 0; i < result.size(); ++i) {
+                    worst = std::max(worst, double(std::fabs(result[i] - direct[i])));
+                    scale = std::max(scale, double(std::fabs(direct[i])));
+                }
+                std::snprintf(check, sizeof check, "%.2g; max|diff| %.2g of max|y| %.2g", ratio, worst, scale);
+            } else {
+                std::snprintf(check, sizeof check, "%.2g", ratio);
+            }
+            std::vector<double> times;
+            for (int r = 0; r < args.repeat; ++r)
+                times.push_back(vkconv::forward(context, p, input, filter, nullptr, output, algorithm).gpu_ms);
+            const double ms = median(times);
+            const double gflops = p.forward_flops() / (ms * 1e6);
+            std::string name = vkconv::to_string(stats.algorithm);
+            if (stats.algorithm == vkconv::Algorithm::Mec)
+                name += std::string("-") + vkconv::to_string(stats.mec_schedule);
+            std::printf("%-17s %-9s %10.3f %9.2f %10s %10s %7u  %s\n", layer.name.c_str(), name.c_str(), ms, gflops,
+                        mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check);
+            std::fflush(stdout);
+            JsonObject row;
+            row.add("kind", "forward").add("layer", layer.name).add("algorithm", vkconv::to_string(stats.algorithm));
+            if (stats.algorithm == vkconv::Algorithm::Mec)
+                row.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
+            row.add("gpu_ms", ms).add("gflops", gflops).add("workspace_bytes", stats.workspace_bytes);
+            row.add("peak_bytes", stats.peak_bytes).add("chunks", static_cast<uint64_t>(stats.chunks));
+            row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
+            json_rows.push_back(row.str());
         }
     }
 }
@@ -198,7 +264,9 @@ Action add_bench_command(CLI::App& root) {
     command->add_option("--layer", args->only, "only these layers (repeatable; default: every layer)");
     command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(CLI::PositiveNumber);
     command->add_option("--repeat", args->repeat, "timed runs (median reported)")->capture_default_str();
-    command->add_option("--algo", args->algorithms, "algorithms to time; the first is the check baseline")
+    command->add_option("--algo", args->algorithms, "algorithms to time (repeatable)")->capture_default_str();
+    command->add_option("--layout", args->layout, "nchw or nhwc")
+        ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
     command->add_flag("--gemm-only", args->gemm_only, "only the GEMM shapes");
     command->add_flag("--layers-only", args->layers_only, "only the layers");

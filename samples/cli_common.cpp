@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -46,7 +47,10 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
-    command.add_option("--algo", algorithm, "algorithm: auto or direct")->capture_default_str();
+    command.add_option("--algo", algorithm, "algorithm: auto, direct, im2col or mec")->capture_default_str();
+    command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")
+        ->check(CLI::IsMember({"auto", "a", "b"}, CLI::ignore_case))
+        ->capture_default_str();
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
 }
@@ -57,6 +61,15 @@ void ConvOptions::apply(vkconv::ConvProblem& problem) const {
     std::tie(problem.dilation_h, problem.dilation_w) = parse_pair(dilation, "--dilation");
     problem.groups = groups;
     problem.layout = vkconv::parse_layout(layout);
+}
+
+vkconv::ForwardOptions ConvOptions::forward_options() const {
+    vkconv::ForwardOptions options;
+    const char first = mec_schedule.empty() ? 'a' : static_cast<char>(std::tolower(mec_schedule[0]));
+    options.mec_schedule = mec_schedule == "auto" ? vkconv::MecSchedule::Auto
+                           : first == 'a'         ? vkconv::MecSchedule::A
+                                                  : vkconv::MecSchedule::B;
+    return options;
 }
 
 vkconv::ContextOptions ConvOptions::context_options() const {

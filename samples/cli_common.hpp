@@ -30,6 +30,7 @@ struct ConvOptions {
     int64_t groups = 1;
     std::string layout = "nchw";
     std::string algorithm = "auto";
+    std::string mec_schedule = "auto";
     std::string device;
     bool stats = false;
 
@@ -37,6 +38,7 @@ struct ConvOptions {
     // Applies stride/padding/dilation/groups/layout to `problem`.
     void apply(vkconv::ConvProblem& problem) const;
     vkconv::ContextOptions context_options() const;
+    vkconv::ForwardOptions forward_options() const;
 };
 
 // Fails with InvalidArgument before any work when `path` cannot be written (missing directory, ...).

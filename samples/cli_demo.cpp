@@ -169,7 +169,7 @@ Action add_demo_command(CLI::App& root) {
     command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(CLI::PositiveNumber);
     command->add_option("--repeat", args->repeat, "timed runs per layer (median reported)")->capture_default_str();
     command->add_flag("--no-check", args->no_check, "skip the CPU-reference check");
-    command->add_option("--algo", args->algorithm, "algorithm: auto or direct")->capture_default_str();
+    command->add_option("--algo", args->algorithm, "algorithm: auto, direct, im2col or mec")->capture_default_str();
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     return [args] { return run_demo(*args); };
 }

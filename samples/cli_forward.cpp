@@ -63,8 +63,8 @@ int run_forward(const ForwardArgs& args) {
     vkconv::Tensor bias;
     if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
     vkconv::Tensor output(context, problem.output_shape());
-    const auto stats =
-        vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output, algorithm);
+    const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
+                                       algorithm, args.conv.forward_options());
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
 
     if (args.conv.stats) {
@@ -73,7 +73,8 @@ int run_forward(const ForwardArgs& args) {
         o.add("device", context.device().name).add("gpu_ms", stats.gpu_ms).add("gpu_timed", stats.gpu_timed);
         o.add("wall_ms", stats.wall_ms).add("gflops", problem.forward_flops() / (stats.gpu_ms * 1e6));
         o.add("workspace_bytes", stats.workspace_bytes).add("peak_bytes", stats.peak_bytes);
-        o.add("dispatches", static_cast<uint64_t>(stats.dispatches));
+        o.add("dispatches", static_cast<uint64_t>(stats.dispatches)).add("chunks", static_cast<uint64_t>(stats.chunks));
+        if (stats.algorithm == vkconv::Algorithm::Mec) o.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
         o.add_raw("problem", problem_json(problem));
         std::printf("%s\n", o.str().c_str());
     }

@@ -2,12 +2,14 @@
 // push constants, and element addressing.
 //
 // C = alpha * A * B + beta * C (+ bias[n]), fp32, with every operand addressed through explicit strides:
-//   A(m, k) = a[a_offset + m * a_stride_m + kphys(k) * a_stride_k]
+//   A(m, k) = a[a_offset + mphys(m) + kphys(k) * a_stride_k]
 //   B(k, n) = b[b_offset + k * b_stride_k + n * b_stride_n]
 //   C(m, n) = c[c_offset + m * c_stride_m + n * c_stride_n]
 // so a transposed operand is only a swap of strides. kphys(k) = (k / a_k_segment) * a_k_segment_stride +
 // k % a_k_segment lets A's reduction dimension skip gaps (MEC with vertical dilation reads R separate row
-// segments of its lowered matrix). Two batch levels: dispatch z picks batch (i, j) = divmod(batch_base + z,
+// segments of its lowered matrix); mphys(m) = (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
+// a_stride_m lets A's rows come from several overlapping windows (MEC: all output rows p of an image, each
+// a window of Q rows, in one product). Two batch levels: dispatch z picks batch (i, j) = divmod(batch_base + z,
 // batch_j_count) and every operand's offset moves by i * *_batch_i + j * *_batch_j (MEC's overlapping
 // windows are just a batch stride smaller than the window).
 //
@@ -62,11 +64,13 @@ layout(push_constant) uniform GemmParams {
     uint c_offset, c_stride_m, c_stride_n, c_batch_i, c_batch_j;
     uint batch_j_count, batch_base;
     uint a_k_segment, a_k_segment_stride;
+    uint a_m_segment, a_m_segment_stride;
     float alpha, beta;
     uint bias_offset;
 } pc;
 
 uint a_kphys(uint k) { return (k / pc.a_k_segment) * pc.a_k_segment_stride + k % pc.a_k_segment; }
+uint a_mphys(uint m) { return (m / pc.a_m_segment) * pc.a_m_segment_stride + (m % pc.a_m_segment) * pc.a_stride_m; }
 
 // Offsets of this dispatch's batch entry, in floats.
 void batch_offsets(out uint a_base, out uint b_base, out uint c_base) {

@@ -12,7 +12,8 @@
 //   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M); WG_N * WG_M <= maxComputeWorkGroupInvocations
 //   2 TM, 3 TN         register block per invocation; multiples of 4
 //   4 A_VEC4_K         A(m, k..k+3) is one aligned vec4 (a_stride_k == 1, K % 4 == 0, aligned offsets)
-//   5 A_VEC4_M         A(m..m+3, k) is one aligned vec4 (a_stride_m == 1, aligned offsets and a_stride_k)
+//   5 A_VEC4_M         A(m..m+3, k) is one aligned vec4 (a_stride_m == 1, no m segments, aligned offsets
+//                      and a_stride_k)
 //   6 B_VEC4_K         B(k..k+3, n) is one aligned vec4 (b_stride_k == 1, K % 4 == 0)
 //   7 B_VEC4_N         B(k, n..n+3) is one aligned vec4 (b_stride_n == 1)
 //   8 HAS_BIAS         add bias[bias_offset + n]
@@ -42,13 +43,17 @@ void main() {
     vec4 acc[TM * TN / 4];
     [[unroll]] for (uint i = 0; i < TM * TN / 4; ++i) acc[i] = vec4(0.0);
 
+    // Row origins of A, computed once (A_VEC4_M walks rows as contiguous vec4 instead).
+    uint a_row[TM];
+    [[unroll]] for (uint i = 0; i < TM; ++i) a_row[i] = a_base + a_mphys(min(m0 + i, m_last));
+
     for (uint k0 = 0; k0 < pc.K; k0 += 4) {
         vec4 a[TM];  // a[i] = A(m0 + i, k0 .. k0 + 3)
         vec4 b[TN];  // b[j] = B(k0 .. k0 + 3, n0 + j)
         if (A_VEC4_K) {
             const uint kp = a_kphys(k0);
             [[unroll]] for (uint i = 0; i < TM; ++i)
-                a[i] = LOAD_A4((a_base + min(m0 + i, m_last) * pc.a_stride_m + kp) >> 2);
+                a[i] = LOAD_A4((a_row[i] + kp) >> 2);
         } else if (A_VEC4_M) {
             const uint m_clamp = m_last & ~3u;
             [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
@@ -61,9 +66,8 @@ void main() {
             }
         } else {
             [[unroll]] for (uint i = 0; i < TM; ++i) {
-                const uint row = a_base + min(m0 + i, m_last) * pc.a_stride_m;
                 [[unroll]] for (uint kk = 0; kk < 4; ++kk)
-                    a[i][kk] = k0 + kk < pc.K ? LOAD_A1(row + a_kphys(k0 + kk) * pc.a_stride_k) : 0.0;
+                    a[i][kk] = k0 + kk < pc.K ? LOAD_A1(a_row[i] + a_kphys(k0 + kk) * pc.a_stride_k) : 0.0;
             }
         }
         if (B_VEC4_K) {

@@ -54,7 +54,7 @@ void main() {
             const uint mm = A_K_FAST ? e / BK : e % BM;
             const uint m = tile_m + mm, k = k0 + kk;
             a_tile[kk * (BM + 1) + mm] =
-                (m < pc.M && k < pc.K) ? LOAD_A1(a_base + m * pc.a_stride_m + a_kphys(k) * pc.a_stride_k) : 0.0;
+                (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys(k) * pc.a_stride_k) : 0.0;
         }
         for (uint e = tid; e < BK * BN; e += threads) {
             const uint kk = B_N_FAST ? e / BN : e % BK;

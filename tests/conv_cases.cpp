@@ -87,7 +87,7 @@ std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed) {
 }
 
 vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProblem& problem,
-                               vkconv::Algorithm algorithm, uint32_t seed) {
+                               vkconv::Algorithm algorithm, uint32_t seed, const vkconv::ForwardOptions& options) {
     const auto x = random_values(problem.input_elements(), seed);
     const auto w = random_values(problem.filter_elements(), seed + 1);
     const auto b = problem.has_bias ? random_values(problem.K, seed + 2) : std::vector<float>{};
@@ -105,8 +105,8 @@ vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProbl
     // Poisoned with NaN: an output the pass forgets to write fails the comparison.
     const std::vector<float> poison(problem.output_elements(), std::numeric_limits<float>::quiet_NaN());
     auto output = vkconv::Tensor::from_host(context, problem.output_shape(), poison);
-    const auto stats =
-        vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output, algorithm);
+    const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
+                                       algorithm, options);
     const auto result = output.download();
     check_close(result, expected, magnitude, problem.channels_per_group() * problem.R * problem.S,
                 std::string(vkconv::to_string(algorithm)) + " forward: " + problem.str());

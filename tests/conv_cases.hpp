@@ -24,6 +24,6 @@ std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed);
 // Runs forward with `algorithm` on poisoned output memory and checks every value against the reference.
 // Returns the RunStats of the pass.
 vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProblem& problem,
-                               vkconv::Algorithm algorithm, uint32_t seed);
+                               vkconv::Algorithm algorithm, uint32_t seed, const vkconv::ForwardOptions& options = {});
 
 }  // namespace vkt

@@ -76,7 +76,8 @@ void run_and_check(vkconv::Context& context, HostGemm& h, const GemmConfig* conf
                     const uint64_t ci = h.c_index(bi, bj, m, n);
                     double value = h.p.alpha * sum, bound = std::fabs(h.p.alpha) * mag;
                     if (h.p.beta != 0) value += h.p.beta * double(h.c[ci]), bound += std::fabs(h.p.beta * h.c[ci]);
-                    if (!h.bias.empty()) value += h.bias[h.p.bias_offset + n], bound += std::fabs(h.bias[h.p.bias_offset + n]);
+                    if (!h.bias.empty())
+                        value += h.bias[h.p.bias_offset + n], bound += std::fabs(h.bias[h.p.bias_offset + n]);
                     expected[ci] = value;
                     magnitude[ci] = bound;
                     written[ci] = true;
@@ -110,9 +111,9 @@ TEST_CASE("gemm: odd sizes and every transpose combination, on every configurati
     VKT_REQUIRE_CONTEXT(context);
     const auto& configs = context->impl()->gemm_configs().all;
     REQUIRE(!configs.empty());
-    const std::vector<std::array<uint32_t, 3>> sizes = {{1, 1, 1},    {3, 17, 63},  {65, 63, 17}, {129, 65, 129},
-                                                        {17, 129, 3}, {64, 64, 64}, {63, 1, 65},  {1, 129, 17},
-                                                        {128, 68, 132}};
+    const std::vector<std::array<uint32_t, 3>> sizes = {{1, 1, 1},      {3, 17, 63},  {65, 63, 17},
+                                                        {129, 65, 129}, {17, 129, 3}, {64, 64, 64},
+                                                        {63, 1, 65},    {1, 129, 17}, {128, 68, 132}};
     uint32_t seed = 1;
     for (const auto& config : configs)
         for (const auto& [M, N, K] : sizes)

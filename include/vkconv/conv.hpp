@@ -19,28 +19,49 @@ namespace vkconv {
 enum class Algorithm {
     Auto,
     Direct,  // one invocation per output value; the baseline every other algorithm is checked against
+    Im2col,  // im2col lowering (N·P·Q × R·S·C/G per group) + tiled GEMM
+    Mec,     // MEC lowering (N·Q × H·S·C, Cho & Brand 2017) + overlapping-window GEMMs
 };
 
 const char* to_string(Algorithm algorithm) noexcept;
 Algorithm parse_algorithm(std::string_view text);  // case-insensitive name; throws InvalidArgument
 
-struct RunStats {
-    Algorithm algorithm = Algorithm::Auto;  // the algorithm that ran (never Auto)
-    double gpu_ms = 0;                      // GPU timestamps around the pass's dispatches
-    bool gpu_timed = false;                 // false: the queue has no timestamps, gpu_ms is wall time
-    double wall_ms = 0;                     // host time from record to completion
-    uint64_t workspace_bytes = 0;           // pool bytes the pass allocated for itself, as reported up front
-    uint64_t peak_bytes = 0;                // pool in-use peak during the pass (live operands included)
-    uint32_t dispatches = 0;
+// MEC's two schedules (the paper's Solutions A and B). Auto follows the paper's rule: A when Q <= 100 and
+// the output is no larger than the lowered matrix, else B.
+enum class MecSchedule { Auto, A, B };
+const char* to_string(MecSchedule schedule) noexcept;
+
+struct ForwardOptions {
+    MecSchedule mec_schedule = MecSchedule::Auto;
+    // Largest binding (and so lowered chunk) in bytes; 0 = the device's maxStorageBufferRange. Lower it to
+    // run im2col and MEC in smaller chunks of images or bands of output rows.
+    uint64_t max_binding_bytes = 0;
 };
 
-// Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact:
-// the pool's in-use counter grows by exactly this much during the pass.
-uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm);
+struct RunStats {
+    Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
+    MecSchedule mec_schedule = MecSchedule::Auto;  // for MEC: the schedule that ran (A or B)
+    double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
+    bool gpu_timed = false;                        // false: the queue has no timestamps, gpu_ms is wall time
+    double wall_ms = 0;                            // host time from record to completion
+    uint64_t workspace_bytes = 0;                  // pool bytes the pass allocated for itself, as reported up front
+    uint64_t peak_bytes = 0;                       // pool in-use peak during the pass (live operands included)
+    uint32_t dispatches = 0;
+    uint32_t chunks = 1;  // pieces (groups of images or bands of rows) the pass ran in
+};
+
+// Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact: the
+// pool's in-use counter grows by exactly this much during the pass (allocation rounding included).
+uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                                 const ForwardOptions& options = {});
+
+// The algorithm Auto picks for this problem (see README.md for the rule).
+Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem);
 
 // y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
 // have the problem's output shape; its previous contents are overwritten.
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto);
+                 const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
+                 const ForwardOptions& options = {});
 
 }  // namespace vkconv

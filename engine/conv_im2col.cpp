@@ -1,0 +1,88 @@
+// im2col forward: lower a chunk into col[g][m][k], then one batched GEMM per group writes the output.
+#include <array>
+
+#include "conv_lowered.hpp"
+#include "elementwise.hpp"
+#include "gemm.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct LowerPush {
+    uint32_t first_row;
+    uint32_t x_offset;
+    uint32_t base, count;
+};
+
+}  // namespace
+
+void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                           const ForwardOperands& ops, const LoweredPlan& plan, const Operand& scratch) {
+    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    auto lower_pipeline = [&](int64_t rows, int64_t images) -> const Pipeline& {
+        PipelineDesc desc;
+        desc.shader = "im2col";
+        desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+        desc.push_constant_bytes = sizeof(LowerPush);
+        desc.specialization = {kElementwiseWorkgroup,
+                               u(p.R),
+                               u(p.S),
+                               u(p.stride_h),
+                               u(p.stride_w),
+                               u(p.pad_h),
+                               u(p.pad_w),
+                               u(p.dilation_h),
+                               u(p.dilation_w),
+                               nhwc,
+                               plan.transposed,
+                               u(p.C),
+                               u(p.H),
+                               u(p.W),
+                               u(Cg),
+                               u(Q),
+                               u(rows),
+                               u(images)};
+        return context.pipelines->get(desc);
+    };
+    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
+    const uint64_t align = context.pool->alignment();
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
+            const int64_t rows = std::min(plan.rows, P - p0);
+            const Window x = window(ops.input, n0 * x_image, images * x_image, align);
+            const Window y = window(ops.output, n0 * y_image, images * y_image, align);
+            const uint64_t m_chunk = uint64_t(images * rows * Q);
+            const uint64_t col_floats = m_chunk * k_red * G;
+            const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
+            const std::array<Binding, 2> lower_bindings{Binding{x.range, false}, Binding{col, true}};
+            LowerPush push{u(p0), u(x.delta), 0, 0};
+            dispatch_elements(context, stream, lower_pipeline(rows, images), lower_bindings, push, col_floats);
+
+            // One image per batch entry: an NCHW output is not one matrix across images.
+            const bool transposed = plan.transposed;  // the layout the lowering wrote
+            for (int64_t g = 0; g < G; ++g) {
+                GemmProblem gp;
+                gp.M = u(rows * Q), gp.N = u(Kg), gp.K = u(k_red);
+                gp.batch_i = u(images);
+                const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
+                if (transposed)
+                    gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0};
+                else
+                    gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
+                gp.b = {ops.filter.whole(), uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+                if (nhwc)
+                    gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
+                else
+                    gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
+                if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+                record_gemm(context, stream, gp);
+            }
+        }
+    }
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,40 @@
+// The lowered forward algorithms, im2col and MEC: their chunk plan, exact workspace, and recording.
+//
+// Both lower a chunk of the input into a workspace matrix and run the tiled GEMM against the filter as
+// the user gave it (im2col lowers in the filter's own tap order; MEC needs (r, s, c) order and so copies
+// OIHW filters into OHWI, a copy counted in the workspace). A chunk is a run of whole images, or, when one
+// image's lowered matrix is too large to bind, a band of output rows of one image: every binding stays
+// within maxStorageBufferRange (or ForwardOptions::max_binding_bytes) and maxTexelBufferElements.
+#pragma once
+
+#include "conv_operands.hpp"
+#include "vkconv/conv.hpp"
+
+namespace vkconv::detail {
+
+struct LoweredPlan {
+    Algorithm algorithm = Algorithm::Im2col;
+    MecSchedule schedule = MecSchedule::B;  // MEC only: A or B
+    bool transposed = false;                // im2col only: col stored [g][k][m] (when K % 4 != 0 but M % 4 == 0)
+    int64_t images = 1;                     // images per chunk
+    int64_t rows = 1;                       // output rows per chunk (< P only when images == 1)
+    uint64_t lowered_floats = 0;            // the lowered matrix of a full chunk
+    uint64_t scratch_floats = 0;            // its allocation (Solution A also parks the chunk's output there)
+    uint64_t filter_floats = 0;             // MEC with OIHW filters: the OHWI copy
+    uint64_t workspace_bytes = 0;           // both allocations as the pool counts them
+    uint32_t chunks = 1;
+};
+
+// Throws Unsupported when not even one output row of one image fits the binding limit.
+LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
+                         const ForwardOptions& options);
+
+// Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats) and, for MEC
+// with OIHW filters, `filter_copy` (plan.filter_floats).
+void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                           const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch);
+void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                        const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch,
+                        const Operand& filter_copy);
+
+}  // namespace vkconv::detail

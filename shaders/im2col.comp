@@ -1,0 +1,79 @@
+#version 450
+// im2col — lowers a chunk of the input into the im2col matrix of every group, one invocation per element.
+//
+// For group g, row m = (n, p, q) over the chunk's images [n0, n0 + images) and output rows
+// [p0, p0 + rows), and column k over the filter taps in the filter's own order ((c, r, s) for NCHW/OIHW,
+// (r, s, c) for NHWC/OHWI, so the GEMM reads the user's filter as it is):
+//   col[g][m][k] = x[n0 + n][g*Cg + c][p*sh - ph + r*dh][q*sw - pw + s*dw]   (0 outside the image)
+// TRANSPOSED stores col[g][k][m] instead (rows contiguous), which the GEMM prefers when K is not a
+// multiple of 4 but M is.
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
+//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 TRANSPOSED, 11 C, 12 H, 13 W, 14 CG (channels per group), 15 Q,
+//   16 ROWS (output rows in the chunk), 17 IMAGES (in the chunk). Sizes are constants so the index
+//   arithmetic divides by constants (multiplications), which matters on CPU implementations where integer
+//   division is not vectorised; a problem needs at most two pipelines (full and last chunk).
+// Bindings: 0 x (the chunk's window of the input), 1 col (write).
+// Push constants: first output row p0, x_offset (floats from the binding's start to the chunk's first
+//   image), then the dispatch's slice [base, base + count) of the col elements.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint R = 1;
+layout(constant_id = 2) const uint S = 1;
+layout(constant_id = 3) const uint STRIDE_H = 1;
+layout(constant_id = 4) const uint STRIDE_W = 1;
+layout(constant_id = 5) const uint PAD_H = 0;
+layout(constant_id = 6) const uint PAD_W = 0;
+layout(constant_id = 7) const uint DIL_H = 1;
+layout(constant_id = 8) const uint DIL_W = 1;
+layout(constant_id = 9) const bool NHWC = false;
+layout(constant_id = 10) const bool TRANSPOSED = false;
+layout(constant_id = 11) const uint C = 1;
+layout(constant_id = 12) const uint H = 1;
+layout(constant_id = 13) const uint W = 1;
+layout(constant_id = 14) const uint CG = 1;
+layout(constant_id = 15) const uint Q = 1;
+layout(constant_id = 16) const uint ROWS = 1;
+layout(constant_id = 17) const uint IMAGES = 1;
+
+layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
+layout(std430, binding = 1) writeonly buffer ColBuffer { float col[]; };
+
+layout(push_constant) uniform Params {
+    uint p0;
+    uint x_offset;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    const uint K = CG * R * S;
+    const uint M = IMAGES * ROWS * Q;
+    const uint g = index / (M * K);
+    const uint within = index % (M * K);
+    const uint m = TRANSPOSED ? within % M : within / K;
+    const uint k = TRANSPOSED ? within / M : within % K;
+
+    const uint q = m % Q;
+    const uint p = pc.p0 + (m / Q) % ROWS;
+    const uint n = m / (Q * ROWS);
+    uint c, r, s;
+    if (NHWC) {
+        c = k % CG; r = k / (CG * S); s = (k / CG) % S;
+    } else {
+        s = k % S; r = (k / S) % R; c = k / (R * S);
+    }
+    c += g * CG;
+    const int ih = int(p * STRIDE_H + r * DIL_H) - int(PAD_H);
+    const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
+    float value = 0.0;
+    if (uint(ih) < H && uint(iw) < W) {
+        const uint xi = NHWC ? ((n * H + uint(ih)) * W + uint(iw)) * C + c
+                             : ((n * C + c) * H + uint(ih)) * W + uint(iw);
+        value = x[pc.x_offset + xi];
+    }
+    col[index] = value;
+}

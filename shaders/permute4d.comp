@@ -1,0 +1,38 @@
+#version 450
+// permute4d — out[i0][i1][i2][i3] = in[in_offset + i0*s0 + i1*s1 + i2*s2 + i3*s3], one invocation per
+// output element: any transpose of a 4-D array (OIHW -> OHWI filters, MEC Solution A's (P, N, Q, K) result
+// into NHWC or NCHW).
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 D1, 2 D2, 3 D3 (output extents; d0 follows from the
+//   count). Constant extents turn the index arithmetic's divisions into multiplications, which matters on
+//   CPU implementations where integer division is not vectorised.
+// Bindings: 0 in (readonly), 1 out (write).
+// Push constants: input strides s0..s3 of the output's dimensions, in_offset and out_offset (floats),
+//   then the dispatch's slice [base, base + count).
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint D1 = 1;
+layout(constant_id = 2) const uint D2 = 1;
+layout(constant_id = 3) const uint D3 = 1;
+
+layout(std430, binding = 0) readonly buffer InBuffer { float src[]; };
+layout(std430, binding = 1) writeonly buffer OutBuffer { float dst[]; };
+
+layout(push_constant) uniform Params {
+    uint s0, s1, s2, s3;
+    uint in_offset, out_offset;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    uint t = index;
+    const uint i3 = t % D3; t /= D3;
+    const uint i2 = t % D2; t /= D2;
+    const uint i1 = t % D1;
+    const uint i0 = t / D1;
+    dst[pc.out_offset + index] = src[pc.in_offset + i0 * pc.s0 + i1 * pc.s1 + i2 * pc.s2 + i3 * pc.s3];
+}
