@@ -68,11 +68,22 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(GemmPush);
     if (config.kernel == GemmKernel::Registers) {
-        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn, a_vec4_k,
-                               a_vec4_m,    b_vec4_k,    b_vec4_n,  has_bias};
+        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn,          a_vec4_k,          a_vec4_m,
+                               b_vec4_k,    b_vec4_n,    has_bias,  p.a_k_segment != 0, p.a_m_segment != 0};
     } else {
-        desc.specialization = {config.wg_n, config.wg_m,       config.tm,         config.tn,
-                               config.bk,   a.stride_col == 1, b.stride_col == 1, has_bias};
+        const bool a_k_fast = a.stride_col == 1, b_n_fast = b.stride_col == 1;
+        desc.specialization = {config.wg_n,
+                               config.wg_m,
+                               config.tm,
+                               config.tn,
+                               config.bk,
+                               a_k_fast,
+                               b_n_fast,
+                               has_bias,
+                               p.a_k_segment != 0,
+                               p.a_m_segment != 0,
+                               a_k_fast ? a_vec4_k : a_vec4_m,
+                               b_n_fast ? b_vec4_n : b_vec4_k};
     }
     const Pipeline& pipeline = context.pipelines->get(desc);
 

@@ -40,9 +40,12 @@ uint32_t GemmConfig::shared_bytes() const {
     return kernel == GemmKernel::Shared ? (tile_m() + 1 + tile_n() + 1) * bk * 4 : 0;
 }
 
-const char* GemmConfig::shader() const {
-    if (kernel == GemmKernel::Shared)
-        return access == GemmAccess::StorageBuffer ? "gemm_shared_ssbo" : "gemm_shared_texel";
+std::string GemmConfig::shader() const {
+    if (kernel == GemmKernel::Shared) {
+        // Build variants with the register block fixed at compile time (shaders/CMakeLists.txt).
+        const std::string base = access == GemmAccess::StorageBuffer ? "gemm_shared_ssbo" : "gemm_shared_texel";
+        return base + "_t" + std::to_string(tm) + "x" + std::to_string(tn);
+    }
     switch (access) {
         case GemmAccess::StorageBuffer:
             return "gemm_registers_ssbo";
@@ -89,7 +92,9 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     // Register shapes keep at least 8 lanes along N, so a lavapipe subgroup shares its A rows.
     const std::vector<Shape> register_shapes = {{8, 8, 8, 8}, {2, 32, 8, 8}, {1, 64, 8, 8},
                                                 {8, 8, 4, 4}, {4, 4, 4, 4},  {1, 16, 8, 4}};
-    const std::vector<Shape> shared_shapes = {{8, 16, 8, 4}, {8, 8, 4, 4}, {2, 32, 4, 4}, {8, 8, 2, 2}, {1, 64, 4, 2}};
+    // 256-invocation shapes run only where maxComputeWorkGroupInvocations allows (checked below).
+    // (An 8x8 block per invocation measured 14x slower than 4x4 on an H100: it spills.)
+    const std::vector<Shape> shared_shapes = {{16, 16, 4, 4}, {8, 16, 8, 4}, {8, 8, 4, 4}, {8, 8, 2, 2}, {1, 64, 4, 2}};
     std::vector<std::vector<GemmConfig>> families;
     auto family = [&](K kernel, A access, const std::vector<Shape>& shapes) {
         std::vector<GemmConfig> configs;

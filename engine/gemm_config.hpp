@@ -30,7 +30,7 @@ struct GemmConfig {
     uint32_t tile_m() const { return wg_m * tm; }
     uint32_t tile_n() const { return wg_n * tn; }
     uint32_t shared_bytes() const;
-    const char* shader() const;
+    std::string shader() const;
 };
 
 struct GemmConfigTable {

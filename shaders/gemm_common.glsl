@@ -69,8 +69,15 @@ layout(push_constant) uniform GemmParams {
     uint bias_offset;
 } pc;
 
-uint a_kphys(uint k) { return (k / pc.a_k_segment) * pc.a_k_segment_stride + k % pc.a_k_segment; }
-uint a_mphys(uint m) { return (m / pc.a_m_segment) * pc.a_m_segment_stride + (m % pc.a_m_segment) * pc.a_stride_m; }
+// The including kernel declares the specialization constants K_SEGMENTED and M_SEGMENTED: without
+// segments the divisions disappear (integer division costs tens of instructions on a GPU).
+uint a_kphys(uint k) {
+    return K_SEGMENTED ? (k / pc.a_k_segment) * pc.a_k_segment_stride + k % pc.a_k_segment : k;
+}
+uint a_mphys(uint m) {
+    return M_SEGMENTED ? (m / pc.a_m_segment) * pc.a_m_segment_stride + (m % pc.a_m_segment) * pc.a_stride_m
+                       : m * pc.a_stride_m;
+}
 
 // Offsets of this dispatch's batch entry, in floats.
 void batch_offsets(out uint a_base, out uint b_base, out uint c_base) {

@@ -17,6 +17,7 @@
 //   6 B_VEC4_K         B(k..k+3, n) is one aligned vec4 (b_stride_k == 1, K % 4 == 0)
 //   7 B_VEC4_N         B(k, n..n+3) is one aligned vec4 (b_stride_n == 1)
 //   8 HAS_BIAS         add bias[bias_offset + n]
+//   9 K_SEGMENTED, 10 M_SEGMENTED   A's k / m dimensions are segmented (a_k_segment, a_m_segment)
 // Bindings and push constants: gemm_common.glsl.
 // Dispatch grid: (ceil(N / (WG_N*TN)), ceil(M / (WG_M*TM)), batch entries).
 
@@ -28,6 +29,8 @@ layout(constant_id = 5) const bool A_VEC4_M = false;
 layout(constant_id = 6) const bool B_VEC4_K = false;
 layout(constant_id = 7) const bool B_VEC4_N = false;
 layout(constant_id = 8) const bool HAS_BIAS = false;
+layout(constant_id = 9) const bool K_SEGMENTED = false;
+layout(constant_id = 10) const bool M_SEGMENTED = false;
 
 #extension GL_GOOGLE_include_directive : require
 #include "gemm_common.glsl"

@@ -11,23 +11,35 @@
 //
 // Specialization constants:
 //   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M)
-//   2 TM, 3 TN         values per invocation in M and N
+//   2 TM, 3 TN         values per invocation in M and N (build variants fix them with FIXED_TM/FIXED_TN:
+//                      compile-time register blocks unroll fully, where spec-constant ones may spill)
 //   4 BK               K step staged in shared memory; (BM + BN) * (BK + 1) * 4 bytes of shared memory
 //   5 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
 //   6 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
 //   7 HAS_BIAS         add bias[bias_offset + n]
+//   8 K_SEGMENTED, 9 M_SEGMENTED    A's k / m dimensions are segmented (a_k_segment, a_m_segment)
+//  10 A_VEC4, 11 B_VEC4  the fast dimension of A / B is vec4-aligned: global loads are vec4
 // Bindings and push constants: gemm_common.glsl (only the scalar views are read).
 // Dispatch grid: (ceil(N / BN), ceil(M / BM), batch entries).
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 0) const uint WG_N = 16;
 layout(constant_id = 1) const uint WG_M = 8;
+#ifdef FIXED_TM
+const uint TM = FIXED_TM;
+const uint TN = FIXED_TN;
+#else
 layout(constant_id = 2) const uint TM = 8;
 layout(constant_id = 3) const uint TN = 4;
+#endif
 layout(constant_id = 4) const uint BK = 16;
 layout(constant_id = 5) const bool A_K_FAST = false;
 layout(constant_id = 6) const bool B_N_FAST = true;
 layout(constant_id = 7) const bool HAS_BIAS = false;
+layout(constant_id = 8) const bool K_SEGMENTED = false;
+layout(constant_id = 9) const bool M_SEGMENTED = false;
+layout(constant_id = 10) const bool A_VEC4 = false;
+layout(constant_id = 11) const bool B_VEC4 = false;
 
 #extension GL_GOOGLE_include_directive : require
 #include "gemm_common.glsl"
@@ -49,22 +61,56 @@ void main() {
     [[unroll]] for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
     for (uint k0 = 0; k0 < pc.K; k0 += BK) {
-        for (uint e = tid; e < BK * BM; e += threads) {
-            const uint kk = A_K_FAST ? e % BK : e / BM;
-            const uint mm = A_K_FAST ? e / BK : e % BM;
-            const uint m = tile_m + mm, k = k0 + kk;
-            a_tile[kk * (BM + 1) + mm] =
-                (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys(k) * pc.a_stride_k) : 0.0;
+        if (A_VEC4 && A_K_FAST) {
+            for (uint e = tid; e < BK * BM / 4; e += threads) {
+                const uint mm = e / (BK / 4), kk = (e % (BK / 4)) * 4;
+                const uint m = tile_m + mm, k = k0 + kk;
+                const vec4 v = (m < pc.M && k < pc.K) ? LOAD_A4((a_base + a_mphys(m) + a_kphys(k)) >> 2) : vec4(0.0);
+                [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[(kk + c) * (BM + 1) + mm] = v[c];
+            }
+        } else if (A_VEC4) {
+            for (uint e = tid; e < BK * BM / 4; e += threads) {
+                const uint kk = e / (BM / 4), mm = (e % (BM / 4)) * 4;
+                const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
+                const vec4 v = k < pc.K ? LOAD_A4((a_base + m + a_kphys(k) * pc.a_stride_k) >> 2) : vec4(0.0);
+                [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[kk * (BM + 1) + mm + c] = v[c];
+            }
+        } else {
+            for (uint e = tid; e < BK * BM; e += threads) {
+                const uint kk = A_K_FAST ? e % BK : e / BM;
+                const uint mm = A_K_FAST ? e / BK : e % BM;
+                const uint m = tile_m + mm, k = k0 + kk;
+                a_tile[kk * (BM + 1) + mm] =
+                    (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys(k) * pc.a_stride_k) : 0.0;
+            }
         }
-        for (uint e = tid; e < BK * BN; e += threads) {
-            const uint kk = B_N_FAST ? e / BN : e % BK;
-            const uint nn = B_N_FAST ? e % BN : e / BK;
-            const uint n = tile_n + nn, k = k0 + kk;
-            b_tile[kk * (BN + 1) + nn] =
-                (n < pc.N && k < pc.K) ? LOAD_B1(b_base + k * pc.b_stride_k + n * pc.b_stride_n) : 0.0;
+        if (B_VEC4 && B_N_FAST) {
+            for (uint e = tid; e < BK * BN / 4; e += threads) {
+                const uint kk = e / (BN / 4), nn = (e % (BN / 4)) * 4;
+                const uint n = min(tile_n + nn, (pc.N - 1) & ~3u), k = k0 + kk;  // past N: in bounds, dropped
+                const vec4 v = k < pc.K ? LOAD_B4((b_base + k * pc.b_stride_k + n) >> 2) : vec4(0.0);
+                [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[kk * (BN + 1) + nn + c] = v[c];
+            }
+        } else if (B_VEC4) {
+            for (uint e = tid; e < BK * BN / 4; e += threads) {
+                const uint nn = e / (BK / 4), kk = (e % (BK / 4)) * 4;
+                const uint n = tile_n + nn, k = k0 + kk;
+                const vec4 v = (n < pc.N && k < pc.K) ? LOAD_B4((b_base + k + n * pc.b_stride_n) >> 2) : vec4(0.0);
+                [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[(kk + c) * (BN + 1) + nn] = v[c];
+            }
+        } else {
+            for (uint e = tid; e < BK * BN; e += threads) {
+                const uint kk = B_N_FAST ? e / BN : e % BK;
+                const uint nn = B_N_FAST ? e % BN : e / BK;
+                const uint n = tile_n + nn, k = k0 + kk;
+                b_tile[kk * (BN + 1) + nn] =
+                    (n < pc.N && k < pc.K) ? LOAD_B1(b_base + k * pc.b_stride_k + n * pc.b_stride_n) : 0.0;
+            }
         }
         barrier();
-        [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+        // The k loop is left to the driver: unrolling it around a fully unrolled TM x TN block makes code
+        // that compiles for tens of seconds and spills on NVIDIA's compiler.
+        for (uint kk = 0; kk < BK; ++kk) {
             float a[TM], b[TN];
             [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[kk * (BM + 1) + ty + i * WG_M];
             [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[kk * (BN + 1) + tx + j * WG_N];

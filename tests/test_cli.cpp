@@ -24,6 +24,12 @@ extern char** environ;
 
 namespace {
 
+// The tool under test: the one built beside this binary, or $VKCONV_CLI (for a copied build run elsewhere).
+std::string cli_path() {
+    const char* overridden = std::getenv("VKCONV_CLI");
+    return overridden && *overridden ? overridden : VKCONV_CLI_PATH;
+}
+
 namespace fs = std::filesystem;
 using Args = std::vector<std::string>;
 
@@ -50,7 +56,7 @@ Result run_cli(const TempDir& dir, const Args& args) {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    Args all = {VKCONV_CLI_PATH};
+    Args all = {cli_path()};
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     Result result;
@@ -60,7 +66,7 @@ Result run_cli(const TempDir& dir, const Args& args) {
     }
     argv.push_back(nullptr);
     pid_t pid = 0;
-    const int spawned = ::posix_spawn(&pid, VKCONV_CLI_PATH, &actions, nullptr, argv.data(), environ);
+    const int spawned = ::posix_spawn(&pid, cli_path().c_str(), &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     INFO(result.command);
     REQUIRE(spawned == 0);
@@ -179,6 +185,16 @@ std::vector<ForwardCase> forward_cases() {
     simple.has_bias = true;
     cases.push_back({"--algo direct", simple, {"--algo", "direct"}});
     cases.push_back({"--algo auto", simple, {"--algo", "auto"}});
+    cases.push_back({"--algo im2col",
+                     odd,
+                     {"--stride", "2,1", "--padding", "1,2", "--dilation", "2", "--groups", "2", "--algo", "im2col"}});
+    cases.push_back({"--algo mec",
+                     odd,
+                     {"--stride", "2,1", "--padding", "1,2", "--dilation", "2", "--groups", "2", "--algo", "MEC"}});
+    cases.push_back({"--algo mec --mec-schedule a",
+                     nhwc,
+                     {"--layout", "nhwc", "--padding", "1", "--algo", "mec", "--mec-schedule", "a"}});
+    cases.push_back({"--algo mec --mec-schedule b", plain, {"--padding", "1", "--algo", "mec", "--mec-schedule", "B"}});
     cases.push_back({"--device 0", simple, {"--device", "0"}});
     return cases;
 }
@@ -280,6 +296,7 @@ std::vector<BadCase> bad_cases() {
         {"--stride 0", {"stride_h (=0)"}, extra({"--stride", "0"})},
         {"--padding -1", {"pad_h (=-1)"}, extra({"--padding", "-1"})},
         {"unknown --algo", {"algorithm", "winograd"}, extra({"--algo", "winograd"})},
+        {"unknown --mec-schedule", {"--mec-schedule"}, extra({"--mec-schedule", "c"})},
         {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
         {"--output in a missing directory",
          {"--output", "does not exist"},
@@ -434,6 +451,21 @@ TEST_CASE("cli: forward --stats prints one JSON object with exact memory", "[cli
                                    pool.rounded(bytes(p.bias_shape())) + pool.rounded(bytes(p.output_shape()));
     CHECK(json_uint(json, "workspace_bytes") == std::optional<uint64_t>(0));
     CHECK(json_uint(json, "peak_bytes") == std::optional<uint64_t>(operand_bytes));
+
+    // A lowered algorithm: the peak is the operands plus exactly the workspace the library reports.
+    for (const char* algorithm : {"im2col", "mec"}) {
+        const auto lowered =
+            run_cli(dir, with(forward_args(dir, p), {"--padding", "1", "--algo", algorithm, "--stats"}));
+        check_success(lowered);
+        INFO(lowered.describe());
+        REQUIRE(lowered.code == 0);
+        const std::string stats = lowered.out.substr(0, lowered.out.size() - 1);
+        CHECK_THAT(stats, Catch::Contains(std::string("\"algorithm\": \"") + algorithm + "\""));
+        const uint64_t workspace = vkconv::forward_workspace_bytes(*context, p, vkconv::parse_algorithm(algorithm));
+        CHECK(workspace > 0);
+        CHECK(json_uint(stats, "workspace_bytes") == std::optional<uint64_t>(workspace));
+        CHECK(json_uint(stats, "peak_bytes") == std::optional<uint64_t>(operand_bytes + workspace));
+    }
 }
 
 TEST_CASE("cli: forward refuses bad input with exit 2 and writes nothing", "[cli]") {
