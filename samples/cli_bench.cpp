@@ -28,14 +28,6 @@ struct BenchArgs {
     std::string layout = "nchw";
 };
 
-std::vector<float> random_values(int64_t count, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(static_cast<size_t>(count));
-    for (float& x : v) x = dist(rng);
-    return v;
-}
-
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     return values[values.size() / 2];

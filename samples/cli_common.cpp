@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 
 namespace vkconv_cli {
 
@@ -92,6 +93,14 @@ void check_writable(const std::string& path, const std::string& option) {
     if (::access(dir.c_str(), W_OK) != 0)
         throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
                             option + " '" + path + "': directory '" + dir.string() + "' is not writable");
+}
+
+std::vector<float> random_values(int64_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(static_cast<size_t>(count));
+    for (float& x : v) x = dist(rng);
+    return v;
 }
 
 std::string json_quote(const std::string& text) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "vkconv/vkconv.hpp"
 
@@ -61,6 +62,9 @@ private:
 };
 
 std::string json_quote(const std::string& text);
+
+// `count` values uniform in [-1, 1) from a fixed seed: the demo's and the benchmark's inputs.
+std::vector<float> random_values(int64_t count, uint32_t seed);
 
 // The problem as a JSON object (sizes, geometry, layout).
 std::string problem_json(const vkconv::ConvProblem& problem);

@@ -41,14 +41,6 @@ std::string human_bytes(uint64_t bytes) {
     return buf;
 }
 
-std::vector<float> random_values(int64_t count, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(static_cast<size_t>(count));
-    for (float& x : v) x = dist(rng);
-    return v;
-}
-
 // Largest |gpu - ref| over the fp32 summation bound (n + 2) u sum|terms|: <= 1 means within rounding.
 double error_over_bound(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
                         const std::vector<float>& y) {
