@@ -151,7 +151,9 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
 
 VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format) {
     const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 4;
-    const uint64_t texels = range.size / texel;
+    // Rounded up: a range shorter than one rgba32f texel still gets a view (never read, but bound). Pool
+    // allocations are whole multiples of an alignment >= 16 bytes, so the last texel stays inside one.
+    const uint64_t texels = (range.size + texel - 1) / texel;
     if (texels == 0 || texels > context_.device->limits().maxTexelBufferElements)
         throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
                                                     " texels is outside the device's maxTexelBufferElements (" +

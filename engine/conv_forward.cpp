@@ -1,11 +1,11 @@
 // The public forward pass: argument checks, algorithm choice, workspace, timing and memory measurement.
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <string>
 
 #include "conv_direct.hpp"
 #include "conv_lowered.hpp"
+#include "conv_pass.hpp"
 #include "tensor_storage.hpp"
 #include "vkconv/conv.hpp"
 
@@ -59,44 +59,21 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     // also the one that moves fewer bytes. In NHWC that is MEC unless the kernel is one row tall (then
     // the two are the same size and im2col's plain GEMM wins); in NCHW, MEC's OHWI filter copy can
     // outweigh its smaller lowered matrix on late layers with many channels.
-    const ForwardOptions defaults;
-    const uint64_t im2col = detail::plan_lowered(impl, problem, Algorithm::Im2col, defaults).workspace_bytes;
-    const uint64_t mec = detail::plan_lowered(impl, problem, Algorithm::Mec, defaults).workspace_bytes;
+    // A lowering that cannot fit even one row of output under the binding limit is out of the running.
+    auto workspace = [&](Algorithm algorithm) -> uint64_t {
+        try {
+            return detail::plan_lowered(impl, problem, algorithm, ForwardOptions{}).workspace_bytes;
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::Unsupported) throw;
+            return UINT64_MAX;
+        }
+    };
+    const uint64_t im2col = workspace(Algorithm::Im2col), mec = workspace(Algorithm::Mec);
+    if (im2col == UINT64_MAX && mec == UINT64_MAX && direct_fits) return Algorithm::Direct;
     return mec < im2col ? Algorithm::Mec : Algorithm::Im2col;
 }
 
 namespace {
-
-detail::Operand operand(detail::ContextImpl& context, const Tensor& tensor, std::string_view role,
-                        const Shape& expected) {
-    if (tensor.empty()) throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor is empty");
-    if (tensor.storage()->context.get() != &context)
-        throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
-    ConvProblem::check_shape(role, tensor.shape(), expected);
-    return {tensor.storage()->allocation, static_cast<uint64_t>(tensor.elements())};
-}
-
-void check_whole_binding(const detail::ContextImpl& context, const detail::Operand& op, std::string_view role) {
-    const uint64_t max_range = context.device->limits().maxStorageBufferRange;
-    if (op.floats * 4 > max_range)
-        throw Error(ErrorCategory::Unsupported, std::string(role) + " tensor of " + std::to_string(op.floats * 4) +
-                                                    " bytes exceeds the device's maxStorageBufferRange of " +
-                                                    std::to_string(max_range) +
-                                                    " bytes (the direct algorithm binds "
-                                                    "whole tensors; im2col and mec run in chunks)");
-}
-
-// Pool memory for the pass's workspace, handed back on every exit path.
-struct Scratch {
-    detail::BufferPool& pool;
-    detail::Operand operand;
-    Scratch(detail::BufferPool& p, uint64_t floats) : pool(p) {
-        if (floats) operand = {pool.allocate(floats * 4), floats};
-    }
-    ~Scratch() { pool.release(operand.allocation); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-};
 
 Algorithm resolve(const Context& context, const ConvProblem& problem, Algorithm algorithm) {
     return algorithm == Algorithm::Auto ? choose_forward_algorithm(context, problem) : algorithm;
@@ -119,18 +96,15 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     impl.device->throw_if_lost();
     problem.validate();
     detail::ForwardOperands ops;
-    ops.input = operand(impl, input, "input", problem.input_shape());
-    ops.filter = operand(impl, filter, "filter", problem.filter_shape());
-    ops.output = operand(impl, output, "output", problem.output_shape());
+    ops.input = detail::tensor_operand(impl, input, "input", problem.input_shape());
+    ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape());
+    ops.output = detail::tensor_operand(impl, output, "output", problem.output_shape());
     if (problem.has_bias && !bias)
         throw Error(ErrorCategory::InvalidArgument, "the problem has a bias but no bias tensor was given");
     if (!problem.has_bias && bias)
         throw Error(ErrorCategory::InvalidArgument, "a bias tensor was given but the problem has has_bias = false");
-    if (bias) ops.bias = operand(impl, *bias, "bias", problem.bias_shape());
-    for (const Tensor* t : {&input, &filter, bias})
-        if (t && t->storage() == output.storage())
-            throw Error(ErrorCategory::InvalidArgument,
-                        "the output tensor must not be an input, filter or bias tensor");
+    if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
+    detail::check_not_aliased(output, "output", {&input, &filter, bias});
 
     RunStats stats;
     stats.algorithm = resolve(context, problem, algorithm);
@@ -138,7 +112,7 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     if (stats.algorithm == Algorithm::Direct) {
         for (const auto& [op, role] :
              {std::pair{&ops.input, "input"}, {&ops.filter, "filter"}, {&ops.output, "output"}})
-            check_whole_binding(impl, *op, role);
+            detail::check_whole_binding(impl, *op, role);
     } else {
         plan = detail::plan_lowered(impl, problem, stats.algorithm, options);
         stats.workspace_bytes = plan.workspace_bytes;
@@ -146,32 +120,23 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
         if (stats.algorithm == Algorithm::Mec) stats.mec_schedule = plan.schedule;
     }
 
-    PeakScope peak(context);
-    const auto start = std::chrono::steady_clock::now();
-    Scratch scratch(*impl.pool, plan.scratch_floats);
-    Scratch filter_copy(*impl.pool, plan.filter_floats);
-    detail::CommandStream stream(impl);
-    stream.begin_timing();
-    switch (stats.algorithm) {
-        case Algorithm::Direct:
-            detail::record_direct_forward(impl, stream, problem, ops);
-            break;
-        case Algorithm::Im2col:
-            detail::record_im2col_forward(impl, stream, problem, ops, plan, scratch.operand);
-            break;
-        case Algorithm::Mec:
-            detail::record_mec_forward(impl, stream, problem, ops, plan, scratch.operand, filter_copy.operand);
-            break;
-        case Algorithm::Auto:
-            break;
-    }
-    stream.end_timing();
-    stream.submit_and_wait();
-    stats.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    stats.gpu_timed = stream.gpu_ms() >= 0;
-    stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
-    stats.peak_bytes = peak.peak();
-    stats.dispatches = stream.dispatch_count();
+    detail::run_pass(context, impl, stats, {plan.scratch_floats, plan.filter_floats},
+                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                         switch (stats.algorithm) {
+                             case Algorithm::Direct:
+                                 detail::record_direct_forward(impl, stream, problem, ops);
+                                 break;
+                             case Algorithm::Im2col:
+                                 detail::record_im2col_forward(impl, stream, problem, ops, plan, workspace[0]);
+                                 break;
+                             case Algorithm::Mec:
+                                 detail::record_mec_forward(impl, stream, problem, ops, plan, workspace[0],
+                                                            workspace[1]);
+                                 break;
+                             case Algorithm::Auto:
+                                 break;
+                         }
+                     });
     return stats;
 }
 

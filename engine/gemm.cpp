@@ -45,13 +45,15 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     // vec4 loads need every offset a vec4 load can start from to be a multiple of 4 floats.
     const auto& a = p.a;
     const auto& b = p.b;
-    const bool a_offsets = multiple_of_4({a.offset, a.batch_i, a.batch_j});
+    // (With row segments, every segment's origin moves by a_m_segment_stride: it must keep alignment too.)
+    const bool a_offsets = multiple_of_4({a.offset, a.batch_i, a.batch_j, p.a_m_segment ? p.a_m_segment_stride : 0});
     const bool b_offsets = multiple_of_4({b.offset, b.batch_i, b.batch_j});
     const bool a_vec4_k = a.stride_col == 1 && a_offsets && multiple_of_4({a.stride_row, p.K, segment, segment_stride});
     const bool a_vec4_m =
-        !a_vec4_k && p.a_m_segment == 0 && a.stride_row == 1 && a_offsets && multiple_of_4({a.stride_col});
+        !a_vec4_k && p.a_m_segment == 0 && a.stride_row == 1 && a_offsets && multiple_of_4({a.stride_col, p.M});
     const bool b_vec4_k = b.stride_row == 1 && b_offsets && multiple_of_4({b.stride_col, p.K});
-    const bool b_vec4_n = !b_vec4_k && b.stride_col == 1 && b_offsets && multiple_of_4({b.stride_row});
+    // (Along M or N the last vec4 must not run past the matrix: M or N a multiple of 4 too.)
+    const bool b_vec4_n = !b_vec4_k && b.stride_col == 1 && b_offsets && multiple_of_4({b.stride_row, p.N});
 
     PipelineDesc desc;
     desc.shader = config.shader();

@@ -41,6 +41,11 @@ std::vector<NamedProblem> odd_problems() {
         {"batch 3", make(3, 4, 6, 7, 5, 3, 3, 1)},
         {"single pixel", make(2, 3, 1, 1, 4, 1, 1)},
         {"kernel equals image", make(1, 4, 5, 5, 3, 5, 5)},
+        // Found by review: MEC's next-row window step (2 floats) broke vec4 alignment; tiny filters were
+        // shorter than one rgba32f texel.
+        {"2x1 kernel, 2 channels", make(1, 2, 4, 4, 1, 2, 1)},
+        {"2x1 kernel, 2 channels, batch 2", make(2, 2, 4, 4, 3, 2, 1)},
+        {"tiny 1x1, 2 channels", make(1, 2, 3, 3, 1, 1, 1)},
     };
     auto nonsquare = make(2, 3, 13, 8, 4, 3, 5);
     nonsquare.pad_h = 1, nonsquare.pad_w = 2;

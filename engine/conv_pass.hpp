@@ -1,0 +1,68 @@
+// What every convolution pass does around its dispatches: turn user tensors into operands (checking
+// context, shape and role), hold its workspace, and run its recording with GPU timing and the pool's
+// peak measured.
+#pragma once
+
+#include <chrono>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "conv_operands.hpp"
+#include "vkconv/conv.hpp"
+
+namespace vkconv::detail {
+
+// The tensor as an operand of `role` ("input", "grad_output", ...), after checking it is non-empty,
+// belongs to `context` and has the `expected` shape (Error(InvalidArgument) naming the role otherwise).
+Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected);
+
+// Error(Unsupported) when a whole-tensor binding would exceed maxStorageBufferRange.
+void check_whole_binding(const ContextImpl& context, const Operand& operand, std::string_view role);
+
+// Error(InvalidArgument) when `output` shares memory with one of `inputs` (null entries are skipped).
+void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs);
+
+// Pool memory for a pass's workspace, handed back on every exit path.
+struct Scratch {
+    BufferPool& pool;
+    Operand operand;
+    Scratch(BufferPool& p, uint64_t floats) : pool(p) {
+        if (floats) operand = {pool.allocate(floats * 4), floats};
+    }
+    ~Scratch() { pool.release(operand.allocation); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+};
+
+// Allocates the pass's workspaces (`workspace_floats`, 0 = none), records the pass with
+// `record(stream, workspaces)` between GPU timestamps, submits and waits while the workspaces are held,
+// and fills stats' timing, pool peak (workspaces included) and dispatch count.
+template <typename Record>
+void run_pass(Context& context, ContextImpl& impl, RunStats& stats, std::initializer_list<uint64_t> workspace_floats,
+              Record&& record) {
+    PeakScope peak(context);
+    const auto start = std::chrono::steady_clock::now();
+    {
+        std::vector<std::unique_ptr<Scratch>> scratch;
+        std::vector<Operand> workspaces;
+        for (uint64_t floats : workspace_floats) {
+            scratch.push_back(std::make_unique<Scratch>(*impl.pool, floats));
+            workspaces.push_back(scratch.back()->operand);
+        }
+        CommandStream stream(impl);
+        stream.begin_timing();
+        record(stream, std::span<const Operand>(workspaces));
+        stream.end_timing();
+        stream.submit_and_wait();
+        stats.gpu_timed = stream.gpu_ms() >= 0;
+        stats.dispatches = stream.dispatch_count();
+        stats.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
+    }
+    stats.peak_bytes = peak.peak();
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,77 @@
+#version 450
+// conv2d_backward_data_direct — dx from dy and w, one invocation per dx value, as a gather.
+//
+// dx[n][c][h][w] = sum over the filters k of c's group and the taps (r, s) that reach (h, w):
+//   dy[n][k][p][q] * w[k][c - g*Cg][r][s]   where h + ph - r*dh = p*sh and w + pw - s*dw = q*sw
+// (only taps whose offsets divide by the stride, with p < P and q < Q, contribute). No atomics, no
+// zero-dilated dy: a fixed loop order per output, so results are deterministic.
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
+//   7 DIL_H, 8 DIL_W, 9 NHWC (dy/dx NHWC, w OHWI; else NCHW and OIHW).
+// Bindings: 0 dy (readonly), 1 w (readonly), 2 dx (write).
+// Push constants: N C H W K P Q, channels and filters per group, then the dispatch's slice
+//   [base, base + count) of dx.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint R = 1;
+layout(constant_id = 2) const uint S = 1;
+layout(constant_id = 3) const uint STRIDE_H = 1;
+layout(constant_id = 4) const uint STRIDE_W = 1;
+layout(constant_id = 5) const uint PAD_H = 0;
+layout(constant_id = 6) const uint PAD_W = 0;
+layout(constant_id = 7) const uint DIL_H = 1;
+layout(constant_id = 8) const uint DIL_W = 1;
+layout(constant_id = 9) const bool NHWC = false;
+
+layout(std430, binding = 0) readonly buffer GradOutput { float dy[]; };
+layout(std430, binding = 1) readonly buffer Filter { float w[]; };
+layout(std430, binding = 2) writeonly buffer GradInput { float dx[]; };
+
+layout(push_constant) uniform Params {
+    uint N, C, H, W, K, P, Q;
+    uint channels_per_group, filters_per_group;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    uint n, c, h, x;
+    if (NHWC) {
+        c = index % pc.C;
+        uint t = index / pc.C;
+        x = t % pc.W; t /= pc.W;
+        h = t % pc.H;
+        n = t / pc.H;
+    } else {
+        x = index % pc.W;
+        uint t = index / pc.W;
+        h = t % pc.H; t /= pc.H;
+        c = t % pc.C;
+        n = t / pc.C;
+    }
+    const uint cpg = pc.channels_per_group, kpg = pc.filters_per_group;
+    const uint g = c / cpg, cl = c % cpg;
+    float acc = 0.0;
+    for (uint r = 0; r < R; ++r) {
+        const int ph = int(h + PAD_H) - int(r * DIL_H);  // p * STRIDE_H when this tap reaches h
+        if (ph < 0 || uint(ph) % STRIDE_H != 0) continue;
+        const uint p = uint(ph) / STRIDE_H;
+        if (p >= pc.P) continue;
+        for (uint s = 0; s < S; ++s) {
+            const int qw = int(x + PAD_W) - int(s * DIL_W);
+            if (qw < 0 || uint(qw) % STRIDE_W != 0) continue;
+            const uint q = uint(qw) / STRIDE_W;
+            if (q >= pc.Q) continue;
+            for (uint kl = 0; kl < kpg; ++kl) {
+                const uint k = g * kpg + kl;
+                const uint yi = NHWC ? ((n * pc.P + p) * pc.Q + q) * pc.K + k : ((n * pc.K + k) * pc.P + p) * pc.Q + q;
+                const uint wi = NHWC ? ((k * R + r) * S + s) * cpg + cl : ((k * cpg + cl) * R + r) * S + s;
+                acc += dy[yi] * w[wi];
+            }
+        }
+    }
+    dx[index] = acc;
+}

@@ -1,0 +1,90 @@
+#version 450
+// conv2d_backward_filter_direct — dw (and db) from x and dy, one invocation per dw value.
+//
+// dw[k][c][r][s] = sum over n, p, q of x[n][g*Cg + c][p*sh - ph + r*dh][q*sw - pw + s*dw] * dy[n][k][p][q],
+// reduced by one invocation in a fixed order: deterministic, and the baseline the GEMM-based
+// algorithms are checked against. Invocations past the filter's end compute db[k] = sum of dy[n][k][:][:]
+// when HAS_BIAS (the dispatch then covers filter elements + K).
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
+//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 HAS_BIAS.
+// Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write), 3 db (write; any buffer without HAS_BIAS).
+// Push constants: N C H W K P Q, channels and filters per group, then the dispatch's slice
+//   [base, base + count) of dw (followed by db).
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint R = 1;
+layout(constant_id = 2) const uint S = 1;
+layout(constant_id = 3) const uint STRIDE_H = 1;
+layout(constant_id = 4) const uint STRIDE_W = 1;
+layout(constant_id = 5) const uint PAD_H = 0;
+layout(constant_id = 6) const uint PAD_W = 0;
+layout(constant_id = 7) const uint DIL_H = 1;
+layout(constant_id = 8) const uint DIL_W = 1;
+layout(constant_id = 9) const bool NHWC = false;
+layout(constant_id = 10) const bool HAS_BIAS = false;
+
+layout(std430, binding = 0) readonly buffer Input { float x[]; };
+layout(std430, binding = 1) readonly buffer GradOutput { float dy[]; };
+layout(std430, binding = 2) writeonly buffer GradFilter { float dw[]; };
+layout(std430, binding = 3) writeonly buffer GradBias { float db[]; };
+
+layout(push_constant) uniform Params {
+    uint N, C, H, W, K, P, Q;
+    uint channels_per_group, filters_per_group;
+    uint base, count;
+} pc;
+
+uint dy_index(uint n, uint k, uint p, uint q) {
+    return NHWC ? ((n * pc.P + p) * pc.Q + q) * pc.K + k : ((n * pc.K + k) * pc.P + p) * pc.Q + q;
+}
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    const uint cpg = pc.channels_per_group;
+    const uint filter_elements = pc.K * cpg * R * S;
+    if (index >= filter_elements) {
+        if (HAS_BIAS) {
+            const uint k = index - filter_elements;
+            float acc = 0.0;
+            for (uint n = 0; n < pc.N; ++n)
+                for (uint p = 0; p < pc.P; ++p)
+                    for (uint q = 0; q < pc.Q; ++q) acc += dy[dy_index(n, k, p, q)];
+            db[k] = acc;
+        }
+        return;
+    }
+    uint k, c, r, s;
+    if (NHWC) {
+        c = index % cpg;
+        uint t = index / cpg;
+        s = t % S; t /= S;
+        r = t % R;
+        k = t / R;
+    } else {
+        s = index % S;
+        uint t = index / S;
+        r = t % R; t /= R;
+        c = t % cpg;
+        k = t / cpg;
+    }
+    const uint channel = (k / pc.filters_per_group) * cpg + c;
+    float acc = 0.0;
+    for (uint n = 0; n < pc.N; ++n) {
+        for (uint p = 0; p < pc.P; ++p) {
+            const int ih = int(p * STRIDE_H + r * DIL_H) - int(PAD_H);
+            if (uint(ih) >= pc.H) continue;
+            for (uint q = 0; q < pc.Q; ++q) {
+                const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
+                if (uint(iw) >= pc.W) continue;
+                const uint xi = NHWC ? ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + channel
+                                     : ((n * pc.C + channel) * pc.H + uint(ih)) * pc.W + uint(iw);
+                acc += x[xi] * dy[dy_index(n, k, p, q)];
+            }
+        }
+    }
+    dw[index] = acc;
+}
