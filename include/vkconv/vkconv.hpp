@@ -1,6 +1,7 @@
 // Umbrella header: the whole public API of vkconv.
 #pragma once
 
+#include "vkconv/backward.hpp"
 #include "vkconv/context.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/error.hpp"

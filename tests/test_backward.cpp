@@ -1,0 +1,128 @@
+// Backward passes against the CPU reference: dx (a gather per value), dw and db (fixed-order reductions),
+// on the named odd table and a random sweep in both layouts, bit-identical reruns, and bad input.
+#include <cmath>
+#include <limits>
+
+#include "conv_cases.hpp"
+#include "test_util.hpp"
+
+using vkconv::Layout;
+
+namespace {
+
+std::vector<float> absolute(const std::vector<float>& values) {
+    std::vector<float> out(values.size());
+    for (size_t i = 0; i < values.size(); ++i) out[i] = std::fabs(values[i]);
+    return out;
+}
+
+std::vector<float> poison(int64_t count) {
+    return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN());
+}
+
+void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed) {
+    const auto x = vkt::random_values(p.input_elements(), seed);
+    const auto w = vkt::random_values(p.filter_elements(), seed + 1);
+    const auto dy = vkt::random_values(p.output_elements(), seed + 2);
+    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
+    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
+    auto tdx = vkconv::Tensor::from_host(context, p.input_shape(), poison(p.input_elements()));
+    auto tdw = vkconv::Tensor::from_host(context, p.filter_shape(), poison(p.filter_elements()));
+    auto tdb = vkconv::Tensor::from_host(context, p.bias_shape(), poison(p.K));
+
+    const auto data = vkconv::backward_data(context, p, tdy, tw, tdx);
+    CHECK(data.algorithm == vkconv::Algorithm::Direct);
+    CHECK(data.workspace_bytes == 0);
+    vkt::check_close(tdx.download(), vkconv::reference::backward_data(p, dy, w),
+                     vkconv::reference::backward_data(p, absolute(dy), absolute(w)), p.filters_per_group() * p.R * p.S,
+                     "backward_data " + p.str());
+
+    auto with_bias = p;
+    with_bias.has_bias = true;
+    vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb);
+    const int64_t reduction = p.N * p.P() * p.Q();
+    vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
+                     vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
+                     "backward_filter " + p.str());
+    const auto bias_magnitude = vkconv::reference::backward_bias(p, absolute(dy));
+    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy), bias_magnitude, reduction,
+                     "backward_filter's bias " + p.str());
+    tdb.upload(poison(p.K));
+    vkconv::backward_bias(context, with_bias, tdy, tdb);
+    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy), bias_magnitude, reduction,
+                     "backward_bias " + p.str());
+}
+
+}  // namespace
+
+TEST_CASE("direct backward passes match the reference on the named odd cases", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 900;
+    for (const auto& named : vkt::odd_problems()) {
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            auto problem = named.problem;
+            problem.layout = layout;
+            INFO("case '" << named.name << "'");
+            check_backward(*context, problem, seed += 3);
+        }
+    }
+}
+
+TEST_CASE("direct backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 12000;
+    for (auto problem : vkt::random_problems(100, 4242)) {
+        problem.has_bias = false;
+        check_backward(*context, problem, seed += 3);
+    }
+}
+
+TEST_CASE("backward passes are bit-identical from run to run", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem p;
+    p.N = 3, p.C = 6, p.H = 13, p.W = 11, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.stride_h = 2;
+    p.has_bias = true;
+    auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
+    auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
+    auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
+    vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+    vkconv::backward_data(*context, p, dy, w, dx);
+    vkconv::backward_filter(*context, p, x, dy, dw, &db);
+    const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+    for (int run = 0; run < 3; ++run) {
+        vkconv::backward_data(*context, p, dy, w, dx);
+        vkconv::backward_filter(*context, p, x, dy, dw, &db);
+        CHECK(dx.download() == dx1);
+        CHECK(dw.download() == dw1);
+        CHECK(db.download() == db1);
+    }
+}
+
+TEST_CASE("backward passes reject mismatched tensors and unsupported algorithms", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem p;
+    p.N = 1, p.C = 4, p.H = 6, p.W = 6, p.K = 2, p.R = 3, p.S = 3;
+    vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), dy(*context, p.output_shape());
+    vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+    vkconv::Tensor wrong(*context, {1, 4, 6, 5});
+    const uint64_t in_use = context->pool_stats().in_use;
+    auto expect = [&](auto&& call, const std::string& needle) {
+        INFO("expected an InvalidArgument naming '" << needle << "'");
+        CHECK_THAT(vkt::invalid_argument_message(call), Catch::Contains(needle));
+    };
+    expect([&] { vkconv::backward_data(*context, p, wrong, w, dx); }, "grad_output");
+    expect([&] { vkconv::backward_data(*context, p, dy, wrong, dx); }, "filter");
+    expect([&] { vkconv::backward_data(*context, p, dy, w, wrong); }, "grad_input");
+    expect([&] { vkconv::backward_data(*context, p, dy, w, dy); }, "grad_input");
+    expect([&] { vkconv::backward_filter(*context, p, wrong, dy, dw); }, "input");
+    expect([&] { vkconv::backward_filter(*context, p, x, dy, wrong); }, "grad_filter");
+    expect([&] { vkconv::backward_filter(*context, p, x, dy, dw, &db); }, "has_bias");
+    auto biased = p;
+    biased.has_bias = true;
+    expect([&] { vkconv::backward_filter(*context, biased, x, dy, dw, &dw); }, "grad_bias");
+    expect([&] { vkconv::backward_bias(*context, biased, dy, wrong); }, "grad_bias");
+    const auto e = vkt::thrown_error([&] { vkconv::backward_data(*context, p, dy, w, dx, vkconv::Algorithm::Mec); });
+    CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
+    CHECK(context->pool_stats().in_use == in_use);
+}
