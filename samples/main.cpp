@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
     add(vkconv_cli::add_devices_command);
     add(vkconv_cli::add_forward_command);
     add(vkconv_cli::add_demo_command);
+    add(vkconv_cli::add_backward_data_command);
+    add(vkconv_cli::add_backward_filter_command);
     add(vkconv_cli::add_bench_command);
     try {
         app.parse(argc, argv);
@@ -32,6 +34,6 @@ int main(int argc, char** argv) {
     for (const auto& [command, action] : actions)
         if (command->parsed()) return vkconv_cli::run_guarded(action);
     std::fprintf(stderr,
-                 "vkconv: a subcommand is required (devices, forward, demo or bench); run with --help for more\n");
+                 "vkconv: a subcommand is required (devices, forward, backward-data, backward-filter, demo or bench); run with --help for more\n");
     return vkconv_cli::kBadInput;
 }
