@@ -2,6 +2,7 @@
 // on the named odd table and a random sweep in both layouts, bit-identical reruns, and bad input.
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "conv_cases.hpp"
 #include "test_util.hpp"
@@ -125,4 +126,69 @@ TEST_CASE("backward passes reject mismatched tensors and unsupported algorithms"
     const auto e = vkt::thrown_error([&] { vkconv::backward_data(*context, p, dy, w, dx, vkconv::Algorithm::Mec); });
     CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
     CHECK(context->pool_stats().in_use == in_use);
+}
+
+TEST_CASE("finite differences of the GPU forward agree with both GPU backward passes", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // L(x, w) = <forward(x, w), g>. Convolution is linear in x and in w, so a central difference is exact
+    // but for the fp32 rounding of the two forward passes: |fd - grad| <= sum_j |g_j| * 2 * err_j / (2 eps)
+    // with err_j the fp32 summation bound of output j.
+    auto p = vkconv::ConvProblem{};
+    p.N = 2, p.C = 4, p.H = 9, p.W = 8, p.K = 6, p.R = 3, p.S = 2, p.stride_h = 2, p.pad_h = 1, p.pad_w = 1;
+    p.dilation_w = 2, p.groups = 2;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        p.layout = layout;
+        INFO(p.str());
+        auto x = vkt::random_values(p.input_elements(), 1);
+        auto w = vkt::random_values(p.filter_elements(), 2);
+        const auto g = vkt::random_values(p.output_elements(), 3);
+        auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), g);
+        vkconv::Tensor ty(*context, p.output_shape()), tdx(*context, p.input_shape()), tdw(*context, p.filter_shape());
+        auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
+        auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
+        vkconv::backward_data(*context, p, tdy, tw, tdx);
+        vkconv::backward_filter(*context, p, tx, tdy, tdw);
+        const auto dx = tdx.download(), dw = tdw.download();
+        // The backward results' own fp32 summation bounds.
+        const auto dx_magnitude = vkconv::reference::backward_data(p, absolute(g), absolute(w));
+        const auto dw_magnitude = vkconv::reference::backward_filter(p, absolute(x), absolute(g));
+
+        const double u = std::ldexp(1.0, -24), eps = 0.25;
+        const double reduction = double(p.channels_per_group() * p.R * p.S + 2);
+        auto loss = [&](const std::vector<float>& xs, const std::vector<float>& ws, double& bound) {
+            tx.upload(xs);
+            tw.upload(ws);
+            vkconv::forward(*context, p, tx, tw, nullptr, ty, vkconv::Algorithm::Direct);
+            const auto y = ty.download();
+            const auto magnitude = vkconv::reference::forward(p, absolute(xs), absolute(ws));
+            double sum = 0;
+            bound = 0;
+            for (size_t j = 0; j < y.size(); ++j) {
+                sum += double(y[j]) * g[j];
+                bound += std::fabs(g[j]) * reduction * u * magnitude[j];
+            }
+            return sum;
+        };
+        std::mt19937 rng(7);
+        for (int trial = 0; trial < 12; ++trial) {
+            for (bool wrt_x : {true, false}) {
+                auto& values = wrt_x ? x : w;
+                const size_t i = rng() % values.size();
+                const float original = values[i];
+                double bound_plus = 0, bound_minus = 0;
+                values[i] = original + float(eps);
+                const double plus = loss(x, w, bound_plus);
+                values[i] = original - float(eps);
+                const double minus = loss(x, w, bound_minus);
+                values[i] = original;
+                const double fd = (plus - minus) / (2 * eps);
+                const double gradient = wrt_x ? dx[i] : dw[i];
+                const double gradient_bound = wrt_x
+                                                  ? double(p.filters_per_group() * p.R * p.S + 2) * u * dx_magnitude[i]
+                                                  : double(p.N * p.P() * p.Q() + 2) * u * dw_magnitude[i];
+                INFO((wrt_x ? "dx[" : "dw[") << i << "]: finite difference " << fd << ", backward " << gradient);
+                CHECK(std::fabs(fd - gradient) <= (bound_plus + bound_minus) / (2 * eps) + gradient_bound);
+            }
+        }
+    }
 }
