@@ -5,39 +5,13 @@
 #include <array>
 #include <string>
 
+#include "conv_constants.hpp"
 #include "conv_pass.hpp"
 #include "elementwise.hpp"
 #include "vkconv/backward.hpp"
 
 namespace vkconv {
 namespace {
-
-struct DirectPush {
-    uint32_t N, C, H, W, K, P, Q;
-    uint32_t channels_per_group, filters_per_group;
-    uint32_t base, count;
-};
-
-DirectPush sizes(const ConvProblem& p) {
-    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    return {
-        u(p.N), u(p.C), u(p.H), u(p.W), u(p.K), u(p.P()), u(p.Q()), u(p.channels_per_group()), u(p.filters_per_group()),
-        0,      0};
-}
-
-std::vector<uint32_t> geometry(const ConvProblem& p) {
-    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    return {detail::kElementwiseWorkgroup,
-            u(p.R),
-            u(p.S),
-            u(p.stride_h),
-            u(p.stride_w),
-            u(p.pad_h),
-            u(p.pad_w),
-            u(p.dilation_h),
-            u(p.dilation_w),
-            p.layout == Layout::NHWC ? 1u : 0u};
-}
 
 Algorithm resolve_backward(Algorithm algorithm, const char* pass) {
     if (algorithm == Algorithm::Auto || algorithm == Algorithm::Direct) return Algorithm::Direct;
@@ -51,8 +25,8 @@ void record_backward_filter(detail::ContextImpl& impl, detail::CommandStream& st
     detail::PipelineDesc desc;
     desc.shader = "conv2d_backward_filter_direct";
     desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    desc.push_constant_bytes = sizeof(DirectPush);
-    desc.specialization = geometry(p);
+    desc.push_constant_bytes = sizeof(detail::DirectSizes);
+    desc.specialization = detail::geometry_constants(p);
     desc.specialization.push_back(db ? 1u : 0u);
     const detail::Pipeline& pipeline = impl.pipelines->get(desc);
     // Without dw (bias only) or db the shader still needs the bindings: dy stands in, never written.
@@ -60,7 +34,7 @@ void record_backward_filter(detail::ContextImpl& impl, detail::CommandStream& st
                                                   detail::Binding{dw ? dw->whole() : dy.whole(), dw != nullptr},
                                                   detail::Binding{db ? db->whole() : dy.whole(), db != nullptr}};
     const uint64_t filter_elements = static_cast<uint64_t>(p.filter_elements());
-    DirectPush push = sizes(p);
+    detail::DirectSizes push = detail::direct_sizes(p);
     if (dw) {
         detail::dispatch_elements(impl, stream, pipeline, bindings, push, filter_elements + (db ? p.K : 0));
     } else {
@@ -108,12 +82,12 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
         detail::PipelineDesc desc;
         desc.shader = "conv2d_backward_data_direct";
         desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-        desc.push_constant_bytes = sizeof(DirectPush);
-        desc.specialization = geometry(problem);
+        desc.push_constant_bytes = sizeof(detail::DirectSizes);
+        desc.specialization = detail::geometry_constants(problem);
         const detail::Pipeline& pipeline = impl.pipelines->get(desc);
         const std::array<detail::Binding, 3> bindings{
             detail::Binding{dy.whole(), false}, detail::Binding{w.whole(), false}, detail::Binding{dx.whole(), true}};
-        detail::dispatch_elements(impl, stream, pipeline, bindings, sizes(problem),
+        detail::dispatch_elements(impl, stream, pipeline, bindings, detail::direct_sizes(problem),
                                   static_cast<uint64_t>(problem.input_elements()));
     });
     return stats;

@@ -1,6 +1,7 @@
 // im2col forward: lower a chunk into col[g][m][k], then one batched GEMM per group writes the output.
 #include <array>
 
+#include "conv_constants.hpp"
 #include "conv_lowered.hpp"
 #include "elementwise.hpp"
 #include "gemm.hpp"
@@ -26,24 +27,9 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
         desc.shader = "im2col";
         desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
         desc.push_constant_bytes = sizeof(LowerPush);
-        desc.specialization = {kElementwiseWorkgroup,
-                               u(p.R),
-                               u(p.S),
-                               u(p.stride_h),
-                               u(p.stride_w),
-                               u(p.pad_h),
-                               u(p.pad_w),
-                               u(p.dilation_h),
-                               u(p.dilation_w),
-                               nhwc,
-                               plan.transposed,
-                               u(p.C),
-                               u(p.H),
-                               u(p.W),
-                               u(Cg),
-                               u(Q),
-                               u(rows),
-                               u(images)};
+        desc.specialization = geometry_constants(p);
+        for (int64_t v : {int64_t(plan.transposed), p.C, p.H, p.W, Cg, Q, rows, images})
+            desc.specialization.push_back(u(v));
         return context.pipelines->get(desc);
     };
     const uint64_t k_red = uint64_t(Cg * p.R * p.S);
