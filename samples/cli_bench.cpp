@@ -1,4 +1,4 @@
-// vkconv bench: GEMM throughput and per-layer, per-algorithm forward timings with memory figures.
+// vkconv bench: GEMM throughput and per-layer, per-algorithm forward (and backward) timings with memory.
 // Every result is checked (GEMM against a CPU product on sampled entries, convolutions against the
 // direct algorithm) before it is timed; buffers are reused across repetitions so page faults and
 // allocation are not measured. Times are GPU timestamps where the device has them.
@@ -8,30 +8,13 @@
 #include <fstream>
 #include <random>
 
+#include "bench.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "layers.hpp"
 
 namespace vkconv_cli {
 namespace {
-
-struct BenchArgs {
-    std::vector<std::string> only;
-    bool all = false;
-    int64_t batch = 0;
-    int repeat = 5;
-    std::vector<std::string> algorithms{"direct", "im2col", "mec"};
-    bool gemm_only = false, layers_only = false;
-    bool all_configs = false;
-    std::string json_file;
-    std::string device;
-    std::string layout = "nchw";
-};
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-}
 
 struct GemmShape {
     const char* name;
@@ -90,12 +73,6 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
             json_rows.push_back(row.str());
         }
     }
-}
-
-std::string mib(uint64_t bytes) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
-    return buf;
 }
 
 // The exact output at `index` (in the problem's layout), accumulated in double, with the sum of |terms|.
@@ -231,6 +208,7 @@ int run_bench(const BenchArgs& args) {
     std::vector<std::string> rows;
     if (!args.layers_only) bench_gemm(context, args, rows);
     if (!args.gemm_only) bench_layers(context, args, rows);
+    if (args.backward) bench_backward(context, args, rows);
     if (!args.json_file.empty()) {
         JsonObject doc;
         doc.add("device", context.device().summary()).add("repeat", static_cast<int64_t>(args.repeat));
@@ -264,6 +242,7 @@ Action add_bench_command(CLI::App& root) {
         ->capture_default_str();
     command->add_flag("--gemm-only", args->gemm_only, "only the GEMM shapes");
     command->add_flag("--layers-only", args->layers_only, "only the layers");
+    command->add_flag("--backward", args->backward, "also time backward-data and backward-filter per layer");
     command->add_flag("--all-configs", args->all_configs, "time every GEMM tile configuration of the device");
     command->add_option("--json", args->json_file, "also write the results as JSON to this file");
     command->add_option("--device", args->device, "device index or case-insensitive name substring");

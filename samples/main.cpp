@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     for (const auto& [command, action] : actions)
         if (command->parsed()) return vkconv_cli::run_guarded(action);
     std::fprintf(stderr,
-                 "vkconv: a subcommand is required (devices, forward, backward-data, backward-filter, demo or bench); run with --help for more\n");
+                 "vkconv: a subcommand is required (devices, forward, backward-data, backward-filter, demo or bench); "
+                 "run with --help for more\n");
     return vkconv_cli::kBadInput;
 }

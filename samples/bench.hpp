@@ -1,0 +1,40 @@
+// What the parts of `vkconv bench` share: its options and small helpers.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_common.hpp"
+
+namespace vkconv_cli {
+
+struct BenchArgs {
+    std::vector<std::string> only;
+    int64_t batch = 0;
+    int repeat = 5;
+    std::vector<std::string> algorithms{"direct", "im2col", "mec"};
+    bool gemm_only = false, layers_only = false, backward = false;
+    bool all_configs = false;
+    std::string json_file;
+    std::string device;
+    std::string layout = "nchw";
+};
+
+inline double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+inline std::string mib(uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / 1048576.0);
+    return buf;
+}
+
+// Times backward-data and backward-filter (with the bias gradient) of the chosen layers, each result
+// checked on sampled entries against exact double-precision values first.
+void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows);
+
+}  // namespace vkconv_cli

@@ -1,0 +1,157 @@
+// vkconv bench --backward: backward-data and backward-filter per layer, checked, then timed.
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "bench.hpp"
+#include "layers.hpp"
+
+namespace vkconv_cli {
+namespace {
+
+struct Exact {
+    double value = 0, magnitude = 0;  // the exact gradient and the sum of |terms| (for the fp32 bound)
+    int64_t terms = 0;                // the reduction length
+};
+
+int64_t x_index(const vkconv::ConvProblem& p, int64_t n, int64_t c, int64_t h, int64_t w) {
+    return p.layout == vkconv::Layout::NHWC ? ((n * p.H + h) * p.W + w) * p.C + c : ((n * p.C + c) * p.H + h) * p.W + w;
+}
+int64_t y_index(const vkconv::ConvProblem& p, int64_t n, int64_t k, int64_t oh, int64_t ow) {
+    return p.layout == vkconv::Layout::NHWC ? ((n * p.P() + oh) * p.Q() + ow) * p.K + k
+                                            : ((n * p.K + k) * p.P() + oh) * p.Q() + ow;
+}
+int64_t w_index(const vkconv::ConvProblem& p, int64_t k, int64_t c, int64_t r, int64_t s) {
+    const int64_t cg = p.channels_per_group();
+    return p.layout == vkconv::Layout::NHWC ? ((k * p.R + r) * p.S + s) * cg + c : ((k * cg + c) * p.R + r) * p.S + s;
+}
+
+// dx at a flat index of the input, by gathering every tap that reaches it.
+Exact exact_dx(const vkconv::ConvProblem& p, const std::vector<float>& dy, const std::vector<float>& w, int64_t index) {
+    int64_t n, c, h, x;
+    if (p.layout == vkconv::Layout::NHWC)
+        c = index % p.C, x = index / p.C % p.W, h = index / (p.C * p.W) % p.H, n = index / (p.C * p.W * p.H);
+    else
+        x = index % p.W, h = index / p.W % p.H, c = index / (p.W * p.H) % p.C, n = index / (p.W * p.H * p.C);
+    const int64_t cg = p.channels_per_group(), kg = p.filters_per_group(), g = c / cg;
+    Exact e;
+    for (int64_t r = 0; r < p.R; ++r)
+        for (int64_t s = 0; s < p.S; ++s) {
+            const int64_t th = h + p.pad_h - r * p.dilation_h, tw = x + p.pad_w - s * p.dilation_w;
+            if (th < 0 || tw < 0 || th % p.stride_h || tw % p.stride_w) continue;
+            const int64_t oh = th / p.stride_h, ow = tw / p.stride_w;
+            if (oh >= p.P() || ow >= p.Q()) continue;
+            for (int64_t k = g * kg; k < (g + 1) * kg; ++k) {
+                const double t = double(dy[y_index(p, n, k, oh, ow)]) * w[w_index(p, k, c - g * cg, r, s)];
+                e.value += t, e.magnitude += std::fabs(t), ++e.terms;
+            }
+        }
+    return e;
+}
+
+// dw at a flat index of the filter, by the full reduction over n, p, q.
+Exact exact_dw(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& dy, int64_t index) {
+    const int64_t cg = p.channels_per_group();
+    int64_t k, c, r, s;
+    if (p.layout == vkconv::Layout::NHWC)
+        c = index % cg, s = index / cg % p.S, r = index / (cg * p.S) % p.R, k = index / (cg * p.S * p.R);
+    else
+        s = index % p.S, r = index / p.S % p.R, c = index / (p.S * p.R) % cg, k = index / (p.S * p.R * cg);
+    const int64_t channel = k / p.filters_per_group() * cg + c;
+    Exact e;
+    e.terms = p.N * p.P() * p.Q();
+    for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t oh = 0; oh < p.P(); ++oh)
+            for (int64_t ow = 0; ow < p.Q(); ++ow) {
+                const int64_t h = oh * p.stride_h - p.pad_h + r * p.dilation_h;
+                const int64_t wi = ow * p.stride_w - p.pad_w + s * p.dilation_w;
+                if (h < 0 || h >= p.H || wi < 0 || wi >= p.W) continue;
+                const double t = double(x[x_index(p, n, channel, h, wi)]) * dy[y_index(p, n, k, oh, ow)];
+                e.value += t, e.magnitude += std::fabs(t);
+            }
+    return e;
+}
+
+template <typename ExactAt>
+double sampled_error_over_bound(const std::vector<float>& result, ExactAt&& exact_at) {
+    std::mt19937_64 rng(13);
+    double worst = 0;
+    for (int i = 0; i < 128; ++i) {
+        const int64_t index = static_cast<int64_t>(rng() % result.size());
+        const Exact e = exact_at(index);
+        const double bound = double(e.terms + 2) * std::ldexp(1.0, -24) * e.magnitude + 1e-30;
+        const double ratio = std::fabs(result[index] - e.value) / bound;
+        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
+    }
+    return worst;
+}
+
+}  // namespace
+
+void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
+    auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
+    std::printf(
+        "\nBackward passes (%s), median of %d runs (GFLOP/s counts the forward's 2*N*K*P*Q*C/G*R*S)\n"
+        "%-17s %-16s %-7s %10s %9s %10s  %s\n",
+        args.layout.c_str(), args.repeat, "layer", "pass", "algo", "gpu ms", "GFLOP/s", "peak",
+        "check (sampled err/bound)");
+    for (auto& layer : layers) {
+        if (!args.only.empty() && std::count(args.only.begin(), args.only.end(), layer.name) == 0) continue;
+        auto p = layer.problem;
+        if (args.batch > 0) p.N = args.batch;
+        p.layout = vkconv::parse_layout(args.layout);
+        p.has_bias = true;
+        try {
+            const auto x = random_values(p.input_elements(), 21), w = random_values(p.filter_elements(), 22);
+            const auto dy = random_values(p.output_elements(), 23);
+            auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
+            auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+            auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
+            vkconv::Tensor tdx(context, p.input_shape()), tdw(context, p.filter_shape()), tdb(context, p.bias_shape());
+            struct Pass {
+                const char* name;
+                std::function<vkconv::RunStats()> run;
+                std::function<double()> check;
+            };
+            const Pass passes[] = {
+                {"backward-data", [&] { return vkconv::backward_data(context, p, tdy, tw, tdx); },
+                 [&] {
+                     const auto dx = tdx.download();
+                     return sampled_error_over_bound(dx, [&](int64_t i) { return exact_dx(p, dy, w, i); });
+                 }},
+                {"backward-filter", [&] { return vkconv::backward_filter(context, p, tx, tdy, tdw, &tdb); },
+                 [&] {
+                     const auto dw = tdw.download();
+                     return sampled_error_over_bound(dw, [&](int64_t i) { return exact_dw(p, x, dy, i); });
+                 }},
+            };
+            for (const auto& pass : passes) {
+                const auto stats = pass.run();
+                const double ratio = pass.check();
+                if (!(ratio <= 1))
+                    throw vkconv::Error(
+                        vkconv::ErrorCategory::VulkanFailure,
+                        layer.name + ": " + pass.name + " gave a result beyond the fp32 rounding bound");
+                std::vector<double> times;
+                for (int r = 0; r < args.repeat; ++r) times.push_back(pass.run().gpu_ms);
+                const double ms = median(times), gflops = p.forward_flops() / (ms * 1e6);
+                std::printf("%-17s %-16s %-7s %10.3f %9.2f %10s  %.2g\n", layer.name.c_str(), pass.name,
+                            vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.peak_bytes).c_str(), ratio);
+                std::fflush(stdout);
+                JsonObject row;
+                row.add("kind", pass.name)
+                    .add("layer", layer.name)
+                    .add("algorithm", vkconv::to_string(stats.algorithm));
+                row.add("gpu_ms", ms).add("gflops", gflops).add("workspace_bytes", stats.workspace_bytes);
+                row.add("peak_bytes", stats.peak_bytes).add("check_error_over_bound", ratio);
+                row.add_raw("problem", problem_json(p));
+                json_rows.push_back(row.str());
+            }
+        } catch (const vkconv::Error& e) {
+            if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+            std::printf("%-17s unsupported on this device: %s\n", layer.name.c_str(), e.what());
+        }
+    }
+}
+
+}  // namespace vkconv_cli
