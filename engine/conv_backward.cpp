@@ -1,11 +1,13 @@
 // The public backward passes: argument checks, algorithm choice, recording.
 //
-// This version runs the direct algorithm for every backward pass (a gather per dx value, a fixed-order
-// reduction per dw and db value); the lowered backward algorithms build on it.
+// Algorithms: direct (a gather per dx value, a fixed-order reduction per dw and db value) and im2col
+// (GEMMs against the im2col matrix, in the forward's chunks). Auto picks im2col unless there is one input
+// channel per group (depthwise), where a GEMM is all overhead. The bias gradient is a direct reduction.
 #include <array>
 #include <string>
 
 #include "conv_constants.hpp"
+#include "conv_lowered.hpp"
 #include "conv_pass.hpp"
 #include "elementwise.hpp"
 #include "vkconv/backward.hpp"
@@ -13,10 +15,27 @@
 namespace vkconv {
 namespace {
 
-Algorithm resolve_backward(Algorithm algorithm, const char* pass) {
-    if (algorithm == Algorithm::Auto || algorithm == Algorithm::Direct) return Algorithm::Direct;
-    throw Error(ErrorCategory::Unsupported, std::string(pass) + " runs the direct algorithm in this version; " +
-                                                to_string(algorithm) + " is available for forward only");
+Algorithm resolve_backward(detail::ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const char* pass,
+                           const ForwardOptions& options) {
+    if (algorithm == Algorithm::Mec)
+        throw Error(ErrorCategory::Unsupported, std::string(pass) +
+                                                    ": the mec algorithm is available for forward "
+                                                    "only in this version (direct and im2col run backward)");
+    if (algorithm != Algorithm::Auto) return algorithm;
+    if (p.channels_per_group() == 1) return Algorithm::Direct;
+    try {
+        detail::plan_lowered(context, p, Algorithm::Im2col, options);
+        return Algorithm::Im2col;
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::Unsupported) throw;
+        return Algorithm::Direct;
+    }
+}
+
+uint64_t lowered_workspace(detail::ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
+                           const ForwardOptions& options) {
+    return algorithm == Algorithm::Im2col ? detail::plan_lowered(context, p, Algorithm::Im2col, options).workspace_bytes
+                                          : 0;
 }
 
 void record_backward_filter(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
@@ -51,22 +70,24 @@ void record_backward_filter(detail::ContextImpl& impl, detail::CommandStream& st
 
 }  // namespace
 
-uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm) {
-    detail::impl_of(context);
+uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                                       const ForwardOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    resolve_backward(algorithm, "backward_data");
-    return 0;
+    return lowered_workspace(impl, problem, resolve_backward(impl, problem, algorithm, "backward_data", options),
+                             options);
 }
 
-uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm) {
-    detail::impl_of(context);
+uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                                         const ForwardOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    resolve_backward(algorithm, "backward_filter");
-    return 0;
+    return lowered_workspace(impl, problem, resolve_backward(impl, problem, algorithm, "backward_filter", options),
+                             options);
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
-                       Tensor& grad_input, Algorithm algorithm) {
+                       Tensor& grad_input, Algorithm algorithm, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     impl.device->throw_if_lost();
     problem.validate();
@@ -75,7 +96,17 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     const auto dx = detail::tensor_operand(impl, grad_input, "grad_input", problem.input_shape());
     detail::check_not_aliased(grad_input, "grad_input", {&grad_output, &filter});
     RunStats stats;
-    stats.algorithm = resolve_backward(algorithm, "backward_data");
+    stats.algorithm = resolve_backward(impl, problem, algorithm, "backward_data", options);
+    if (stats.algorithm == Algorithm::Im2col) {
+        const auto plan = detail::plan_lowered(impl, problem, Algorithm::Im2col, options);
+        stats.workspace_bytes = plan.workspace_bytes;
+        stats.chunks = plan.chunks;
+        detail::run_pass(context, impl, stats, {plan.scratch_floats},
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                             detail::record_im2col_backward_data(impl, stream, problem, dy, w, dx, plan, workspace[0]);
+                         });
+        return stats;
+    }
     for (const auto& [op, role] : {std::pair{&dy, "grad_output"}, {&w, "filter"}, {&dx, "grad_input"}})
         detail::check_whole_binding(impl, *op, role);
     detail::run_pass(context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
@@ -94,7 +125,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
 }
 
 RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
-                         Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm) {
+                         Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     impl.device->throw_if_lost();
     problem.validate();
@@ -113,7 +144,20 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     }
     detail::check_not_aliased(grad_filter, "grad_filter", {&input, &grad_output});
     RunStats stats;
-    stats.algorithm = resolve_backward(algorithm, "backward_filter");
+    stats.algorithm = resolve_backward(impl, problem, algorithm, "backward_filter", options);
+    if (stats.algorithm == Algorithm::Im2col) {
+        const auto plan = detail::plan_lowered(impl, problem, Algorithm::Im2col, options);
+        stats.workspace_bytes = plan.workspace_bytes;
+        stats.chunks = plan.chunks;
+        if (grad_bias) detail::check_whole_binding(impl, dy, "grad_output");
+        detail::run_pass(context, impl, stats, {plan.scratch_floats},
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                             detail::record_im2col_backward_filter(impl, stream, problem, x, dy, dw, plan,
+                                                                   workspace[0]);
+                             if (grad_bias) record_backward_filter(impl, stream, problem, dy, dy, nullptr, &db);
+                         });
+        return stats;
+    }
     for (const auto& [op, role] : {std::pair{&x, "input"}, {&dy, "grad_output"}, {&dw, "grad_filter"}})
         detail::check_whole_binding(impl, *op, role);
     detail::run_pass(context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {

@@ -17,21 +17,27 @@ struct LowerPush {
 
 }  // namespace
 
+void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, bool transposed,
+                            const Window& x, const BufferRange& col, int64_t p0, int64_t rows, int64_t images) {
+    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+    PipelineDesc desc;
+    desc.shader = "im2col";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(LowerPush);
+    desc.specialization = geometry_constants(p);
+    for (int64_t v : {int64_t(transposed), p.C, p.H, p.W, p.channels_per_group(), p.Q(), rows, images})
+        desc.specialization.push_back(u(v));
+    const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{col, true}};
+    const uint64_t floats = uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
+    dispatch_elements(context, stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0},
+                      floats);
+}
+
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                            const ForwardOperands& ops, const LoweredPlan& plan, const Operand& scratch) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    auto lower_pipeline = [&](int64_t rows, int64_t images) -> const Pipeline& {
-        PipelineDesc desc;
-        desc.shader = "im2col";
-        desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-        desc.push_constant_bytes = sizeof(LowerPush);
-        desc.specialization = geometry_constants(p);
-        for (int64_t v : {int64_t(plan.transposed), p.C, p.H, p.W, Cg, Q, rows, images})
-            desc.specialization.push_back(u(v));
-        return context.pipelines->get(desc);
-    };
     const uint64_t k_red = uint64_t(Cg * p.R * p.S);
     const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
     const uint64_t align = context.pool->alignment();
@@ -44,9 +50,7 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
             const uint64_t m_chunk = uint64_t(images * rows * Q);
             const uint64_t col_floats = m_chunk * k_red * G;
             const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
-            const std::array<Binding, 2> lower_bindings{Binding{x.range, false}, Binding{col, true}};
-            LowerPush push{u(p0), u(x.delta), 0, 0};
-            dispatch_elements(context, stream, lower_pipeline(rows, images), lower_bindings, push, col_floats);
+            record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
 
             // One image per batch entry: an NCHW output is not one matrix across images.
             const bool transposed = plan.transposed;  // the layout the lowering wrote

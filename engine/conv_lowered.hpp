@@ -33,6 +33,21 @@ LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& problem, Algor
 // with OIHW filters, `filter_copy` (plan.filter_floats).
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch);
+// The im2col lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows
+// [p0, p0 + rows)) into `col` ([g][m][k], or [g][k][m] when `transposed`).
+void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, bool transposed,
+                            const Window& x, const BufferRange& col, int64_t p0, int64_t rows, int64_t images);
+
+// im2col backward passes, in the forward's chunks. Backward-data: dcol = dy * w per group through the
+// GEMM, then col2im gathers dx (bands of rows add into it in order). Backward-filter: dw = dy^T * col(x)
+// per group, accumulated over chunks in order (beta = 1 after the first): deterministic.
+void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                                 const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                                 const LoweredPlan& plan, const Operand& scratch);
+void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                                   const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                   const LoweredPlan& plan, const Operand& scratch);
+
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                         const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch,
                         const Operand& filter_copy);

@@ -21,7 +21,10 @@ std::vector<float> poison(int64_t count) {
     return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN());
 }
 
-void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed) {
+void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed,
+                    vkconv::Algorithm algorithm = vkconv::Algorithm::Direct,
+                    const vkconv::ForwardOptions& options = {}) {
+    INFO("algorithm " << vkconv::to_string(algorithm));
     const auto x = vkt::random_values(p.input_elements(), seed);
     const auto w = vkt::random_values(p.filter_elements(), seed + 1);
     const auto dy = vkt::random_values(p.output_elements(), seed + 2);
@@ -32,16 +35,18 @@ void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint
     auto tdw = vkconv::Tensor::from_host(context, p.filter_shape(), poison(p.filter_elements()));
     auto tdb = vkconv::Tensor::from_host(context, p.bias_shape(), poison(p.K));
 
-    const auto data = vkconv::backward_data(context, p, tdy, tw, tdx);
-    CHECK(data.algorithm == vkconv::Algorithm::Direct);
-    CHECK(data.workspace_bytes == 0);
+    const auto data = vkconv::backward_data(context, p, tdy, tw, tdx, algorithm, options);
+    CHECK(data.algorithm == algorithm);
+    CHECK(data.workspace_bytes == vkconv::backward_data_workspace_bytes(context, p, algorithm, options));
     vkt::check_close(tdx.download(), vkconv::reference::backward_data(p, dy, w),
                      vkconv::reference::backward_data(p, absolute(dy), absolute(w)), p.filters_per_group() * p.R * p.S,
                      "backward_data " + p.str());
 
     auto with_bias = p;
     with_bias.has_bias = true;
-    vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb);
+    const auto filter = vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb, algorithm, options);
+    CHECK(filter.algorithm == algorithm);
+    CHECK(filter.workspace_bytes == vkconv::backward_filter_workspace_bytes(context, p, algorithm, options));
     const int64_t reduction = p.N * p.P() * p.Q();
     vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
                      vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
@@ -57,25 +62,71 @@ void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint
 
 }  // namespace
 
-TEST_CASE("direct backward passes match the reference on the named odd cases", "[backward][gpu]") {
+TEST_CASE("direct and im2col backward passes match the reference on the named odd cases", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 900;
-    for (const auto& named : vkt::odd_problems()) {
-        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-            auto problem = named.problem;
-            problem.layout = layout;
-            INFO("case '" << named.name << "'");
-            check_backward(*context, problem, seed += 3);
+    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col}) {
+        for (const auto& named : vkt::odd_problems()) {
+            for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+                auto problem = named.problem;
+                problem.layout = layout;
+                INFO("case '" << named.name << "'");
+                check_backward(*context, problem, seed += 3, algorithm);
+            }
         }
     }
 }
 
-TEST_CASE("direct backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
+TEST_CASE("direct and im2col backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 12000;
     for (auto problem : vkt::random_problems(100, 4242)) {
         problem.has_bias = false;
-        check_backward(*context, problem, seed += 3);
+        seed += 3;
+        check_backward(*context, problem, seed, seed % 2 ? vkconv::Algorithm::Direct : vkconv::Algorithm::Im2col);
+    }
+}
+
+TEST_CASE("im2col backward passes run in chunks of images and bands of rows", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem p;
+    p.N = 5, p.C = 8, p.H = 19, p.W = 17, p.K = 12, p.R = 3, p.S = 3, p.pad_h = 1, p.pad_w = 2, p.stride_h = 2;
+    uint32_t seed = 77;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        p.layout = layout;
+        vkconv::ForwardOptions options;
+        options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;  // two images a chunk
+        INFO(vkconv::to_string(layout) << " image chunks");
+        check_backward(*context, p, seed++, vkconv::Algorithm::Im2col, options);
+        options.max_binding_bytes = 12000;  // above one image of x and dy, below its im2col matrix
+        INFO(vkconv::to_string(layout) << " row bands");
+        check_backward(*context, p, seed++, vkconv::Algorithm::Im2col, options);
+    }
+}
+
+TEST_CASE("the pool peak of a backward pass is its operands plus the reported workspace", "[backward][gpu]") {
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    vkconv::ConvProblem p;
+    p.N = 2, p.C = 6, p.H = 11, p.W = 9, p.K = 10, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col}) {
+        vkconv::Tensor x(*context, p.input_shape()), dy(*context, p.output_shape()), w(*context, p.filter_shape());
+        vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape());
+        const auto s = context->pool_stats();
+        const uint64_t data_operands = s.rounded(dy.bytes()) + s.rounded(w.bytes()) + s.rounded(dx.bytes());
+        const uint64_t filter_operands = s.rounded(x.bytes()) + s.rounded(dy.bytes()) + s.rounded(dw.bytes());
+        INFO(vkconv::to_string(algorithm));
+        const auto data = vkconv::backward_data(*context, p, dy, w, dx, algorithm);
+        // Every tensor above is alive during the pass: the peak is all of them plus the workspace.
+        CHECK(data.peak_bytes == context->pool_stats().in_use + data.workspace_bytes);
+        CHECK(context->pool_stats().in_use >= data_operands);
+        const auto filter = vkconv::backward_filter(*context, p, x, dy, dw, nullptr, algorithm);
+        CHECK(filter.peak_bytes == context->pool_stats().in_use + filter.workspace_bytes);
+        CHECK(context->pool_stats().in_use >= filter_operands);
+        if (algorithm == vkconv::Algorithm::Im2col) {
+            CHECK(data.workspace_bytes == s.rounded(uint64_t(p.N * p.P() * p.Q() * p.R * p.S * p.C) * 4));
+            CHECK(filter.workspace_bytes == data.workspace_bytes);
+        }
     }
 }
 
@@ -124,6 +175,7 @@ TEST_CASE("backward passes reject mismatched tensors and unsupported algorithms"
     expect([&] { vkconv::backward_filter(*context, biased, x, dy, dw, &dw); }, "grad_bias");
     expect([&] { vkconv::backward_bias(*context, biased, dy, wrong); }, "grad_bias");
     const auto e = vkt::thrown_error([&] { vkconv::backward_data(*context, p, dy, w, dx, vkconv::Algorithm::Mec); });
+    CHECK_THAT(e.what(), Catch::Contains("mec"));
     CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
     CHECK(context->pool_stats().in_use == in_use);
 }

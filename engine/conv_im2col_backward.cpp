@@ -1,0 +1,114 @@
+// im2col backward-data and backward-filter (see conv_lowered.hpp).
+#include <array>
+
+#include "conv_constants.hpp"
+#include "conv_lowered.hpp"
+#include "gemm.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct Col2imPush {
+    uint32_t first_row;
+    uint32_t dx_offset;
+    uint32_t accumulate;
+    uint32_t base, count;
+};
+
+uint32_t u(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+// dy as a GEMM operand over the chunk's rows m = (n, p - p0, q): A(m, k) for backward-data (rows = m),
+// or its transpose A(k, m) for backward-filter (reduction = m). NCHW dy jumps between images, which the
+// GEMM takes as segments of rows * Q.
+struct GradOutputView {
+    uint64_t offset, m_stride, k_stride, segment, segment_stride;
+};
+
+GradOutputView grad_output_view(const ConvProblem& p, const Window& dy, int64_t g, int64_t p0, int64_t rows) {
+    const int64_t P = p.P(), Q = p.Q(), Kg = p.filters_per_group();
+    if (p.layout == Layout::NHWC) return {dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, 0, 0};
+    return {dy.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), uint64_t(rows * Q),
+            uint64_t(p.K * P * Q)};
+}
+
+}  // namespace
+
+void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                 const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                                 const LoweredPlan& plan, const Operand& scratch) {
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
+    const uint64_t align = context.pool->alignment();
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
+            const int64_t rows = std::min(plan.rows, P - p0);
+            const Window dy = window(grad_output, n0 * y_image, images * y_image, align);
+            const Window dx = window(grad_input, n0 * x_image, images * x_image, align);
+            const uint64_t m_chunk = uint64_t(images * rows * Q);
+            const BufferRange dcol{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
+            for (int64_t g = 0; g < G; ++g) {
+                const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
+                GemmProblem gp;
+                gp.M = u(m_chunk), gp.N = u(k_red), gp.K = u(Kg);
+                gp.a = {dy.range, v.offset, v.m_stride, v.k_stride, 0, 0};
+                gp.a_m_segment = u(v.segment), gp.a_m_segment_stride = u(v.segment_stride);
+                gp.b = {filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+                gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0};
+                record_gemm(context, stream, gp);
+            }
+            PipelineDesc desc;
+            desc.shader = "col2im";
+            desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+            desc.push_constant_bytes = sizeof(Col2imPush);
+            desc.specialization = geometry_constants(p);
+            for (int64_t value : {p.C, p.H, p.W, Cg, Q, rows, images}) desc.specialization.push_back(u(value));
+            const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
+            dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+                              Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image);
+        }
+    }
+}
+
+void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                   const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                   const LoweredPlan& plan, const Operand& scratch) {
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
+    const uint64_t align = context.pool->alignment();
+    bool first = true;
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
+            const int64_t rows = std::min(plan.rows, P - p0);
+            const Window x = window(input, n0 * x_image, images * x_image, align);
+            const Window dy = window(grad_output, n0 * y_image, images * y_image, align);
+            const uint64_t m_chunk = uint64_t(images * rows * Q);
+            const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
+            record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+            for (int64_t g = 0; g < G; ++g) {
+                const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
+                GemmProblem gp;
+                gp.M = u(Kg), gp.N = u(k_red), gp.K = u(m_chunk);
+                // A = dy^T: rows are filters, the reduction runs over the chunk's output positions.
+                gp.a = {dy.range, v.offset, v.k_stride, v.m_stride, 0, 0};
+                gp.a_k_segment = u(v.segment), gp.a_k_segment_stride = u(v.segment_stride);
+                const uint64_t col_base = uint64_t(g) * m_chunk * k_red;
+                if (plan.transposed)
+                    gp.b = {col, col_base, 1, m_chunk, 0, 0};
+                else
+                    gp.b = {col, col_base, k_red, 1, 0, 0};
+                gp.c = {grad_filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+                gp.beta = first ? 0.0f : 1.0f;  // chunks add up in order
+                record_gemm(context, stream, gp);
+            }
+            first = false;
+        }
+    }
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,84 @@
+#version 450
+// col2im — dx from the im2col-shaped gradient dcol = dy * w, as a gather: one invocation per dx value
+// of the chunk's images, summing the dcol entries of every (output position, tap) that read it. No
+// atomics: the order is fixed, so results are deterministic. Where a chunk is a band of output rows of
+// one image, each band adds its part to dx (ACCUMULATE after the first band).
+//
+// dcol layout: [g][m][k] with m = (n, p - p0, q) over the chunk and k the filter's tap order ((c, r, s)
+// for NCHW/OIHW, (r, s, c) for NHWC/OHWI), as conv_im2col lowers x.
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
+//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 C, 11 H, 12 W, 13 CG, 14 Q, 15 ROWS, 16 IMAGES.
+// Bindings: 0 dcol (readonly), 1 dx (the chunk's window; read when ACCUMULATE, written).
+// Push constants: first output row p0, dx_offset (floats from the binding's start to the chunk's first
+//   image), accumulate (0/1), then the dispatch's slice [base, base + count) of the chunk's dx values.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint R = 1;
+layout(constant_id = 2) const uint S = 1;
+layout(constant_id = 3) const uint STRIDE_H = 1;
+layout(constant_id = 4) const uint STRIDE_W = 1;
+layout(constant_id = 5) const uint PAD_H = 0;
+layout(constant_id = 6) const uint PAD_W = 0;
+layout(constant_id = 7) const uint DIL_H = 1;
+layout(constant_id = 8) const uint DIL_W = 1;
+layout(constant_id = 9) const bool NHWC = false;
+layout(constant_id = 10) const uint C = 1;
+layout(constant_id = 11) const uint H = 1;
+layout(constant_id = 12) const uint W = 1;
+layout(constant_id = 13) const uint CG = 1;
+layout(constant_id = 14) const uint Q = 1;
+layout(constant_id = 15) const uint ROWS = 1;
+layout(constant_id = 16) const uint IMAGES = 1;
+
+layout(std430, binding = 0) readonly buffer GradCol { float dcol[]; };
+layout(std430, binding = 1) buffer GradInput { float dx[]; };
+
+layout(push_constant) uniform Params {
+    uint p0;
+    uint dx_offset;
+    uint accumulate;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    uint n, c, h, x;
+    if (NHWC) {
+        c = index % C;
+        uint t = index / C;
+        x = t % W; t /= W;
+        h = t % H;
+        n = t / H;
+    } else {
+        x = index % W;
+        uint t = index / W;
+        h = t % H; t /= H;
+        c = t % C;
+        n = t / C;
+    }
+    const uint g = c / CG, cl = c % CG;
+    const uint K = CG * R * S;
+    const uint M = IMAGES * ROWS * Q;
+    float acc = 0.0;
+    for (uint r = 0; r < R; ++r) {
+        const int th = int(h + PAD_H) - int(r * DIL_H);
+        if (th < 0 || uint(th) % STRIDE_H != 0) continue;
+        const uint p = uint(th) / STRIDE_H;
+        if (p < pc.p0 || p >= pc.p0 + ROWS) continue;
+        for (uint s = 0; s < S; ++s) {
+            const int tw = int(x + PAD_W) - int(s * DIL_W);
+            if (tw < 0 || uint(tw) % STRIDE_W != 0) continue;
+            const uint q = uint(tw) / STRIDE_W;
+            if (q >= Q) continue;
+            const uint m = (n * ROWS + (p - pc.p0)) * Q + q;
+            const uint k = NHWC ? (r * S + s) * CG + cl : (cl * R + r) * S + s;
+            acc += dcol[(g * M + m) * K + k];
+        }
+    }
+    const uint di = pc.dx_offset + index;
+    dx[di] = pc.accumulate != 0 ? dx[di] + acc : acc;
+}
