@@ -110,42 +110,53 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
             vkconv::Tensor tdx(context, p.input_shape()), tdw(context, p.filter_shape()), tdb(context, p.bias_shape());
             struct Pass {
                 const char* name;
-                std::function<vkconv::RunStats()> run;
+                std::function<vkconv::RunStats(vkconv::Algorithm)> run;
                 std::function<double()> check;
             };
             const Pass passes[] = {
-                {"backward-data", [&] { return vkconv::backward_data(context, p, tdy, tw, tdx); },
+                {"backward-data",
+                 [&](vkconv::Algorithm a) { return vkconv::backward_data(context, p, tdy, tw, tdx, a); },
                  [&] {
                      const auto dx = tdx.download();
                      return sampled_error_over_bound(dx, [&](int64_t i) { return exact_dx(p, dy, w, i); });
                  }},
-                {"backward-filter", [&] { return vkconv::backward_filter(context, p, tx, tdy, tdw, &tdb); },
+                {"backward-filter",
+                 [&](vkconv::Algorithm a) { return vkconv::backward_filter(context, p, tx, tdy, tdw, &tdb, a); },
                  [&] {
                      const auto dw = tdw.download();
                      return sampled_error_over_bound(dw, [&](int64_t i) { return exact_dw(p, x, dy, i); });
                  }},
             };
             for (const auto& pass : passes) {
-                const auto stats = pass.run();
-                const double ratio = pass.check();
-                if (!(ratio <= 1))
-                    throw vkconv::Error(
-                        vkconv::ErrorCategory::VulkanFailure,
-                        layer.name + ": " + pass.name + " gave a result beyond the fp32 rounding bound");
-                std::vector<double> times;
-                for (int r = 0; r < args.repeat; ++r) times.push_back(pass.run().gpu_ms);
-                const double ms = median(times), gflops = p.forward_flops() / (ms * 1e6);
-                std::printf("%-17s %-16s %-7s %10.3f %9.2f %10s  %.2g\n", layer.name.c_str(), pass.name,
-                            vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.peak_bytes).c_str(), ratio);
-                std::fflush(stdout);
-                JsonObject row;
-                row.add("kind", pass.name)
-                    .add("layer", layer.name)
-                    .add("algorithm", vkconv::to_string(stats.algorithm));
-                row.add("gpu_ms", ms).add("gflops", gflops).add("workspace_bytes", stats.workspace_bytes);
-                row.add("peak_bytes", stats.peak_bytes).add("check_error_over_bound", ratio);
-                row.add_raw("problem", problem_json(p));
-                json_rows.push_back(row.str());
+                for (const auto& algorithm_name : args.algorithms) {
+                    const auto algorithm = vkconv::parse_algorithm(algorithm_name);
+                    vkconv::RunStats stats;
+                    try {
+                        stats = pass.run(algorithm);
+                    } catch (const vkconv::Error& e) {
+                        if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+                        std::printf("%-17s %-16s %-7s unsupported: %s\n", layer.name.c_str(), pass.name,
+                                    algorithm_name.c_str(), e.what());
+                        continue;
+                    }
+                    const double ratio = pass.check();
+                    if (!(ratio <= 1))
+                        throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
+                                            layer.name + ": " + pass.name + " gave a result beyond the fp32 bound");
+                    std::vector<double> times;
+                    for (int r = 0; r < args.repeat; ++r) times.push_back(pass.run(algorithm).gpu_ms);
+                    const double ms = median(times), gflops = p.forward_flops() / (ms * 1e6);
+                    std::printf("%-17s %-16s %-7s %10.3f %9.2f %10s %10s  %.2g\n", layer.name.c_str(), pass.name,
+                                vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.workspace_bytes).c_str(),
+                                mib(stats.peak_bytes).c_str(), ratio);
+                    std::fflush(stdout);
+                    JsonObject row;
+                    row.add("kind", pass.name).add("layer", layer.name);
+                    row.add("algorithm", vkconv::to_string(stats.algorithm)).add("gpu_ms", ms).add("gflops", gflops);
+                    row.add("workspace_bytes", stats.workspace_bytes).add("peak_bytes", stats.peak_bytes);
+                    row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
+                    json_rows.push_back(row.str());
+                }
             }
         } catch (const vkconv::Error& e) {
             if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
