@@ -38,33 +38,50 @@ uint64_t lowered_workspace(detail::ContextImpl& context, const ConvProblem& p, A
                                           : 0;
 }
 
-void record_backward_filter(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
-                            const detail::Operand& x, const detail::Operand& dy, const detail::Operand* dw,
-                            const detail::Operand* db) {
+void record_direct_backward_filter(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
+                                   const detail::Operand& x, const detail::Operand& dy, const detail::Operand& dw) {
     detail::PipelineDesc desc;
     desc.shader = "conv2d_backward_filter_direct";
-    desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(detail::DirectSizes);
     desc.specialization = detail::geometry_constants(p);
-    desc.specialization.push_back(db ? 1u : 0u);
+    const std::array<detail::Binding, 3> bindings{detail::Binding{x.whole(), false}, detail::Binding{dy.whole(), false},
+                                                  detail::Binding{dw.whole(), true}};
+    detail::dispatch_elements(impl, stream, impl.pipelines->get(desc), bindings, detail::direct_sizes(p),
+                              static_cast<uint64_t>(p.filter_elements()));
+}
+
+struct BiasPush {
+    uint32_t dy_offset, images, accumulate;
+    uint32_t base, count;
+};
+
+// db in chunks of whole images whose dy fits one binding, added up in order.
+void record_bias_grad(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
+                      const detail::Operand& dy, const detail::Operand& db, uint64_t max_binding_bytes = 0) {
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = impl.pool->alignment();
+    uint64_t limit = impl.device->limits().maxStorageBufferRange;
+    if (max_binding_bytes) limit = std::min(limit, max_binding_bytes);
+    if (y_image * 4 + align > limit)
+        throw Error(ErrorCategory::Unsupported, "one image of grad_output (" + std::to_string(y_image * 4) +
+                                                    " bytes) exceeds the device's maxStorageBufferRange");
+    const int64_t per_chunk = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
+    detail::PipelineDesc desc;
+    desc.shader = "bias_grad";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(BiasPush);
+    desc.specialization = {detail::kElementwiseWorkgroup, static_cast<uint32_t>(p.K),
+                           static_cast<uint32_t>(p.P() * p.Q()), p.layout == Layout::NHWC ? 1u : 0u};
     const detail::Pipeline& pipeline = impl.pipelines->get(desc);
-    // Without dw (bias only) or db the shader still needs the bindings: dy stands in, never written.
-    const std::array<detail::Binding, 4> bindings{detail::Binding{x.whole(), false}, detail::Binding{dy.whole(), false},
-                                                  detail::Binding{dw ? dw->whole() : dy.whole(), dw != nullptr},
-                                                  detail::Binding{db ? db->whole() : dy.whole(), db != nullptr}};
-    const uint64_t filter_elements = static_cast<uint64_t>(p.filter_elements());
-    detail::DirectSizes push = detail::direct_sizes(p);
-    if (dw) {
-        detail::dispatch_elements(impl, stream, pipeline, bindings, push, filter_elements + (db ? p.K : 0));
-    } else {
-        // Bias only: the invocations past the filter's end.
-        const uint64_t per_dispatch = uint64_t{impl.max_workgroups(0)} * detail::kElementwiseWorkgroup;
-        for (uint64_t first = 0; first < uint64_t(p.K); first += per_dispatch) {
-            push.base = static_cast<uint32_t>(filter_elements + first);
-            push.count = static_cast<uint32_t>(std::min<uint64_t>(per_dispatch, p.K - first));
-            stream.dispatch(pipeline, bindings, &push,
-                            (push.count + detail::kElementwiseWorkgroup - 1) / detail::kElementwiseWorkgroup);
-        }
+    for (int64_t n0 = 0; n0 < p.N; n0 += per_chunk) {
+        const int64_t images = std::min(per_chunk, p.N - n0);
+        const detail::Window window = detail::window(dy, n0 * y_image, images * y_image, align);
+        const std::array<detail::Binding, 2> bindings{detail::Binding{window.range, false},
+                                                      detail::Binding{db.whole(), true}};
+        detail::dispatch_elements(
+            impl, stream, pipeline, bindings,
+            BiasPush{static_cast<uint32_t>(window.delta), static_cast<uint32_t>(images), n0 > 0 ? 1u : 0u, 0, 0},
+            static_cast<uint64_t>(p.K));
     }
 }
 
@@ -149,19 +166,19 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
         const auto plan = detail::plan_lowered(impl, problem, Algorithm::Im2col, options);
         stats.workspace_bytes = plan.workspace_bytes;
         stats.chunks = plan.chunks;
-        if (grad_bias) detail::check_whole_binding(impl, dy, "grad_output");
         detail::run_pass(context, impl, stats, {plan.scratch_floats},
                          [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                              detail::record_im2col_backward_filter(impl, stream, problem, x, dy, dw, plan,
                                                                    workspace[0]);
-                             if (grad_bias) record_backward_filter(impl, stream, problem, dy, dy, nullptr, &db);
+                             if (grad_bias) record_bias_grad(impl, stream, problem, dy, db, options.max_binding_bytes);
                          });
         return stats;
     }
     for (const auto& [op, role] : {std::pair{&x, "input"}, {&dy, "grad_output"}, {&dw, "grad_filter"}})
         detail::check_whole_binding(impl, *op, role);
     detail::run_pass(context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
-        record_backward_filter(impl, stream, problem, x, dy, &dw, grad_bias ? &db : nullptr);
+        record_direct_backward_filter(impl, stream, problem, x, dy, dw);
+        if (grad_bias) record_bias_grad(impl, stream, problem, dy, db, options.max_binding_bytes);
     });
     return stats;
 }
@@ -173,11 +190,10 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     const auto dy = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape());
     const auto db = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
-    detail::check_whole_binding(impl, dy, "grad_output");
     RunStats stats;
     stats.algorithm = Algorithm::Direct;
     detail::run_pass(context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
-        record_backward_filter(impl, stream, problem, dy, dy, nullptr, &db);
+        record_bias_grad(impl, stream, problem, dy, db);
     });
     return stats;
 }

@@ -92,8 +92,8 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::printf(
         "\nBackward passes (%s), median of %d runs (GFLOP/s counts the forward's 2*N*K*P*Q*C/G*R*S)\n"
-        "%-17s %-16s %-7s %10s %9s %10s  %s\n",
-        args.layout.c_str(), args.repeat, "layer", "pass", "algo", "gpu ms", "GFLOP/s", "peak",
+        "%-17s %-16s %-7s %10s %9s %10s %10s  %s\n",
+        args.layout.c_str(), args.repeat, "layer", "pass", "algo", "gpu ms", "GFLOP/s", "workspace", "peak",
         "check (sampled err/bound)");
     for (auto& layer : layers) {
         if (!args.only.empty() && std::count(args.only.begin(), args.only.end(), layer.name) == 0) continue;

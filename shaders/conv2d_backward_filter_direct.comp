@@ -1,16 +1,15 @@
 #version 450
-// conv2d_backward_filter_direct — dw (and db) from x and dy, one invocation per dw value.
+// conv2d_backward_filter_direct — dw from x and dy, one invocation per dw value.
 //
 // dw[k][c][r][s] = sum over n, p, q of x[n][g*Cg + c][p*sh - ph + r*dh][q*sw - pw + s*dw] * dy[n][k][p][q],
 // reduced by one invocation in a fixed order: deterministic, and the baseline the GEMM-based
-// algorithms are checked against. Invocations past the filter's end compute db[k] = sum of dy[n][k][:][:]
-// when HAS_BIAS (the dispatch then covers filter elements + K).
+// algorithms are checked against. (The bias gradient is bias_grad.comp.)
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
-//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 HAS_BIAS.
-// Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write), 3 db (write; any buffer without HAS_BIAS).
+//   7 DIL_H, 8 DIL_W, 9 NHWC.
+// Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write).
 // Push constants: N C H W K P Q, channels and filters per group, then the dispatch's slice
-//   [base, base + count) of dw (followed by db).
+//   [base, base + count) of dw.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;
@@ -23,12 +22,10 @@ layout(constant_id = 6) const uint PAD_W = 0;
 layout(constant_id = 7) const uint DIL_H = 1;
 layout(constant_id = 8) const uint DIL_W = 1;
 layout(constant_id = 9) const bool NHWC = false;
-layout(constant_id = 10) const bool HAS_BIAS = false;
 
 layout(std430, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) readonly buffer GradOutput { float dy[]; };
 layout(std430, binding = 2) writeonly buffer GradFilter { float dw[]; };
-layout(std430, binding = 3) writeonly buffer GradBias { float db[]; };
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
@@ -45,18 +42,6 @@ void main() {
     if (i >= pc.count) return;
     const uint index = pc.base + i;
     const uint cpg = pc.channels_per_group;
-    const uint filter_elements = pc.K * cpg * R * S;
-    if (index >= filter_elements) {
-        if (HAS_BIAS) {
-            const uint k = index - filter_elements;
-            float acc = 0.0;
-            for (uint n = 0; n < pc.N; ++n)
-                for (uint p = 0; p < pc.P; ++p)
-                    for (uint q = 0; q < pc.Q; ++q) acc += dy[dy_index(n, k, p, q)];
-            db[k] = acc;
-        }
-        return;
-    }
     uint k, c, r, s;
     if (NHWC) {
         c = index % cpg;
