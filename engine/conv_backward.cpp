@@ -38,6 +38,29 @@ uint64_t lowered_workspace(detail::ContextImpl& context, const ConvProblem& p, A
                                           : 0;
 }
 
+uint64_t binding_limit(const detail::ContextImpl& context, const ForwardOptions& options) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
+}
+
+// im2col backward-filter's plan, split count and exact workspace (lowered chunk + split-K partials).
+struct FilterPlan {
+    detail::LoweredPlan lowered;
+    uint32_t splits = 1;
+    uint64_t partial_floats = 0;
+    uint64_t workspace_bytes = 0;
+};
+
+FilterPlan plan_backward_filter(detail::ContextImpl& context, const ConvProblem& p, const ForwardOptions& options) {
+    FilterPlan plan;
+    plan.lowered = detail::plan_lowered(context, p, Algorithm::Im2col, options);
+    plan.splits = detail::backward_filter_splits(context, p, plan.lowered, binding_limit(context, options));
+    plan.partial_floats = detail::backward_filter_partial_floats(p, plan.splits);
+    plan.workspace_bytes =
+        plan.lowered.workspace_bytes + (plan.partial_floats ? context.pool->round(plan.partial_floats * 4) : 0);
+    return plan;
+}
+
 void record_direct_backward_filter(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
                                    const detail::Operand& x, const detail::Operand& dy, const detail::Operand& dw) {
     detail::PipelineDesc desc;
@@ -99,8 +122,8 @@ uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProbl
                                          const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    return lowered_workspace(impl, problem, resolve_backward(impl, problem, algorithm, "backward_filter", options),
-                             options);
+    if (resolve_backward(impl, problem, algorithm, "backward_filter", options) != Algorithm::Im2col) return 0;
+    return plan_backward_filter(impl, problem, options).workspace_bytes;
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
@@ -163,13 +186,13 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     RunStats stats;
     stats.algorithm = resolve_backward(impl, problem, algorithm, "backward_filter", options);
     if (stats.algorithm == Algorithm::Im2col) {
-        const auto plan = detail::plan_lowered(impl, problem, Algorithm::Im2col, options);
+        const FilterPlan plan = plan_backward_filter(impl, problem, options);
         stats.workspace_bytes = plan.workspace_bytes;
-        stats.chunks = plan.chunks;
-        detail::run_pass(context, impl, stats, {plan.scratch_floats},
+        stats.chunks = plan.lowered.chunks;
+        detail::run_pass(context, impl, stats, {plan.lowered.scratch_floats, plan.partial_floats},
                          [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                             detail::record_im2col_backward_filter(impl, stream, problem, x, dy, dw, plan,
-                                                                   workspace[0]);
+                             detail::record_im2col_backward_filter(impl, stream, problem, x, dy, dw, plan.lowered,
+                                                                   workspace[0], plan.splits, workspace[1]);
                              if (grad_bias) record_bias_grad(impl, stream, problem, dy, db, options.max_binding_bytes);
                          });
         return stats;

@@ -1,4 +1,5 @@
 // im2col backward-data and backward-filter (see conv_lowered.hpp).
+#include <algorithm>
 #include <array>
 
 #include "conv_constants.hpp"
@@ -7,6 +8,11 @@
 
 namespace vkconv::detail {
 namespace {
+
+struct ReducePush {
+    uint32_t out_offset, stride, splits, accumulate;
+    uint32_t base, count;
+};
 
 struct Col2imPush {
     uint32_t first_row;
@@ -33,7 +39,27 @@ GradOutputView grad_output_view(const ConvProblem& p, const Window& dy, int64_t 
             uint64_t(p.K * P * Q)};
 }
 
+// Positions per split must keep NCHW's image segments whole.
+int64_t split_unit(const ConvProblem& p, int64_t rows) {
+    return p.layout == Layout::NHWC ? 1 : rows * p.Q();
+}
+
 }  // namespace
+
+uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
+                                uint64_t binding_limit) {
+    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(p.channels_per_group() * p.R * p.S);
+    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfig& config = pick_gemm_config(table, kg, k_red, 1);
+    const uint64_t tiles =
+        (kg + config.tile_m() - 1) / config.tile_m() * ((k_red + config.tile_n() - 1) / config.tile_n());
+    const uint64_t positions = uint64_t(plan.images * plan.rows * p.Q());
+    const uint64_t units = positions / uint64_t(split_unit(p, plan.rows));
+    uint64_t splits = (table.wanted_workgroups + tiles - 1) / tiles;
+    splits = std::min({splits, units, std::max<uint64_t>(1, positions / 64)});  // at least 64 positions a split
+    while (splits > 1 && splits * kg * k_red * 4 > binding_limit) --splits;
+    return static_cast<uint32_t>(std::max<uint64_t>(splits, 1));
+}
 
 void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                  const Operand& grad_output, const Operand& filter, const Operand& grad_input,
@@ -75,7 +101,8 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
 
 void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                    const Operand& input, const Operand& grad_output, const Operand& grad_filter,
-                                   const LoweredPlan& plan, const Operand& scratch) {
+                                   const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
+                                   const Operand& partials) {
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(Cg * p.R * p.S);
     const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
@@ -90,6 +117,12 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
             const uint64_t m_chunk = uint64_t(images * rows * Q);
             const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
             record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+            // Split the chunk's positions into pieces of `piece` (whole NCHW images), the last one shorter.
+            const int64_t unit = split_unit(p, rows);
+            const int64_t units = int64_t(m_chunk) / unit;
+            const int64_t piece = (units + splits - 1) / splits * unit;
+            const int64_t full = int64_t(m_chunk) / piece, rest = int64_t(m_chunk) - full * piece;
+            const bool split = splits > 1 && full + (rest > 0) > 1;
             for (int64_t g = 0; g < G; ++g) {
                 const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
                 GemmProblem gp;
@@ -102,9 +135,40 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                     gp.b = {col, col_base, 1, m_chunk, 0, 0};
                 else
                     gp.b = {col, col_base, k_red, 1, 0, 0};
-                gp.c = {grad_filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
-                gp.beta = first ? 0.0f : 1.0f;  // chunks add up in order
-                record_gemm(context, stream, gp);
+                const GemmMatrix dw{grad_filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+                if (!split) {
+                    gp.c = dw;
+                    gp.beta = first ? 0.0f : 1.0f;  // chunks add up in order
+                    record_gemm(context, stream, gp);
+                    continue;
+                }
+                // Offsets of one piece along the reduction, in A (dy) and B (col).
+                const uint64_t a_piece =
+                    p.layout == Layout::NHWC ? uint64_t(piece) * v.m_stride : uint64_t(piece / unit) * v.segment_stride;
+                const uint64_t b_piece = plan.transposed ? uint64_t(piece) : uint64_t(piece) * k_red;
+                const uint64_t product = uint64_t(Kg) * k_red;
+                gp.c = {partials.whole(), 0, k_red, 1, product, 0};
+                GemmProblem pieces = gp;
+                pieces.K = u(piece), pieces.batch_i = u(full);
+                pieces.a.batch_i = a_piece, pieces.b.batch_i = b_piece;
+                record_gemm(context, stream, pieces);
+                if (rest > 0) {
+                    GemmProblem last = gp;
+                    last.K = u(rest);
+                    last.a.offset += uint64_t(full) * a_piece, last.b.offset += uint64_t(full) * b_piece;
+                    last.c.offset = uint64_t(full) * product;
+                    record_gemm(context, stream, last);
+                }
+                PipelineDesc desc;
+                desc.shader = "splitk_reduce";
+                desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+                desc.push_constant_bytes = sizeof(ReducePush);
+                desc.specialization = {kElementwiseWorkgroup};
+                const std::array<Binding, 2> bindings{Binding{partials.whole(), false}, Binding{dw.range, true}};
+                dispatch_elements(
+                    context, stream, context.pipelines->get(desc), bindings,
+                    ReducePush{u(int64_t(dw.offset)), u(int64_t(product)), u(full + (rest > 0)), first ? 0u : 1u, 0, 0},
+                    product);
             }
             first = false;
         }

@@ -46,7 +46,18 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
                                  const LoweredPlan& plan, const Operand& scratch);
 void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                    const Operand& input, const Operand& grad_output, const Operand& grad_filter,
-                                   const LoweredPlan& plan, const Operand& scratch);
+                                   const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
+                                   const Operand& partials);
+
+// Deterministic split-K for im2col backward-filter: the product dw = dy^T * col(x) is only (K/G) x
+// (R*S*C/G) but reduces over a chunk's N*P*Q positions, so one GEMM fills few workgroups. The reduction is
+// cut into `splits` pieces whose partial products (splits * K/G * R*S*C/G floats of workspace) are added
+// in a fixed order by splitk_reduce. 1 = no split.
+uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
+                                uint64_t binding_limit);
+inline uint64_t backward_filter_partial_floats(const ConvProblem& p, uint32_t splits) {
+    return splits > 1 ? uint64_t(splits) * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group()) : 0;
+}
 
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                         const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch,

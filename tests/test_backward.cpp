@@ -125,7 +125,8 @@ TEST_CASE("the pool peak of a backward pass is its operands plus the reported wo
         CHECK(context->pool_stats().in_use >= filter_operands);
         if (algorithm == vkconv::Algorithm::Im2col) {
             CHECK(data.workspace_bytes == s.rounded(uint64_t(p.N * p.P() * p.Q() * p.R * p.S * p.C) * 4));
-            CHECK(filter.workspace_bytes == data.workspace_bytes);
+            // Backward-filter adds split-K partial products to the same im2col matrix.
+            CHECK(filter.workspace_bytes >= data.workspace_bytes);
         }
     }
 }

@@ -1,0 +1,31 @@
+#version 450
+// splitk_reduce — out[i] (+)= sum over s < SPLITS of partial[s * stride + i], in order of s: the fixed-order
+// second half of a deterministic split-K (each split's GEMM wrote its partial product).
+//
+// Specialization constants: 0 WORKGROUP_SIZE.
+// Bindings: 0 partial (readonly), 1 out (read when accumulating, written).
+// Push constants: out_offset (floats), stride (floats between splits), splits, accumulate (0/1), then the
+//   dispatch's slice [base, base + count) of the output.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer Partial { float partial[]; };
+layout(std430, binding = 1) buffer Out { float dst[]; };
+
+layout(push_constant) uniform Params {
+    uint out_offset;
+    uint stride;
+    uint splits;
+    uint accumulate;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    float acc = pc.accumulate != 0 ? dst[pc.out_offset + index] : 0.0;
+    for (uint s = 0; s < pc.splits; ++s) acc += partial[s * pc.stride + index];
+    dst[pc.out_offset + index] = acc;
+}
