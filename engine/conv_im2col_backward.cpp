@@ -39,9 +39,10 @@ GradOutputView grad_output_view(const ConvProblem& p, const Window& dy, int64_t 
             uint64_t(p.K * P * Q)};
 }
 
-// Positions per split must keep NCHW's image segments whole.
-int64_t split_unit(const ConvProblem& p, int64_t rows) {
-    return p.layout == Layout::NHWC ? 1 : rows * p.Q();
+// Positions per split: any count where the positions are uniformly strided (NHWC, or one NCHW image);
+// whole images where NCHW's positions jump from image to image.
+int64_t split_unit(const ConvProblem& p, int64_t rows, int64_t images) {
+    return p.layout == Layout::NHWC || images == 1 ? 1 : rows * p.Q();
 }
 
 }  // namespace
@@ -54,7 +55,7 @@ uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, cons
     const uint64_t tiles =
         (kg + config.tile_m() - 1) / config.tile_m() * ((k_red + config.tile_n() - 1) / config.tile_n());
     const uint64_t positions = uint64_t(plan.images * plan.rows * p.Q());
-    const uint64_t units = positions / uint64_t(split_unit(p, plan.rows));
+    const uint64_t units = positions / uint64_t(split_unit(p, plan.rows, plan.images));
     uint64_t splits = (table.wanted_workgroups + tiles - 1) / tiles;
     splits = std::min({splits, units, std::max<uint64_t>(1, positions / 64)});  // at least 64 positions a split
     while (splits > 1 && splits * kg * k_red * 4 > binding_limit) --splits;
@@ -118,7 +119,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
             const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
             record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
             // Split the chunk's positions into pieces of `piece` (whole NCHW images), the last one shorter.
-            const int64_t unit = split_unit(p, rows);
+            const int64_t unit = split_unit(p, rows, images);
             const int64_t units = int64_t(m_chunk) / unit;
             const int64_t piece = (units + splits - 1) / splits * unit;
             const int64_t full = int64_t(m_chunk) / piece, rest = int64_t(m_chunk) - full * piece;
@@ -144,7 +145,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                 }
                 // Offsets of one piece along the reduction, in A (dy) and B (col).
                 const uint64_t a_piece =
-                    p.layout == Layout::NHWC ? uint64_t(piece) * v.m_stride : uint64_t(piece / unit) * v.segment_stride;
+                    unit == 1 ? uint64_t(piece) * v.m_stride : uint64_t(piece / unit) * v.segment_stride;
                 const uint64_t b_piece = plan.transposed ? uint64_t(piece) : uint64_t(piece) * k_red;
                 const uint64_t product = uint64_t(Kg) * k_red;
                 gp.c = {partials.whole(), 0, k_red, 1, product, 0};

@@ -245,3 +245,21 @@ TEST_CASE("finite differences of the GPU forward agree with both GPU backward pa
         }
     }
 }
+
+TEST_CASE("im2col backward-filter split-K pieces add up to the reference", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // Few filters and taps but many output positions: one GEMM tile, so the reduction is split (within
+    // one image, across whole NCHW images, anywhere in NHWC), pieces of unequal length included.
+    vkconv::ConvProblem p;
+    p.C = 4, p.H = 21, p.W = 19, p.K = 4, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    uint32_t seed = 500;
+    for (int64_t n : {1, 3}) {
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            p.N = n, p.layout = layout;
+            const uint64_t with_split = vkconv::backward_filter_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
+            const uint64_t lowered = vkconv::backward_data_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
+            CHECK(with_split > lowered);  // the partial products are there
+            check_backward(*context, p, seed += 3, vkconv::Algorithm::Im2col);
+        }
+    }
+}
