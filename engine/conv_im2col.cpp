@@ -39,40 +39,36 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(Cg * p.R * p.S);
-    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
-    const uint64_t align = context.pool->alignment();
-    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
-        const int64_t images = std::min(plan.images, p.N - n0);
-        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
-            const int64_t rows = std::min(plan.rows, P - p0);
-            const Window x = window(ops.input, n0 * x_image, images * x_image, align);
-            const Window y = window(ops.output, n0 * y_image, images * y_image, align);
-            const uint64_t m_chunk = uint64_t(images * rows * Q);
-            const uint64_t col_floats = m_chunk * k_red * G;
-            const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
-            record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+    for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const Window& x = chunk.input;
+        const Window& y = chunk.output;
+        const uint64_t m_chunk = uint64_t(images * rows * Q);
+        const uint64_t col_floats = m_chunk * k_red * G;
+        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
+        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
 
-            // One image per batch entry: an NCHW output is not one matrix across images.
-            const bool transposed = plan.transposed;  // the layout the lowering wrote
-            for (int64_t g = 0; g < G; ++g) {
-                GemmProblem gp;
-                gp.M = u(rows * Q), gp.N = u(Kg), gp.K = u(k_red);
-                gp.batch_i = u(images);
-                const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
-                if (transposed)
-                    gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0};
-                else
-                    gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
-                gp.b = {ops.filter.whole(), uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
-                if (nhwc)
-                    gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
-                else
-                    gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
-                if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
-                record_gemm(context, stream, gp);
-            }
+        // One image per batch entry: an NCHW output is not one matrix across images.
+        const bool transposed = plan.transposed;  // the layout the lowering wrote
+        for (int64_t g = 0; g < G; ++g) {
+            GemmProblem gp;
+            gp.M = u(rows * Q), gp.N = u(Kg), gp.K = u(k_red);
+            gp.batch_i = u(images);
+            const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
+            if (transposed)
+                gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0};
+            else
+                gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
+            gp.b = {ops.filter.whole(), uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+            if (nhwc)
+                gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
+            else
+                gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
+            if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+            record_gemm(context, stream, gp);
         }
-    }
+    });
 }
 
 }  // namespace vkconv::detail

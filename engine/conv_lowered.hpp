@@ -25,6 +25,32 @@ struct LoweredPlan {
     uint32_t chunks = 1;
 };
 
+// One chunk of a plan: images [n0, n0 + images), output rows [p0, p0 + rows), and windows over the
+// chunk's images of an input-shaped and an output-shaped operand.
+struct Chunk {
+    int64_t n0, images, p0, rows;
+    Window input, output;
+    bool first;  // the plan's first chunk (passes that add up over chunks start from it)
+};
+
+// Calls visit(chunk) for every chunk of `plan`, in order.
+template <typename Visit>
+void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alignment, const Operand& input_like,
+                    const Operand& output_like, Visit&& visit) {
+    const int64_t P = p.P();
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * p.Q());
+    bool first = true;
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
+            visit(Chunk{n0, images, p0, std::min(plan.rows, P - p0),
+                        window(input_like, n0 * x_image, images * x_image, alignment),
+                        window(output_like, n0 * y_image, images * y_image, alignment), first});
+            first = false;
+        }
+    }
+}
+
 // Throws Unsupported when not even one output row of one image fits the binding limit.
 LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
                          const ForwardOptions& options);

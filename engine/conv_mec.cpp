@@ -80,81 +80,73 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         return context.pipelines->get(desc);
     };
 
-    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
-    const uint64_t align = context.pool->alignment();
+    const uint64_t y_image = uint64_t(p.K * P * Q);
     const uint64_t row_floats = uint64_t(S * Cg);  // one lowered row of one group
-    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
-        const int64_t images = std::min(plan.images, p.N - n0);
-        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
-            const int64_t rows = std::min(plan.rows, P - p0);
-            const int64_t lowered_rows = (rows - 1) * p.stride_h + (R - 1) * p.dilation_h + 1;
-            const Window x = window(ops.input, n0 * x_image, images * x_image, align);
-            const Window y = window(ops.output, n0 * y_image, images * y_image, align);
-            const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;  // L[g][n] of one image
-            const uint64_t group_floats = uint64_t(images) * image_floats;
-            const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
-            const std::array<Binding, 2> lower_bindings{Binding{x.range, false}, Binding{lowered, true}};
-            LowerPush push{u(p0 * p.stride_h), u(x.delta), 0, 0};
-            dispatch_elements(context, stream, lower_pipeline(lowered_rows, images), lower_bindings, push,
-                              group_floats * G);
+    for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const int64_t lowered_rows = (rows - 1) * p.stride_h + (R - 1) * p.dilation_h + 1;
+        const Window& x = chunk.input;
+        const Window& y = chunk.output;
+        const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;  // L[g][n] of one image
+        const uint64_t group_floats = uint64_t(images) * image_floats;
+        const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
+        const std::array<Binding, 2> lower_bindings{Binding{x.range, false}, Binding{lowered, true}};
+        LowerPush push{u(p0 * p.stride_h), u(x.delta), 0, 0};
+        dispatch_elements(context, stream, lower_pipeline(lowered_rows, images), lower_bindings, push,
+                          group_floats * G);
 
-            const bool solution_a = plan.schedule == MecSchedule::A;
-            for (int64_t g = 0; g < G; ++g) {
-                GemmProblem gp;
-                gp.N = u(Kg), gp.K = u(k_red);
-                const uint64_t lda = uint64_t(lowered_rows) * row_floats;
-                const uint64_t window_step = uint64_t(p.stride_h) * row_floats;  // next output row's window
-                if (p.dilation_h > 1)
-                    gp.a_k_segment = u(row_floats), gp.a_k_segment_stride = u(p.dilation_h * row_floats);
-                gp.b = {filter, uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
-                if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
-                if (solution_a) {
-                    // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
-                    gp.M = u(images * Q), gp.batch_i = u(rows);
-                    gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, window_step, 0};
-                    if (images == 1) {
-                        // One image: the P row products are Q rows each; stacking them as row segments of one
-                        // product fills the tiles, and (P, 1, Q, K) order is unchanged.
-                        gp.M = u(rows * Q), gp.batch_i = 1;
-                        gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
-                    }
-                    // (p0 > 0 only for a band of one NHWC image, where (P, N, Q, K) order is already the final one.)
-                    gp.c = {y.range,
-                            y.delta + uint64_t(p0 * Q * p.K + g * Kg),
-                            uint64_t(p.K),
-                            1,
-                            uint64_t(images * Q * p.K),
-                            0};
-                } else {
-                    // One Q-row GEMM per (image, output row). The rows of an image go in one product's M
-                    // dimension (row segments of Q, one window each) rather than the batch, so late layers
-                    // with a handful of output columns still fill whole tiles.
-                    gp.M = u(rows * Q), gp.batch_i = u(images);
+        const bool solution_a = plan.schedule == MecSchedule::A;
+        for (int64_t g = 0; g < G; ++g) {
+            GemmProblem gp;
+            gp.N = u(Kg), gp.K = u(k_red);
+            const uint64_t lda = uint64_t(lowered_rows) * row_floats;
+            const uint64_t window_step = uint64_t(p.stride_h) * row_floats;  // next output row's window
+            if (p.dilation_h > 1) gp.a_k_segment = u(row_floats), gp.a_k_segment_stride = u(p.dilation_h * row_floats);
+            gp.b = {filter, uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+            if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+            if (solution_a) {
+                // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
+                gp.M = u(images * Q), gp.batch_i = u(rows);
+                gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, window_step, 0};
+                if (images == 1) {
+                    // One image: the P row products are Q rows each; stacking them as row segments of one
+                    // product fills the tiles, and (P, 1, Q, K) order is unchanged.
+                    gp.M = u(rows * Q), gp.batch_i = 1;
                     gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
-                    gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, image_floats, 0};
-                    if (nhwc)
-                        gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
-                    else
-                        gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
                 }
-                record_gemm(context, stream, gp);
-            }
-            if (solution_a && !(nhwc && images == 1)) {
-                // The chunk's output sits in (P, N, Q, K) order; move it through L's buffer into place.
-                const uint64_t floats = uint64_t(images) * y_image;
-                const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
-                const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
-                stream.copy(parked, copy);
-                const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
+                // (p0 > 0 only for a band of one NHWC image, where (P, N, Q, K) order is already the final one.)
+                gp.c = {
+                    y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K),
+                    0};
+            } else {
+                // One Q-row GEMM per (image, output row). The rows of an image go in one product's M
+                // dimension (row segments of Q, one window each) rather than the batch, so late layers
+                // with a handful of output columns still fill whole tiles.
+                gp.M = u(rows * Q), gp.batch_i = u(images);
+                gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
+                gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, image_floats, 0};
                 if (nhwc)
-                    record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K},
-                                   {Q * p.K, row_stride, p.K, 1});
+                    gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
                 else
-                    record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q},
-                                   {Q * p.K, 1, row_stride, p.K});
+                    gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
             }
+            record_gemm(context, stream, gp);
         }
-    }
+        if (solution_a && !(nhwc && images == 1)) {
+            // The chunk's output sits in (P, N, Q, K) order; move it through L's buffer into place.
+            const uint64_t floats = uint64_t(images) * y_image;
+            const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
+            const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
+            stream.copy(parked, copy);
+            const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
+            if (nhwc)
+                record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K},
+                               {Q * p.K, row_stride, p.K, 1});
+            else
+                record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q},
+                               {Q * p.K, 1, row_stride, p.K});
+        }
+    });
 }
 
 }  // namespace vkconv::detail
