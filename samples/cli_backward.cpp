@@ -34,24 +34,6 @@ vkconv::Shape parse_shape(const std::string& text, const std::string& option) {
     return shape;
 }
 
-// Fills the sizes of `p` from an input shape and a filter shape in p.layout's order.
-void set_sizes(vkconv::ConvProblem& p, const vkconv::Shape& input, const vkconv::Shape& filter) {
-    const bool nhwc = p.layout == vkconv::Layout::NHWC;
-    p.N = input[0];
-    p.C = nhwc ? input[3] : input[1];
-    p.H = nhwc ? input[1] : input[2];
-    p.W = nhwc ? input[2] : input[3];
-    p.K = filter[0];
-    p.R = nhwc ? filter[1] : filter[2];
-    p.S = nhwc ? filter[2] : filter[3];
-    const int64_t filter_channels = nhwc ? filter[3] : filter[1];
-    if (p.groups > 0 && p.C % p.groups == 0 && filter_channels != p.C / p.groups)
-        throw bad("the filter shape " + vkconv::shape_string(filter) + " has " + std::to_string(filter_channels) +
-                  " input channels per group, but the input shape " + vkconv::shape_string(input) +
-                  " has C = " + std::to_string(p.C) + " with --groups " + std::to_string(p.groups) + " (expected " +
-                  std::to_string(p.C / p.groups) + ")");
-}
-
 void require_rank4(const vkconv::NpyArray& array, const std::string& option, const std::string& path) {
     if (array.shape.size() != 4)
         throw bad(option + " '" + path + "' has shape " + vkconv::shape_string(array.shape) + "; expected 4-D");
@@ -91,7 +73,7 @@ int run_backward_data(const DataArgs& args) {
     require_rank4(w, "--weight", args.weight);
     vkconv::ConvProblem p;
     args.conv.apply(p);
-    set_sizes(p, input_shape, w.shape);
+    set_problem_sizes(p, input_shape, w.shape, "--input-shape", "--weight '" + args.weight + "'");
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input-shape", input_shape);
 
@@ -121,7 +103,7 @@ int run_backward_filter(const FilterArgs& args) {
     require_rank4(dy, "--grad-output", args.grad_output);
     vkconv::ConvProblem p;
     args.conv.apply(p);
-    set_sizes(p, x.shape, weight_shape);
+    set_problem_sizes(p, x.shape, weight_shape, "--input '" + args.input + "'", "--weight-shape");
     p.has_bias = !args.grad_bias.empty();
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input of shape", x.shape);

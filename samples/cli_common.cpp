@@ -103,6 +103,25 @@ std::vector<float> random_values(int64_t count, uint32_t seed) {
     return v;
 }
 
+void set_problem_sizes(vkconv::ConvProblem& p, const vkconv::Shape& input, const vkconv::Shape& filter,
+                       const std::string& input_name, const std::string& filter_name) {
+    const bool nhwc = p.layout == vkconv::Layout::NHWC;
+    p.N = input[0];
+    p.C = nhwc ? input[3] : input[1];
+    p.H = nhwc ? input[1] : input[2];
+    p.W = nhwc ? input[2] : input[3];
+    p.K = filter[0];
+    p.R = nhwc ? filter[1] : filter[2];
+    p.S = nhwc ? filter[2] : filter[3];
+    const int64_t filter_channels = nhwc ? filter[3] : filter[1];
+    if (p.groups > 0 && p.C % p.groups == 0 && filter_channels != p.C / p.groups)
+        throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                            filter_name + " " + vkconv::shape_string(filter) + " has " +
+                                std::to_string(filter_channels) + " input channels per group, but " + input_name + " " +
+                                vkconv::shape_string(input) + " has C = " + std::to_string(p.C) + " with --groups " +
+                                std::to_string(p.groups) + " (expected " + std::to_string(p.C / p.groups) + ")");
+}
+
 std::string json_quote(const std::string& text) {
     std::string out = "\"";
     for (unsigned char c : text) {

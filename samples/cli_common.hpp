@@ -42,6 +42,12 @@ struct ConvOptions {
     vkconv::ForwardOptions forward_options() const;
 };
 
+// Fills the sizes of `p` from 4-D input and filter shapes in p.layout's order (N,C,H,W / K,C/G,R,S, or
+// N,H,W,C / K,R,S,C/G); InvalidArgument naming both shapes when the filter's channels per group do not
+// match the input's C and p.groups. The names say where the shapes came from ("--input 'x.npy'").
+void set_problem_sizes(vkconv::ConvProblem& p, const vkconv::Shape& input, const vkconv::Shape& filter,
+                       const std::string& input_name, const std::string& filter_name);
+
 // Fails with InvalidArgument before any work when `path` cannot be written (missing directory, ...).
 void check_writable(const std::string& path, const std::string& option);
 

@@ -28,18 +28,7 @@ vkconv::ConvProblem problem_from(const ForwardArgs& args, const vkconv::NpyArray
     if (w.shape.size() != 4)
         throw bad("--weight '" + args.weight + "' has shape " + vkconv::shape_string(w.shape) + "; expected 4-D " +
                   (nhwc ? "K,R,S,C/groups" : "K,C/groups,R,S"));
-    p.N = x.shape[0];
-    p.C = nhwc ? x.shape[3] : x.shape[1];
-    p.H = nhwc ? x.shape[1] : x.shape[2];
-    p.W = nhwc ? x.shape[2] : x.shape[3];
-    p.K = w.shape[0];
-    p.R = nhwc ? w.shape[1] : w.shape[2];
-    p.S = nhwc ? w.shape[2] : w.shape[3];
-    const int64_t weight_channels = nhwc ? w.shape[3] : w.shape[1];
-    if (p.groups > 0 && p.C % p.groups == 0 && weight_channels != p.C / p.groups)
-        throw bad("--weight '" + args.weight + "' has " + std::to_string(weight_channels) +
-                  " input channels per group, but --input has C = " + std::to_string(p.C) + " with --groups " +
-                  std::to_string(p.groups) + " (expected " + std::to_string(p.C / p.groups) + ")");
+    set_problem_sizes(p, x.shape, w.shape, "--input '" + args.input + "'", "--weight '" + args.weight + "'");
     p.has_bias = b != nullptr;
     p.validate();
     if (b && b->shape != p.bias_shape())
