@@ -7,6 +7,7 @@
 #include <string>
 
 #include "conv_constants.hpp"
+#include "conv_depthwise.hpp"
 #include "conv_lowered.hpp"
 #include "conv_pass.hpp"
 #include "elementwise.hpp"
@@ -15,14 +16,22 @@
 namespace vkconv {
 namespace {
 
-Algorithm resolve_backward(detail::ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const char* pass,
-                           const ForwardOptions& options) {
+Algorithm resolve_backward(detail::ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
+                           detail::DepthwisePass pass, const ForwardOptions& options) {
     if (algorithm == Algorithm::Mec)
-        throw Error(ErrorCategory::Unsupported, std::string(pass) +
-                                                    ": the mec algorithm is available for forward "
-                                                    "only in this version (direct and im2col run backward)");
+        throw Error(ErrorCategory::Unsupported,
+                    std::string(pass == detail::DepthwisePass::BackwardData ? "backward_data" : "backward_filter") +
+                        ": the mec algorithm is available for forward only in this version");
     if (algorithm != Algorithm::Auto) return algorithm;
-    if (p.channels_per_group() == 1) return Algorithm::Direct;
+    if (detail::is_depthwise(p)) {
+        try {
+            detail::plan_depthwise(context, p, pass, options);
+            return Algorithm::Depthwise;
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::Unsupported) throw;
+            return Algorithm::Direct;
+        }
+    }
     try {
         detail::plan_lowered(context, p, Algorithm::Im2col, options);
         return Algorithm::Im2col;
@@ -114,15 +123,21 @@ uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem
                                        const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    return lowered_workspace(impl, problem, resolve_backward(impl, problem, algorithm, "backward_data", options),
-                             options);
+    const Algorithm chosen = resolve_backward(impl, problem, algorithm, detail::DepthwisePass::BackwardData, options);
+    if (chosen == Algorithm::Depthwise)
+        return detail::plan_depthwise(impl, problem, detail::DepthwisePass::BackwardData, options).workspace_bytes;
+    return lowered_workspace(impl, problem, chosen, options);
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    if (resolve_backward(impl, problem, algorithm, "backward_filter", options) != Algorithm::Im2col) return 0;
+    const Algorithm chosen =
+        resolve_backward(impl, problem, algorithm, detail::DepthwisePass::BackwardFilter, options);
+    if (chosen == Algorithm::Depthwise)
+        return detail::plan_depthwise(impl, problem, detail::DepthwisePass::BackwardFilter, options).workspace_bytes;
+    if (chosen != Algorithm::Im2col) return 0;
     return plan_backward_filter(impl, problem, options).workspace_bytes;
 }
 
@@ -136,7 +151,17 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     const auto dx = detail::tensor_operand(impl, grad_input, "grad_input", problem.input_shape());
     detail::check_not_aliased(grad_input, "grad_input", {&grad_output, &filter});
     RunStats stats;
-    stats.algorithm = resolve_backward(impl, problem, algorithm, "backward_data", options);
+    stats.algorithm = resolve_backward(impl, problem, algorithm, detail::DepthwisePass::BackwardData, options);
+    if (stats.algorithm == Algorithm::Depthwise) {
+        const auto plan = detail::plan_depthwise(impl, problem, detail::DepthwisePass::BackwardData, options);
+        stats.workspace_bytes = plan.workspace_bytes;
+        stats.chunks = plan.chunks;
+        detail::run_pass(context, impl, stats, {plan.workspace_floats},
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
+                             detail::record_depthwise_backward_data(impl, stream, problem, dy, w, dx, plan);
+                         });
+        return stats;
+    }
     if (stats.algorithm == Algorithm::Im2col) {
         const auto plan = detail::plan_lowered(impl, problem, Algorithm::Im2col, options);
         stats.workspace_bytes = plan.workspace_bytes;
@@ -184,7 +209,19 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     }
     detail::check_not_aliased(grad_filter, "grad_filter", {&input, &grad_output});
     RunStats stats;
-    stats.algorithm = resolve_backward(impl, problem, algorithm, "backward_filter", options);
+    stats.algorithm = resolve_backward(impl, problem, algorithm, detail::DepthwisePass::BackwardFilter, options);
+    if (stats.algorithm == Algorithm::Depthwise) {
+        const auto plan = detail::plan_depthwise(impl, problem, detail::DepthwisePass::BackwardFilter, options);
+        stats.workspace_bytes = plan.workspace_bytes;
+        stats.chunks = plan.chunks;
+        detail::run_pass(context, impl, stats, {plan.workspace_floats},
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                             detail::record_depthwise_backward_filter(impl, stream, problem, x, dy, dw, plan,
+                                                                      workspace[0]);
+                             if (grad_bias) record_bias_grad(impl, stream, problem, dy, db, options.max_binding_bytes);
+                         });
+        return stats;
+    }
     if (stats.algorithm == Algorithm::Im2col) {
         const FilterPlan plan = plan_backward_filter(impl, problem, options);
         stats.workspace_bytes = plan.workspace_bytes;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "conv_depthwise.hpp"
 #include "conv_direct.hpp"
 #include "conv_lowered.hpp"
 #include "conv_pass.hpp"
@@ -21,6 +22,8 @@ const char* to_string(Algorithm algorithm) noexcept {
             return "im2col";
         case Algorithm::Mec:
             return "mec";
+        case Algorithm::Depthwise:
+            return "depthwise";
     }
     return "unknown";
 }
@@ -40,10 +43,10 @@ const char* to_string(MecSchedule schedule) noexcept {
 Algorithm parse_algorithm(std::string_view text) {
     std::string name(text);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec})
+    for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise})
         if (name == to_string(a)) return a;
     throw Error(ErrorCategory::InvalidArgument,
-                "unknown algorithm '" + std::string(text) + "' (expected auto, direct, im2col or mec)");
+                "unknown algorithm '" + std::string(text) + "' (expected auto, direct, im2col, mec or depthwise)");
 }
 
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem) {
@@ -53,8 +56,17 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     const bool direct_fits =
         uint64_t(std::max({problem.input_elements(), problem.output_elements(), problem.filter_elements()})) * 4 <=
         range;
-    // One input channel per group (depthwise): a GEMM with a reduction of R*S per group is all overhead.
-    if (problem.channels_per_group() == 1 && direct_fits) return Algorithm::Direct;
+    // One input channel per group (depthwise): a GEMM with a reduction of R*S per group is all overhead;
+    // the depthwise kernels run in chunks of images, direct only where one image is too large for them.
+    if (detail::is_depthwise(problem)) {
+        try {
+            detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, ForwardOptions{});
+            return Algorithm::Depthwise;
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::Unsupported) throw;
+        }
+        if (direct_fits) return Algorithm::Direct;
+    }
     // Otherwise the lowering with the smaller workspace: less memory, and on every device measured it is
     // also the one that moves fewer bytes. In NHWC that is MEC unless the kernel is one row tall (then
     // the two are the same size and im2col's plain GEMM wins); in NCHW, MEC's OHWI filter copy can
@@ -87,6 +99,8 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
     problem.validate();
     const Algorithm chosen = resolve(context, problem, algorithm);
     if (chosen == Algorithm::Direct) return 0;
+    if (chosen == Algorithm::Depthwise)
+        return detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options).workspace_bytes;
     return detail::plan_lowered(impl, problem, chosen, options).workspace_bytes;
 }
 
@@ -109,7 +123,12 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     RunStats stats;
     stats.algorithm = resolve(context, problem, algorithm);
     detail::LoweredPlan plan;
-    if (stats.algorithm == Algorithm::Direct) {
+    detail::DepthwisePlan depthwise;
+    if (stats.algorithm == Algorithm::Depthwise) {
+        depthwise = detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options);
+        stats.workspace_bytes = depthwise.workspace_bytes;
+        stats.chunks = depthwise.chunks;
+    } else if (stats.algorithm == Algorithm::Direct) {
         for (const auto& [op, role] :
              {std::pair{&ops.input, "input"}, {&ops.filter, "filter"}, {&ops.output, "output"}})
             detail::check_whole_binding(impl, *op, role);
@@ -120,6 +139,13 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
         if (stats.algorithm == Algorithm::Mec) stats.mec_schedule = plan.schedule;
     }
 
+    if (stats.algorithm == Algorithm::Depthwise) {
+        detail::run_pass(context, impl, stats, {depthwise.workspace_floats},
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
+                             detail::record_depthwise_forward(impl, stream, problem, ops, depthwise);
+                         });
+        return stats;
+    }
     detail::run_pass(context, impl, stats, {plan.scratch_floats, plan.filter_floats},
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          switch (stats.algorithm) {
@@ -134,6 +160,7 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
                                                             workspace[1]);
                                  break;
                              case Algorithm::Auto:
+                             case Algorithm::Depthwise:
                                  break;
                          }
                      });

@@ -21,6 +21,7 @@ enum class Algorithm {
     Direct,  // one invocation per output value; the baseline every other algorithm is checked against
     Im2col,  // im2col lowering (N·P·Q × R·S·C/G per group) + tiled GEMM
     Mec,     // MEC lowering (N·Q × H·S·C, Cho & Brand 2017) + overlapping-window GEMMs
+    Depthwise,  // one input channel per group (groups == C, K = m·C): register-window kernels, no GEMM
 };
 
 const char* to_string(Algorithm algorithm) noexcept;
