@@ -7,6 +7,8 @@
 // within maxStorageBufferRange (or ForwardOptions::max_binding_bytes) and maxTexelBufferElements.
 #pragma once
 
+#include <array>
+
 #include "conv_operands.hpp"
 #include "vkconv/conv.hpp"
 
@@ -85,8 +87,38 @@ inline uint64_t backward_filter_partial_floats(const ConvProblem& p, uint32_t sp
     return splits > 1 ? uint64_t(splits) * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group()) : 0;
 }
 
+// out[i0][i1][i2][i3] (contiguous from out_offset, extents d) = in[in_offset + sum(i * s)]: the filter
+// copies between OIHW and OHWI.
+void record_permute(ContextImpl& context, CommandStream& stream, const BufferRange& in, uint64_t in_offset,
+                    const BufferRange& out, uint64_t out_offset, std::array<int64_t, 4> d, std::array<int64_t, 4> s);
+
+// MEC's lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows [p0, p0 + rows))
+// into L[g][n][q][h][s][c] at `lowered`.
+void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Window& x,
+                         const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images);
+
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                         const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch,
                         const Operand& filter_copy);
+
+// MEC backward passes, in the forward's chunks (plan_lowered with Solution B: the lowered buffer holds L or
+// dL, `filter_copy` the OHWI copy of an OIHW filter or gradient). Backward-data: dL = dy * w added into
+// L-shaped scratch in waves of output rows whose windows do not overlap, then mec_gather sums dL into dx.
+// Backward-filter: dw = sum over (p, q) of window(p)^T * dy(p, q), reduced over a chunk's images and row
+// pieces through `partials` (split.slots products) in a fixed order.
+struct MecFilterSplit {
+    int64_t piece_rows = 1;      // output rows per reduction piece
+    int64_t images_at_once = 1;  // images whose pieces one GEMM computes
+    uint64_t slots = 0;          // partial products (0: no split, the GEMMs add into dw in order)
+};
+MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
+                                         uint64_t binding_limit);
+void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                              const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy);
+void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                                const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
+                                const MecFilterSplit& split, const Operand& partials);
 
 }  // namespace vkconv::detail

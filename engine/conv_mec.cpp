@@ -28,7 +28,8 @@ uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
-// out[i0][i1][i2][i3] (contiguous, extents d) = in[in_offset + sum(i * s)].
+}  // namespace
+
 void record_permute(ContextImpl& context, CommandStream& stream, const BufferRange& in, uint64_t in_offset,
                     const BufferRange& out, uint64_t out_offset, std::array<int64_t, 4> d, std::array<int64_t, 4> s) {
     PipelineDesc desc;
@@ -42,7 +43,32 @@ void record_permute(ContextImpl& context, CommandStream& stream, const BufferRan
     dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(d[0] * d[1] * d[2] * d[3]));
 }
 
-}  // namespace
+void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& x,
+                         const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images) {
+    const int64_t lowered_rows = (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+    PipelineDesc desc;
+    desc.shader = "mec_lower";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(LowerPush);
+    desc.specialization = {kElementwiseWorkgroup,
+                           u(p.S),
+                           u(p.stride_w),
+                           u(p.pad_h),
+                           u(p.pad_w),
+                           u(p.dilation_w),
+                           p.layout == Layout::NHWC,
+                           u(p.C),
+                           u(p.H),
+                           u(p.W),
+                           u(p.channels_per_group()),
+                           u(p.Q()),
+                           u(lowered_rows),
+                           u(images)};
+    const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
+    const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
+    dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+                      LowerPush{u(p0 * p.stride_h), u(x.delta), 0, 0}, floats);
+}
 
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ForwardOperands& ops,
                         const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
@@ -58,28 +84,6 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         record_permute(context, stream, ops.filter.whole(), 0, filter, 0, {p.K, R, S, Cg}, {Cg * R * S, S, 1, R * S});
     }
 
-    auto lower_pipeline = [&](int64_t lowered_rows, int64_t images) -> const Pipeline& {
-        PipelineDesc desc;
-        desc.shader = "mec_lower";
-        desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-        desc.push_constant_bytes = sizeof(LowerPush);
-        desc.specialization = {kElementwiseWorkgroup,
-                               u(S),
-                               u(p.stride_w),
-                               u(p.pad_h),
-                               u(p.pad_w),
-                               u(p.dilation_w),
-                               nhwc,
-                               u(p.C),
-                               u(p.H),
-                               u(p.W),
-                               u(Cg),
-                               u(Q),
-                               u(lowered_rows),
-                               u(images)};
-        return context.pipelines->get(desc);
-    };
-
     const uint64_t y_image = uint64_t(p.K * P * Q);
     const uint64_t row_floats = uint64_t(S * Cg);  // one lowered row of one group
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
@@ -90,10 +94,7 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;  // L[g][n] of one image
         const uint64_t group_floats = uint64_t(images) * image_floats;
         const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
-        const std::array<Binding, 2> lower_bindings{Binding{x.range, false}, Binding{lowered, true}};
-        LowerPush push{u(p0 * p.stride_h), u(x.delta), 0, 0};
-        dispatch_elements(context, stream, lower_pipeline(lowered_rows, images), lower_bindings, push,
-                          group_floats * G);
+        record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
 
         const bool solution_a = plan.schedule == MecSchedule::A;
         for (int64_t g = 0; g < G; ++g) {

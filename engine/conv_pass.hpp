@@ -41,7 +41,7 @@ struct Scratch {
 // `record(stream, workspaces)` between GPU timestamps, submits and waits while the workspaces are held,
 // and fills stats' timing, pool peak (workspaces included) and dispatch count.
 template <typename Record>
-void run_pass(Context& context, ContextImpl& impl, RunStats& stats, std::initializer_list<uint64_t> workspace_floats,
+void run_pass(Context& context, ContextImpl& impl, RunStats& stats, const std::vector<uint64_t>& workspace_floats,
               Record&& record) {
     PeakScope peak(context);
     const auto start = std::chrono::steady_clock::now();

@@ -29,8 +29,8 @@ struct GemmProblem {
     float alpha = 1.0f, beta = 0.0f;
     BufferRange bias;          // size 0: no bias
     uint64_t bias_offset = 0;  // floats
-    // A's k dimension in segments: physical k = (k / a_k_segment) * a_k_segment_stride + k % a_k_segment.
-    // 0: contiguous (a_k_segment = K).
+    // A's k dimension in segments: k sits (k / a_k_segment) * a_k_segment_stride + (k % a_k_segment) *
+    // a.stride_col floats from the row's start. 0: uniform (k * a.stride_col).
     uint32_t a_k_segment = 0, a_k_segment_stride = 0;
     // A's rows in segments: row m starts at (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
     // a.stride_row. 0: uniform rows.

@@ -2,12 +2,13 @@
 // push constants, and element addressing.
 //
 // C = alpha * A * B + beta * C (+ bias[n]), fp32, with every operand addressed through explicit strides:
-//   A(m, k) = a[a_offset + mphys(m) + kphys(k) * a_stride_k]
+//   A(m, k) = a[a_offset + mphys(m) + kphys(k)]
 //   B(k, n) = b[b_offset + k * b_stride_k + n * b_stride_n]
 //   C(m, n) = c[c_offset + m * c_stride_m + n * c_stride_n]
 // so a transposed operand is only a swap of strides. kphys(k) = (k / a_k_segment) * a_k_segment_stride +
-// k % a_k_segment lets A's reduction dimension skip gaps (MEC with vertical dilation reads R separate row
-// segments of its lowered matrix); mphys(m) = (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
+// (k % a_k_segment) * a_stride_k (k * a_stride_k without segments) lets A's reduction dimension skip gaps
+// (MEC with vertical dilation reads R separate row segments of its lowered matrix) or run over two
+// indices at once (MEC backward-filter reduces over output rows p and columns q of windows of L); mphys(m) = (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
 // a_stride_m lets A's rows come from several overlapping windows (MEC: all output rows p of an image, each
 // a window of Q rows, in one product). Two batch levels: dispatch z picks batch (i, j) = divmod(batch_base + z,
 // batch_j_count) and every operand's offset moves by i * *_batch_i + j * *_batch_j (MEC's overlapping
@@ -72,7 +73,8 @@ layout(push_constant) uniform GemmParams {
 // The including kernel declares the specialization constants K_SEGMENTED and M_SEGMENTED: without
 // segments the divisions disappear (integer division costs tens of instructions on a GPU).
 uint a_kphys(uint k) {
-    return K_SEGMENTED ? (k / pc.a_k_segment) * pc.a_k_segment_stride + k % pc.a_k_segment : k;
+    return K_SEGMENTED ? (k / pc.a_k_segment) * pc.a_k_segment_stride + (k % pc.a_k_segment) * pc.a_stride_k
+                       : k * pc.a_stride_k;
 }
 uint a_mphys(uint m) {
     return M_SEGMENTED ? (m / pc.a_m_segment) * pc.a_m_segment_stride + (m % pc.a_m_segment) * pc.a_stride_m

@@ -61,7 +61,7 @@ void main() {
             const uint m_clamp = m_last & ~3u;
             [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
                 const bool inside = k0 + kk < pc.K;
-                const uint row = a_base + a_kphys(inside ? k0 + kk : 0) * pc.a_stride_k;
+                const uint row = a_base + a_kphys(inside ? k0 + kk : 0);
                 [[unroll]] for (uint i = 0; i < TM; i += 4) {
                     const vec4 v = inside ? LOAD_A4((row + min(m0 + i, m_clamp)) >> 2) : vec4(0.0);
                     a[i][kk] = v.x, a[i + 1][kk] = v.y, a[i + 2][kk] = v.z, a[i + 3][kk] = v.w;
@@ -70,7 +70,7 @@ void main() {
         } else {
             [[unroll]] for (uint i = 0; i < TM; ++i) {
                 [[unroll]] for (uint kk = 0; kk < 4; ++kk)
-                    a[i][kk] = k0 + kk < pc.K ? LOAD_A1(a_row[i] + a_kphys(k0 + kk) * pc.a_stride_k) : 0.0;
+                    a[i][kk] = k0 + kk < pc.K ? LOAD_A1(a_row[i] + a_kphys(k0 + kk)) : 0.0;
             }
         }
         if (B_VEC4_K) {

@@ -72,7 +72,7 @@ void main() {
             for (uint e = tid; e < BK * BM / 4; e += threads) {
                 const uint kk = e / (BM / 4), mm = (e % (BM / 4)) * 4;
                 const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
-                const vec4 v = k < pc.K ? LOAD_A4((a_base + m + a_kphys(k) * pc.a_stride_k) >> 2) : vec4(0.0);
+                const vec4 v = k < pc.K ? LOAD_A4((a_base + m + a_kphys(k)) >> 2) : vec4(0.0);
                 [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[kk * (BM + 1) + mm + c] = v[c];
             }
         } else {
@@ -81,7 +81,7 @@ void main() {
                 const uint mm = A_K_FAST ? e / BK : e % BM;
                 const uint m = tile_m + mm, k = k0 + kk;
                 a_tile[kk * (BM + 1) + mm] =
-                    (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys(k) * pc.a_stride_k) : 0.0;
+                    (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys(k)) : 0.0;
             }
         }
         if (B_VEC4 && B_N_FAST) {

@@ -21,7 +21,8 @@ std::vector<float> poison(int64_t count) {
     return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN());
 }
 
-void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed,
+// Returns the backward-data pass's stats.
+vkconv::RunStats check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed,
                     vkconv::Algorithm algorithm = vkconv::Algorithm::Direct,
                     const vkconv::ForwardOptions& options = {}) {
     INFO("algorithm " << vkconv::to_string(algorithm));
@@ -58,14 +59,15 @@ void check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint
     vkconv::backward_bias(context, with_bias, tdy, tdb);
     vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy), bias_magnitude, reduction,
                      "backward_bias " + p.str());
+    return data;
 }
 
 }  // namespace
 
-TEST_CASE("direct and im2col backward passes match the reference on the named odd cases", "[backward][gpu]") {
+TEST_CASE("direct, im2col and mec backward passes match the reference on the named odd cases", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 900;
-    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col}) {
+    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
         for (const auto& named : vkt::odd_problems()) {
             for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
                 auto problem = named.problem;
@@ -77,30 +79,36 @@ TEST_CASE("direct and im2col backward passes match the reference on the named od
     }
 }
 
-TEST_CASE("direct and im2col backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
+TEST_CASE("direct, im2col and mec backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 12000;
-    for (auto problem : vkt::random_problems(100, 4242)) {
+    const vkconv::Algorithm algorithms[] = {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col,
+                                            vkconv::Algorithm::Mec};
+    int i = 0;
+    for (auto problem : vkt::random_problems(120, 4242)) {
         problem.has_bias = false;
-        seed += 3;
-        check_backward(*context, problem, seed, seed % 2 ? vkconv::Algorithm::Direct : vkconv::Algorithm::Im2col);
+        check_backward(*context, problem, seed += 3, algorithms[i++ % 3]);
     }
 }
 
-TEST_CASE("im2col backward passes run in chunks of images and bands of rows", "[backward][gpu]") {
+TEST_CASE("im2col and mec backward passes run in chunks of images and bands of rows", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     vkconv::ConvProblem p;
     p.N = 5, p.C = 8, p.H = 19, p.W = 17, p.K = 12, p.R = 3, p.S = 3, p.pad_h = 1, p.pad_w = 2, p.stride_h = 2;
     uint32_t seed = 77;
-    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-        p.layout = layout;
-        vkconv::ForwardOptions options;
-        options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;  // two images a chunk
-        INFO(vkconv::to_string(layout) << " image chunks");
-        check_backward(*context, p, seed++, vkconv::Algorithm::Im2col, options);
-        options.max_binding_bytes = 12000;  // above one image of x and dy, below its im2col matrix
-        INFO(vkconv::to_string(layout) << " row bands");
-        check_backward(*context, p, seed++, vkconv::Algorithm::Im2col, options);
+    for (auto algorithm : {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            for (int64_t dilation : {1, 2}) {
+                p.layout = layout, p.dilation_h = dilation;
+                vkconv::ForwardOptions options;
+                options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;  // two images a chunk
+                INFO(vkconv::to_string(layout) << " image chunks, dilation " << dilation);
+                check_backward(*context, p, seed++, algorithm, options);
+                options.max_binding_bytes = 16000;  // above one image of x and dy, below its lowered matrix
+                INFO(vkconv::to_string(layout) << " row bands");
+                CHECK(check_backward(*context, p, seed++, algorithm, options).chunks > uint32_t(p.N));
+            }
+        }
     }
 }
 
@@ -109,7 +117,7 @@ TEST_CASE("the pool peak of a backward pass is its operands plus the reported wo
     if (!context) return;
     vkconv::ConvProblem p;
     p.N = 2, p.C = 6, p.H = 11, p.W = 9, p.K = 10, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
-    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col}) {
+    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
         vkconv::Tensor x(*context, p.input_shape()), dy(*context, p.output_shape()), w(*context, p.filter_shape());
         vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape());
         const auto s = context->pool_stats();
@@ -128,6 +136,14 @@ TEST_CASE("the pool peak of a backward pass is its operands plus the reported wo
             // Backward-filter adds split-K partial products to the same im2col matrix.
             CHECK(filter.workspace_bytes >= data.workspace_bytes);
         }
+        if (algorithm == vkconv::Algorithm::Mec) {
+            // dL is L-sized (all H_l = (P-1)*sh + (R-1)*dh + 1 padded rows its windows cover), plus the
+            // OHWI copy of the OIHW filter.
+            const uint64_t lowered_rows = uint64_t((p.P() - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1);
+            const uint64_t mec = uint64_t(p.N * p.Q() * p.S * p.C) * lowered_rows;
+            CHECK(data.workspace_bytes == s.rounded(mec * 4) + s.rounded(uint64_t(p.filter_elements()) * 4));
+            CHECK(filter.workspace_bytes >= data.workspace_bytes);
+        }
     }
 }
 
@@ -140,15 +156,18 @@ TEST_CASE("backward passes are bit-identical from run to run", "[backward][gpu]"
     auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
     auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
     vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
-    vkconv::backward_data(*context, p, dy, w, dx);
-    vkconv::backward_filter(*context, p, x, dy, dw, &db);
-    const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
-    for (int run = 0; run < 3; ++run) {
-        vkconv::backward_data(*context, p, dy, w, dx);
-        vkconv::backward_filter(*context, p, x, dy, dw, &db);
-        CHECK(dx.download() == dx1);
-        CHECK(dw.download() == dw1);
-        CHECK(db.download() == db1);
+    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+        INFO(vkconv::to_string(algorithm));
+        vkconv::backward_data(*context, p, dy, w, dx, algorithm);
+        vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
+        const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+        for (int run = 0; run < 3; ++run) {
+            vkconv::backward_data(*context, p, dy, w, dx, algorithm);
+            vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
+            CHECK(dx.download() == dx1);
+            CHECK(dw.download() == dw1);
+            CHECK(db.download() == db1);
+        }
     }
 }
 
@@ -175,8 +194,9 @@ TEST_CASE("backward passes reject mismatched tensors and unsupported algorithms"
     biased.has_bias = true;
     expect([&] { vkconv::backward_filter(*context, biased, x, dy, dw, &dw); }, "grad_bias");
     expect([&] { vkconv::backward_bias(*context, biased, dy, wrong); }, "grad_bias");
-    const auto e = vkt::thrown_error([&] { vkconv::backward_data(*context, p, dy, w, dx, vkconv::Algorithm::Mec); });
-    CHECK_THAT(e.what(), Catch::Contains("mec"));
+    const auto e =
+        vkt::thrown_error([&] { vkconv::backward_data(*context, p, dy, w, dx, vkconv::Algorithm::Depthwise); });
+    CHECK_THAT(e.what(), Catch::Contains("depthwise"));
     CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
     CHECK(context->pool_stats().in_use == in_use);
 }
@@ -262,4 +282,82 @@ TEST_CASE("im2col backward-filter split-K pieces add up to the reference", "[bac
             check_backward(*context, p, seed += 3, vkconv::Algorithm::Im2col);
         }
     }
+}
+
+TEST_CASE("mec backward-filter reduces over images and row pieces, split or not, to the reference",
+          "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // A small filter (one GEMM tile: the reduction is split into partial products over images and row
+    // pieces) and a larger one (enough tiles: no split, the GEMMs add into dw image by image).
+    vkconv::ConvProblem small;
+    small.C = 4, small.H = 21, small.W = 19, small.K = 4, small.R = 3, small.S = 3, small.pad_h = small.pad_w = 1;
+    vkconv::ConvProblem large = small;
+    large.C = 32, large.K = 64, large.H = 9, large.W = 10;
+    uint32_t seed = 700;
+    for (auto base : {small, large}) {
+        for (int64_t n : {1, 3}) {
+            for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+                auto p = base;
+                p.N = n, p.layout = layout;
+                INFO(p.str());
+                check_backward(*context, p, seed += 3, vkconv::Algorithm::Mec);
+            }
+        }
+    }
+    // The split's partial products are workspace beyond the lowered matrix and the filter copy.
+    small.N = 3;
+    CHECK(vkconv::backward_filter_workspace_bytes(*context, small, vkconv::Algorithm::Mec) >
+          vkconv::backward_data_workspace_bytes(*context, small, vkconv::Algorithm::Mec));
+}
+
+TEST_CASE("layer_backward runs both passes on one shared workspace and matches the separate passes",
+          "[backward][gpu]") {
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    vkconv::ConvProblem p;
+    p.N = 2, p.C = 6, p.H = 12, p.W = 10, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.stride_w = 2;
+    p.has_bias = true;
+    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
+                           vkconv::Algorithm::Auto}) {
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            p.layout = layout;
+            INFO(vkconv::to_string(algorithm) << " " << p.str());
+            auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
+            auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
+            auto dy =
+                vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
+            vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+            const auto data = vkconv::backward_data(*context, p, dy, w, dx, algorithm);
+            const auto filter = vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
+            const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+            dx.upload(poison(p.input_elements()));
+            dw.upload(poison(p.filter_elements()));
+            db.upload(poison(p.K));
+            const uint64_t in_use = context->pool_stats().in_use;
+            const auto step = vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm);
+            // Same plans, same order of every sum: bit-identical to the separate calls.
+            CHECK(dx.download() == dx1);
+            CHECK(dw.download() == dw1);
+            CHECK(db.download() == db1);
+            CHECK(step.data_algorithm == data.algorithm);
+            CHECK(step.filter_algorithm == filter.algorithm);
+            CHECK(step.data_workspace_bytes == data.workspace_bytes);
+            CHECK(step.filter_workspace_bytes == filter.workspace_bytes);
+            // Shared slots: never more than the two passes one after the other, at most the larger pass
+            // plus a slot only one of them has.
+            CHECK(step.step.workspace_bytes == vkconv::layer_backward_workspace_bytes(*context, p, algorithm));
+            CHECK(step.step.workspace_bytes >= std::max(data.workspace_bytes, filter.workspace_bytes));
+            CHECK(step.step.workspace_bytes <= data.workspace_bytes + filter.workspace_bytes);
+            if (algorithm == vkconv::Algorithm::Mec || algorithm == vkconv::Algorithm::Im2col)
+                CHECK(step.step.workspace_bytes < data.workspace_bytes + filter.workspace_bytes);
+            CHECK(step.step.peak_bytes == in_use + step.step.workspace_bytes);
+            CHECK(context->pool_stats().in_use == in_use);
+        }
+    }
+    vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), dy(*context, p.output_shape());
+    vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape());
+    CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::layer_backward(*context, p, x, w, dy, dx, dx); }),
+               Catch::Contains("grad_filter"));
+    CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::layer_backward(*context, p, x, w, dy, x, dw); }),
+               Catch::Contains("grad_input"));
 }

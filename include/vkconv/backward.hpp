@@ -9,8 +9,9 @@
 
 namespace vkconv {
 
-// Algorithms: direct and im2col (mec runs forward only in this version). Auto picks im2col, or direct
-// for one input channel per group. `options.max_binding_bytes` caps im2col's chunks as in forward.
+// Algorithms: direct, im2col, mec and depthwise (one input channel per group). Auto picks depthwise for
+// depthwise problems, otherwise the lowering (im2col or mec) with the smaller workspace for that pass, and
+// direct where neither fits. `options.max_binding_bytes` caps the lowered chunks as in forward.
 
 // Bytes of temporary device memory each pass needs (exact, as the pool counts them).
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
@@ -30,5 +31,23 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
 
 // db alone.
 RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias);
+
+// A layer's whole backward step: dx, dw and (with a non-null grad_bias) db in one submission. The two
+// passes run one after the other on one workspace allocation, each slot (lowered matrix, OHWI filter copy,
+// split partials) sized to the larger pass, so the step needs the larger pass's workspace, not the sum,
+// and one pool allocation per slot instead of one per pass.
+struct LayerBackwardStats {
+    RunStats step;                        // the whole step: GPU time, shared workspace, pool peak, dispatches
+    Algorithm data_algorithm = Algorithm::Auto, filter_algorithm = Algorithm::Auto;  // never Auto after a run
+    uint64_t data_workspace_bytes = 0;    // what each pass needs alone
+    uint64_t filter_workspace_bytes = 0;
+    uint32_t data_chunks = 1, filter_chunks = 1;
+};
+uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem,
+                                        Algorithm algorithm = Algorithm::Auto, const ForwardOptions& options = {});
+LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
+                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
+                                  Tensor& grad_filter, Tensor* grad_bias = nullptr,
+                                  Algorithm algorithm = Algorithm::Auto, const ForwardOptions& options = {});
 
 }  // namespace vkconv

@@ -1,0 +1,256 @@
+// MEC backward-data and backward-filter (see conv_lowered.hpp), in the forward's chunks and on its
+// lowered matrix L[g][n][q][h][s][c]: output row p of an image reads the window of lowered rows
+// [p*sh, p*sh + (R-1)*dh] in every q, so
+//   backward-data:   dL(window of p) += dy(p) * w   (Q x R*S*C/G per row), then dx gathers from dL;
+//   backward-filter: dw += sum over p of window(p)^T * dy(p), one GEMM whose reduction runs over (p, q).
+// Windows of neighbouring rows overlap, so backward-data adds rows into dL in waves of rows whose windows
+// are disjoint: within a wave no two GEMM tiles write the same value, and the waves run in order, so the
+// result is race-free and deterministic without atomics.
+#include <algorithm>
+#include <array>
+
+#include "conv_lowered.hpp"
+#include "elementwise.hpp"
+#include "gemm.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct GatherPush {
+    uint32_t h0;
+    uint32_t dx_offset;
+    uint32_t row_first, row_count;
+    uint32_t accumulate;
+    uint32_t base, count;
+};
+
+struct ReducePush {
+    uint32_t out_offset, stride, splits, accumulate;
+    uint32_t base, count;
+};
+
+uint32_t u(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+int64_t lowered_rows_of(const ConvProblem& p, int64_t rows) {
+    return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+}
+
+// dx (the chunk's images, input rows [row_first, row_first + row_count)) from dL.
+void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BufferRange& lowered,
+                       const Window& dx, int64_t p0, int64_t rows, int64_t images, int64_t row_first,
+                       int64_t row_count, bool accumulate) {
+    PipelineDesc desc;
+    desc.shader = "mec_gather";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(GatherPush);
+    desc.specialization = {kElementwiseWorkgroup,
+                           u(p.S),
+                           u(p.stride_w),
+                           u(p.pad_h),
+                           u(p.pad_w),
+                           u(p.dilation_w),
+                           p.layout == Layout::NHWC,
+                           u(p.C),
+                           u(p.H),
+                           u(p.W),
+                           u(p.channels_per_group()),
+                           u(p.Q()),
+                           u(lowered_rows_of(p, rows)),
+                           u(images)};
+    const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
+    dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+                      GatherPush{u(p0 * p.stride_h), u(dx.delta), u(row_first), u(row_count), accumulate, 0, 0},
+                      uint64_t(images * p.C * row_count * p.W));
+}
+
+}  // namespace
+
+void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                              const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
+    const uint64_t k_red = uint64_t(R * S * Cg), row_floats = uint64_t(S * Cg);
+
+    // The GEMM's B is the filter in L's (r, s, c) tap order: OHWI as given, OIHW through a copy.
+    BufferRange w = filter.whole();
+    if (!nhwc) {
+        w = filter_copy.whole();
+        record_permute(context, stream, filter.whole(), 0, w, 0, {p.K, R, S, Cg}, {Cg * R * S, S, 1, R * S});
+    }
+    // Rows p and p + waves have disjoint windows: each spans (R-1)*dh + 1 lowered rows, sh apart.
+    const int64_t waves = ((R - 1) * dh + 1 + sh - 1) / sh;
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+
+    for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const int64_t lowered_rows = lowered_rows_of(p, rows);
+        const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;
+        const uint64_t group_floats = uint64_t(images) * image_floats;
+        const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
+        const Window& dy = chunk.output;
+        stream.fill_zero(lowered);
+        for (int64_t wave = 0; wave < std::min(waves, rows); ++wave) {
+            const int64_t wave_rows = (rows - wave + waves - 1) / waves;
+            for (int64_t g = 0; g < G; ++g) {
+                GemmProblem gp;
+                // Rows m = (image, q): uniformly strided in dL; in dy one segment of Q per image.
+                gp.M = u(images * Q), gp.K = u(Kg);
+                gp.N = u(dh == 1 ? k_red : row_floats);
+                if (nhwc) {
+                    gp.a = {dy.range, dy.delta + uint64_t((p0 + wave) * Q * p.K + g * Kg), uint64_t(p.K), 1,
+                            uint64_t(waves * Q * p.K), 0};
+                } else {
+                    gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + (p0 + wave) * Q), 1, uint64_t(P * Q),
+                            uint64_t(waves * Q), 0};
+                }
+                if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
+                gp.b = {w, uint64_t(g * Kg) * k_red, k_red, 1, 0, row_floats};
+                gp.c = {lowered,
+                        uint64_t(g) * group_floats + uint64_t(wave * sh) * row_floats,
+                        uint64_t(lowered_rows) * row_floats,
+                        1,
+                        uint64_t(waves * sh) * row_floats,
+                        uint64_t(dh) * row_floats};
+                // With vertical dilation a window's R row segments are not adjacent in dL: one batch entry each.
+                gp.batch_i = u(wave_rows), gp.batch_j = u(dh == 1 ? 1 : R);
+                gp.beta = 1.0f;
+                record_gemm(context, stream, gp);
+            }
+        }
+        // The chunk's input rows: all of them for whole images (rows no window reaches get 0), else the
+        // band's rows, added to what earlier bands left where their windows overlap.
+        const bool later_band = p0 > 0;
+        int64_t row_first = 0, row_count = p.H;
+        if (later_band) {
+            row_first = std::max<int64_t>(0, p0 * sh - p.pad_h);
+            row_count = std::min<int64_t>(p.H, p0 * sh - p.pad_h + lowered_rows) - row_first;
+        }
+        if (row_count > 0)
+            record_mec_gather(context, stream, p, lowered, chunk.input, p0, rows, images, row_first, row_count,
+                              later_band);
+    });
+}
+
+MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
+                                         uint64_t binding_limit) {
+    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(p.channels_per_group() * p.R * p.S);
+    const uint64_t product = kg * k_red;
+    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfig& config = pick_gemm_config(table, k_red, kg, 1);
+    const uint64_t tiles =
+        (k_red + config.tile_m() - 1) / config.tile_m() * ((kg + config.tile_n() - 1) / config.tile_n());
+    const uint64_t wanted = (table.wanted_workgroups + tiles - 1) / tiles;
+    MecFilterSplit split;
+    split.piece_rows = plan.rows;
+    if (wanted <= 1) return split;  // one GEMM per image fills the device
+    const uint64_t max_slots = std::max<uint64_t>(1, binding_limit / (product * 4));
+    split.images_at_once = int64_t(std::min<uint64_t>({uint64_t(plan.images), wanted, max_slots}));
+    // Pieces of at least 64 reduction positions (p, q) each.
+    const int64_t max_pieces = std::max<int64_t>(1, std::min<int64_t>(plan.rows, plan.rows * p.Q() / 64));
+    int64_t pieces = int64_t(std::min<uint64_t>((wanted + split.images_at_once - 1) / split.images_at_once,
+                                                max_slots / uint64_t(split.images_at_once)));
+    pieces = std::clamp<int64_t>(pieces, 1, max_pieces);
+    split.piece_rows = (plan.rows + pieces - 1) / pieces;
+    pieces = (plan.rows + split.piece_rows - 1) / split.piece_rows;
+    const uint64_t slots = uint64_t(split.images_at_once * pieces);
+    split.slots = slots > 1 ? slots : 0;
+    return split;
+}
+
+void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
+                                const MecFilterSplit& split, const Operand& partials) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
+    const uint64_t k_red = uint64_t(R * S * Cg), row_floats = uint64_t(S * Cg), product = uint64_t(Kg) * k_red;
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+    // dw is produced in L's (r, s, c) tap order: into OHWI directly, into a copy permuted to OIHW at the end.
+    const BufferRange dw = nhwc ? grad_filter.whole() : filter_copy.whole();
+
+    for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const int64_t lowered_rows = lowered_rows_of(p, rows);
+        const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;
+        const uint64_t group_floats = uint64_t(images) * image_floats;
+        const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
+        const Window& dy = chunk.output;
+        record_mec_lowering(context, stream, p, chunk.input, lowered, p0, rows, images);
+
+        const int64_t full = rows / split.piece_rows, rest = rows % split.piece_rows;
+        const int64_t pieces = full + (rest > 0);
+        for (int64_t g = 0; g < G; ++g) {
+            // A = window^T: rows m = (r, s, c) of a window, reduction k = (p, q): k's q steps a whole L row
+            // of lowered_rows (stride), its p steps sh lowered rows (segments of Q).
+            GemmProblem gp;
+            gp.M = u(k_red), gp.N = u(Kg);
+            gp.a = {lowered, uint64_t(g) * group_floats, 1, uint64_t(lowered_rows) * row_floats, image_floats,
+                    uint64_t(split.piece_rows * sh) * row_floats};
+            gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(int64_t(sh * row_floats));
+            if (dh > 1) gp.a_m_segment = u(int64_t(row_floats)), gp.a_m_segment_stride = u(int64_t(dh * row_floats));
+            // B = dy(p, q; k) of the group.
+            if (nhwc)
+                gp.b = {dy.range, dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image,
+                        uint64_t(split.piece_rows * Q * p.K)};
+            else
+                gp.b = {dy.range,     dy.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image,
+                        uint64_t(split.piece_rows * Q)};
+            const GemmMatrix target{dw, uint64_t(g) * product, 1, k_red, 0, 0};
+            for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
+                const int64_t count = std::min(split.images_at_once, images - i0);
+                const bool first = chunk.first && i0 == 0;
+                GemmProblem at = gp;
+                at.a.offset += uint64_t(i0) * image_floats;
+                at.b.offset += uint64_t(i0) * y_image;
+                if (!split.slots) {
+                    // No split: each image's product adds into dw in order.
+                    for (int64_t i = 0; i < count; ++i) {
+                        GemmProblem one = at;
+                        one.K = u(rows * Q);
+                        one.a.offset += uint64_t(i) * image_floats, one.b.offset += uint64_t(i) * y_image;
+                        one.c = target;
+                        one.beta = first && i == 0 ? 0.0f : 1.0f;
+                        record_gemm(context, stream, one);
+                    }
+                    continue;
+                }
+                // Partial products in slots [image][piece], summed in that order.
+                at.c = {partials.whole(), 0, 1, k_red, uint64_t(pieces) * product, product};
+                if (full > 0) {
+                    GemmProblem whole_pieces = at;
+                    whole_pieces.K = u(split.piece_rows * Q);
+                    whole_pieces.batch_i = u(count), whole_pieces.batch_j = u(full);
+                    record_gemm(context, stream, whole_pieces);
+                }
+                if (rest > 0) {
+                    GemmProblem last = at;
+                    last.K = u(rest * Q);
+                    last.a.offset += uint64_t(full) * at.a.batch_j, last.b.offset += uint64_t(full) * at.b.batch_j;
+                    last.c.offset = uint64_t(full) * product;
+                    last.batch_i = u(count);
+                    record_gemm(context, stream, last);
+                }
+                PipelineDesc desc;
+                desc.shader = "splitk_reduce";
+                desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+                desc.push_constant_bytes = sizeof(ReducePush);
+                desc.specialization = {kElementwiseWorkgroup};
+                const std::array<Binding, 2> bindings{Binding{partials.whole(), false}, Binding{dw, true}};
+                dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+                                  ReducePush{u(int64_t(g * product)), u(int64_t(product)), u(count * pieces),
+                                             first ? 0u : 1u, 0, 0},
+                                  product);
+            }
+        }
+    });
+    if (!nhwc)
+        record_permute(context, stream, dw, 0, grad_filter.whole(), 0, {p.K, Cg, R, S},
+                       {int64_t(k_red), 1, int64_t(S * Cg), Cg});
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,77 @@
+#version 450
+// mec_gather — dx from MEC's lowered-shaped gradient dL (the adjoint of mec_lower), as a gather: one
+// invocation per dx value, summing the dL entries of every (output column q, tap column s) that copied
+// it. No atomics, fixed order: deterministic.
+//
+// dL layout as mec_lower's L: dL[g][n][q][h][s][c] over the chunk's images, h the lowered row (padded
+// input row h0 + h). A dx value of input row ih reads lowered row ih + PAD_H - h0 when that lies in
+// [0, HL), and is 0 from this chunk otherwise.
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 S, 2 STRIDE_W, 3 PAD_H, 4 PAD_W, 5 DIL_W, 6 NHWC,
+//   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk).
+// Bindings: 0 dL (readonly), 1 dx (the chunk's window; read when accumulating, written).
+// Push constants: h0 (first padded row of dL), dx_offset (floats from the binding's start to the chunk's
+//   first image), the input rows [row_first, row_first + row_count) this dispatch covers (a band of output
+//   rows reaches only some), accumulate (0/1: add to dx, where bands overlap), then the dispatch's slice
+//   [base, base + count) of the IMAGES * C * row_count * W values.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint S = 1;
+layout(constant_id = 2) const uint STRIDE_W = 1;
+layout(constant_id = 3) const uint PAD_H = 0;
+layout(constant_id = 4) const uint PAD_W = 0;
+layout(constant_id = 5) const uint DIL_W = 1;
+layout(constant_id = 6) const bool NHWC = false;
+layout(constant_id = 7) const uint C = 1;
+layout(constant_id = 8) const uint H = 1;
+layout(constant_id = 9) const uint W = 1;
+layout(constant_id = 10) const uint CG = 1;
+layout(constant_id = 11) const uint Q = 1;
+layout(constant_id = 12) const uint HL = 1;
+layout(constant_id = 13) const uint IMAGES = 1;
+
+layout(std430, binding = 0) readonly buffer LoweredGrad { float dl[]; };
+layout(std430, binding = 1) buffer GradInput { float dx[]; };
+
+layout(push_constant) uniform Params {
+    uint h0;
+    uint dx_offset;
+    uint row_first, row_count;
+    uint accumulate;
+    uint base, count;
+} pc;
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    uint t = pc.base + i;
+    uint n, c, row, x;
+    if (NHWC) {
+        c = t % C; t /= C;
+        x = t % W; t /= W;
+        row = t % pc.row_count;
+        n = t / pc.row_count;
+    } else {
+        x = t % W; t /= W;
+        row = t % pc.row_count; t /= pc.row_count;
+        c = t % C;
+        n = t / C;
+    }
+    const uint ih = pc.row_first + row;
+    const uint g = c / CG, cl = c % CG;
+    const int h = int(ih + PAD_H) - int(pc.h0);
+    float acc = 0.0;
+    if (h >= 0 && uint(h) < HL) {
+        const uint image = (g * IMAGES + n) * Q;
+        for (uint s = 0; s < S; ++s) {
+            const int tw = int(x + PAD_W) - int(s * DIL_W);
+            if (tw < 0 || uint(tw) % STRIDE_W != 0) continue;
+            const uint q = uint(tw) / STRIDE_W;
+            if (q >= Q) continue;
+            acc += dl[(((image + q) * HL + uint(h)) * S + s) * CG + cl];
+        }
+    }
+    const uint di = pc.dx_offset + (NHWC ? ((n * H + ih) * W + x) * C + c : ((n * C + c) * H + ih) * W + x);
+    dx[di] = pc.accumulate != 0 ? dx[di] + acc : acc;
+}
