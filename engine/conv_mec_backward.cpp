@@ -33,6 +33,8 @@ uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
+constexpr int64_t kChannelBlock = 16;  // mec_gather's NCHW channel block: one 64-byte cache line of dL
+
 int64_t lowered_rows_of(const ConvProblem& p, int64_t rows) {
     return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
 }
@@ -58,11 +60,13 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
                            u(p.channels_per_group()),
                            u(p.Q()),
                            u(lowered_rows_of(p, rows)),
-                           u(images)};
+                           u(images),
+                           u(kChannelBlock)};
     const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
+    const int64_t channels = p.layout == Layout::NHWC ? p.C : (p.C + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
     dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
                       GatherPush{u(p0 * p.stride_h), u(dx.delta), u(row_first), u(row_count), accumulate, 0, 0},
-                      uint64_t(images * p.C * row_count * p.W));
+                      uint64_t(images * channels * row_count * p.W));
 }
 
 }  // namespace

@@ -8,12 +8,18 @@
 // [0, HL), and is 0 from this chunk otherwise.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 S, 2 STRIDE_W, 3 PAD_H, 4 PAD_W, 5 DIL_W, 6 NHWC,
-//   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk).
+//   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk),
+//   14 CHANNEL_BLOCK (NCHW only).
 // Bindings: 0 dL (readonly), 1 dx (the chunk's window; read when accumulating, written).
 // Push constants: h0 (first padded row of dL), dx_offset (floats from the binding's start to the chunk's
 //   first image), the input rows [row_first, row_first + row_count) this dispatch covers (a band of output
 //   rows reaches only some), accumulate (0/1: add to dx, where bands overlap), then the dispatch's slice
-//   [base, base + count) of the IMAGES * C * row_count * W values.
+//   [base, base + count) of the IMAGES * row_count * W * C values (NCHW: C rounded up to CHANNEL_BLOCK).
+//
+// Invocation order: channels vary fastest in both layouts, because dL is channel-contiguous and each
+// invocation reads S values of it but writes one dx value. In NCHW that order is by blocks of
+// CHANNEL_BLOCK channels (then x, row, block, image): neighbouring invocations read one cache line of dL,
+// and the CHANNEL_BLOCK dx lines they write fill up over the next x values.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;
@@ -30,6 +36,7 @@ layout(constant_id = 10) const uint CG = 1;
 layout(constant_id = 11) const uint Q = 1;
 layout(constant_id = 12) const uint HL = 1;
 layout(constant_id = 13) const uint IMAGES = 1;
+layout(constant_id = 14) const uint CHANNEL_BLOCK = 16;
 
 layout(std430, binding = 0) readonly buffer LoweredGrad { float dl[]; };
 layout(std430, binding = 1) buffer GradInput { float dx[]; };
@@ -53,10 +60,13 @@ void main() {
         row = t % pc.row_count;
         n = t / pc.row_count;
     } else {
+        const uint blocks = (C + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK;
+        const uint c_low = t % CHANNEL_BLOCK; t /= CHANNEL_BLOCK;
         x = t % W; t /= W;
         row = t % pc.row_count; t /= pc.row_count;
-        c = t % C;
-        n = t / C;
+        c = (t % blocks) * CHANNEL_BLOCK + c_low;
+        n = t / blocks;
+        if (c >= C) return;
     }
     const uint ih = pc.row_first + row;
     const uint g = c / CG, cl = c % CG;
