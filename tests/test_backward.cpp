@@ -361,3 +361,33 @@ TEST_CASE("layer_backward runs both passes on one shared workspace and matches t
     CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::layer_backward(*context, p, x, w, dy, x, dw); }),
                Catch::Contains("grad_input"));
 }
+
+TEST_CASE("backward passes handle every input size that gives the same output size under stride > 1",
+          "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // With stride s, s input sizes give one output size (PyTorch's conv2d_input takes the input shape
+    // for this reason); the last rows or columns of the larger ones reach no output and get dx = 0.
+    uint32_t seed = 3100;
+    for (int64_t stride : {2, 3}) {
+        vkconv::ConvProblem p;
+        p.N = 2, p.C = 3, p.K = 4, p.R = 3, p.S = 2, p.pad_h = 1, p.stride_h = stride, p.stride_w = stride;
+        p.dilation_w = 2;
+        std::vector<std::pair<int64_t, int64_t>> sizes;
+        for (int64_t h = 1; h < 20; ++h)
+            for (int64_t w = 1; w < 20; ++w) {
+                p.H = h, p.W = w;
+                if (p.P() == 3 && p.Q() == 4) sizes.emplace_back(h, w);
+            }
+        REQUIRE(sizes.size() == size_t(stride * stride));
+        for (auto [h, w] : sizes) {
+            p.H = h, p.W = w;
+            for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+                for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+                    p.layout = layout;
+                    INFO(p.str());
+                    check_backward(*context, p, seed += 3, algorithm);
+                }
+            }
+        }
+    }
+}
