@@ -559,7 +559,13 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
     nhwc.layout = vkconv::Layout::NHWC, nhwc.dilation_h = 2, nhwc.pad_h = 1;
     const std::vector<Case> cases = {
         {"nchw, stride 2, groups 2", strided, {"--stride", "2", "--padding", "0,1", "--groups", "2"}},
-        {"nhwc, dilation 2,1", nhwc, {"--layout", "nhwc", "--dilation", "2,1", "--padding", "1,0"}}};
+        {"nhwc, dilation 2,1", nhwc, {"--layout", "nhwc", "--dilation", "2,1", "--padding", "1,0"}},
+        {"nchw, stride 2, groups 2, mec",
+         strided,
+         {"--stride", "2", "--padding", "0,1", "--groups", "2", "--algo", "mec"}},
+        {"nhwc, dilation 2,1, mec",
+         nhwc,
+         {"--layout", "nhwc", "--dilation", "2,1", "--padding", "1,0", "--algo", "mec"}}};
     uint32_t seed = 70;
     for (const auto& c : cases) {
         INFO("case: " << c.name);
@@ -579,6 +585,7 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
         check_success(r);
         REQUIRE(r.code == 0);
         CHECK_THAT(r.out, Catch::Contains("\"pass\": \"backward_data\""));
+        if (c.name.find("mec") != std::string::npos) CHECK_THAT(r.out, Catch::Contains("\"algorithm\": \"mec\""));
         const auto dx = vkconv::read_npy(dir.file("dx.npy"));
         CHECK(dx.shape == p.input_shape());
         vkt::check_close(dx.data, vkconv::reference::backward_data(p, dy, w),
