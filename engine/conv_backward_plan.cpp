@@ -50,6 +50,7 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             plan.lowered = plan_lowered(context, p, Algorithm::Mec, b);
             plan.slots[0] = plan.lowered.scratch_floats;
             plan.slots[1] = plan.lowered.filter_floats;
+            if (!filter && mec_backward_data_gathers(p)) plan.slots[1] = uint64_t(p.filter_elements());
             if (filter) {
                 plan.mec_split = mec_backward_filter_split(context, p, plan.lowered, binding_limit(context, options));
                 plan.slots[2] = plan.mec_split.slots * uint64_t(p.filters_per_group() * p.R * p.S *

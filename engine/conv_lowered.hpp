@@ -102,8 +102,9 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
                         const Operand& filter_copy);
 
 // MEC backward passes, in the forward's chunks (plan_lowered with Solution B: the lowered buffer holds L or
-// dL, `filter_copy` the OHWI copy of an OIHW filter or gradient). Backward-data: dL = dy * w added into
-// L-shaped scratch in waves of output rows whose windows do not overlap, then mec_gather sums dL into dx.
+// dL, `filter_copy` a copy of the filter or gradient in the order the GEMM needs). Backward-data: dL = dy * w
+// into L-shaped scratch, without two invocations ever adding into one value (conv_mec_backward.cpp), then
+// mec_gather sums dL into dx.
 // Backward-filter: dw = sum over (p, q) of window(p)^T * dy(p, q), reduced over a chunk's images and row
 // pieces through `partials` (split.slots products) in a fixed order.
 struct MecFilterSplit {
@@ -111,6 +112,9 @@ struct MecFilterSplit {
     int64_t images_at_once = 1;  // images whose pieces one GEMM computes
     uint64_t slots = 0;          // partial products (0: no split, the GEMMs add into dw in order)
 };
+// Backward-data gathers each row of dL in one GEMM (stride 1; needs a reversed copy of the filter in either
+// layout) rather than adding rows in waves (stride > 1; a copy of OIHW filters only).
+bool mec_backward_data_gathers(const ConvProblem& problem);
 MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
                                          uint64_t binding_limit);
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,

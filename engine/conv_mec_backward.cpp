@@ -3,9 +3,13 @@
 // [p*sh, p*sh + (R-1)*dh] in every q, so
 //   backward-data:   dL(window of p) += dy(p) * w   (Q x R*S*C/G per row), then dx gathers from dL;
 //   backward-filter: dw += sum over p of window(p)^T * dy(p), one GEMM whose reduction runs over (p, q).
-// Windows of neighbouring rows overlap, so backward-data adds rows into dL in waves of rows whose windows
-// are disjoint: within a wave no two GEMM tiles write the same value, and the waves run in order, so the
-// result is race-free and deterministic without atomics.
+// Windows of neighbouring rows overlap, so several output rows add into one row of dL. Backward-data
+// never lets two invocations add into one value:
+//   stride 1 (a gather): row h of dL is one GEMM over the (r, k) pairs that reach it, dL(h) =
+//     sum over r of dy(h - r*dh) * w(r), its reduction running down dy's rows through segmented K against
+//     a copy of w in (r reversed, k, s, c) order; every dL value is written once.
+//   stride > 1 (waves): rows p, p + W, p + 2W, ... (W = ceil(((R-1)*dh + 1) / sh)) have disjoint windows,
+//     so each wave adds its rows' products into zeroed dL in one dispatch, and the waves run in order.
 #include <algorithm>
 #include <array>
 
@@ -69,11 +73,115 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
                       uint64_t(images * channels * row_count * p.W));
 }
 
+// dx of the chunk from its dL: all input rows of whole images (rows no window reaches get 0), else the
+// band's rows, added to what earlier bands left where their windows overlap.
+void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const LoweredPlan&,
+                       const Chunk& chunk, const BufferRange& lowered) {
+    const bool later_band = chunk.p0 > 0;
+    const int64_t first_padded_row = chunk.p0 * p.stride_h;
+    int64_t row_first = 0, row_count = p.H;
+    if (later_band) {
+        row_first = std::max<int64_t>(0, first_padded_row - p.pad_h);
+        row_count = std::min<int64_t>(p.H, first_padded_row - p.pad_h + lowered_rows_of(p, chunk.rows)) - row_first;
+    }
+    if (row_count > 0)
+        record_mec_gather(context, stream, p, lowered, chunk.input, chunk.p0, chunk.rows, chunk.images, row_first,
+                          row_count, later_band);
+}
+
+}  // namespace
+
+bool mec_backward_data_gathers(const ConvProblem& p) {
+    return p.stride_h == 1;
+}
+
+namespace {
+
+// W'[g][r'][k][s][c] = w[g*Kg + k] at tap (R-1-r', s, c): row (r', k) of group g's B operand.
+void record_reversed_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& filter,
+                            const BufferRange& reversed) {
+    const int64_t R = p.R, S = p.S, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t taps = R * S * Cg;
+    for (int64_t g = 0; g < p.groups; ++g) {
+        for (int64_t rr = 0; rr < R; ++rr) {
+            const int64_t r = R - 1 - rr;
+            const uint64_t out = uint64_t((g * R + rr) * Kg * S * Cg);
+            if (p.layout == Layout::NHWC)
+                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S * Cg), reversed, out,
+                               {1, Kg, S, Cg}, {0, taps, Cg, 1});
+            else
+                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S), reversed, out,
+                               {1, Kg, S, Cg}, {0, taps, 1, R * S});
+        }
+    }
+}
+
+// Stride 1: dL row h of the chunk = sum over the r that reach it of dy(p0 + h - r*dh) * w(r).
+void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
+                      const BufferRange& lowered, const BufferRange& reversed) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t R = p.R, S = p.S, dh = p.dilation_h;
+    const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+    const int64_t lowered_rows = lowered_rows_of(p, rows);
+    const uint64_t row_floats = uint64_t(S * Cg), image_floats = uint64_t(Q * lowered_rows) * row_floats;
+    const uint64_t group_floats = uint64_t(images) * image_floats, y_image = uint64_t(p.K * P * Q);
+    const Window& dy = chunk.output;
+    // Reversed taps r' = R-1-r reach row h from output row h - (R-1-r')*dh, inside [0, rows) for a
+    // contiguous run [lo, hi] of r'. Runs of rows with the same taps are one batched GEMM.
+    auto taps_of = [&](int64_t h) {
+        int64_t lo = R, hi = -1;
+        for (int64_t rr = 0; rr < R; ++rr) {
+            const int64_t row = h - (R - 1 - rr) * dh;
+            if (row >= 0 && row < rows) lo = std::min(lo, rr), hi = std::max(hi, rr);
+        }
+        return std::pair{lo, hi};
+    };
+    for (int64_t h0 = 0; h0 < lowered_rows;) {
+        const auto taps = taps_of(h0);
+        int64_t h1 = h0 + 1;
+        while (h1 < lowered_rows && taps_of(h1) == taps) ++h1;
+        const int64_t count = taps.second >= taps.first ? taps.second - taps.first + 1 : 0;
+        const int64_t first_row = count ? p0 + h0 - (R - 1 - taps.first) * dh : 0;  // dy row of (lo, k = 0)
+        for (int64_t g = 0; g < G; ++g) {
+            GemmProblem gp;
+            gp.M = u(images * Q), gp.N = u(int64_t(row_floats)), gp.K = u(count * Kg);
+            if (nhwc)
+                gp.a = {dy.range, dy.delta + uint64_t(first_row * Q * p.K + g * Kg), uint64_t(p.K), 1,
+                        uint64_t(Q * p.K), 0};
+            else
+                gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + first_row * Q), 1, uint64_t(P * Q), uint64_t(Q),
+                        0};
+            // k = (r' - lo, filter): each r' one segment of Kg filters, dh output rows further down dy.
+            gp.a_k_segment = u(Kg), gp.a_k_segment_stride = u(dh * Q * (nhwc ? p.K : 1));
+            if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
+            gp.b = {reversed, uint64_t((g * R + std::min(taps.first, R - 1)) * Kg) * row_floats, row_floats, 1, 0, 0};
+            gp.c = {lowered, uint64_t(g) * group_floats + uint64_t(h0) * row_floats,
+                    uint64_t(lowered_rows) * row_floats, 1, row_floats, 0};
+            gp.batch_i = u(h1 - h0);
+            record_gemm(context, stream, gp);  // count 0: rows no output row reaches are written as 0
+        }
+        h0 = h1;
+    }
+}
+
 }  // namespace
 
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                               const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
+    if (mec_backward_data_gathers(p)) {
+        record_reversed_filter(context, stream, p, filter, filter_copy.whole());
+        for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
+            const int64_t lowered_rows = lowered_rows_of(p, chunk.rows);
+            const uint64_t floats =
+                uint64_t(p.groups * chunk.images * p.Q() * lowered_rows * p.S * p.channels_per_group());
+            const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
+            record_dl_gather(context, stream, p, chunk, lowered, filter_copy.whole());
+            record_dx_from_dl(context, stream, p, plan, chunk, lowered);
+        });
+        return;
+    }
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
@@ -125,17 +233,7 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
                 record_gemm(context, stream, gp);
             }
         }
-        // The chunk's input rows: all of them for whole images (rows no window reaches get 0), else the
-        // band's rows, added to what earlier bands left where their windows overlap.
-        const bool later_band = p0 > 0;
-        int64_t row_first = 0, row_count = p.H;
-        if (later_band) {
-            row_first = std::max<int64_t>(0, p0 * sh - p.pad_h);
-            row_count = std::min<int64_t>(p.H, p0 * sh - p.pad_h + lowered_rows) - row_first;
-        }
-        if (row_count > 0)
-            record_mec_gather(context, stream, p, lowered, chunk.input, p0, rows, images, row_first, row_count,
-                              later_band);
+        record_dx_from_dl(context, stream, p, plan, chunk, lowered);
     });
 }
 

@@ -98,13 +98,14 @@ TEST_CASE("im2col and mec backward passes run in chunks of images and bands of r
     uint32_t seed = 77;
     for (auto algorithm : {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-            for (int64_t dilation : {1, 2}) {
-                p.layout = layout, p.dilation_h = dilation;
+            for (auto [stride, dilation] : {std::pair<int64_t, int64_t>{2, 1}, {2, 2}, {1, 1}, {1, 2}}) {
+                p.layout = layout, p.stride_h = stride, p.dilation_h = dilation;
                 vkconv::ForwardOptions options;
                 options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;  // two images a chunk
-                INFO(vkconv::to_string(layout) << " image chunks, dilation " << dilation);
+                INFO(vkconv::to_string(layout) << " image chunks, stride " << stride << ", dilation " << dilation);
                 check_backward(*context, p, seed++, algorithm, options);
-                options.max_binding_bytes = 16000;  // above one image of x and dy, below its lowered matrix
+                // Just above one image of x and of dy, below one image's lowered matrix.
+                options.max_binding_bytes = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4 + 2048;
                 INFO(vkconv::to_string(layout) << " row bands");
                 CHECK(check_backward(*context, p, seed++, algorithm, options).chunks > uint32_t(p.N));
             }
