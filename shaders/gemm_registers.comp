@@ -50,18 +50,29 @@ void main() {
     uint a_row[TM];
     [[unroll]] for (uint i = 0; i < TM; ++i) a_row[i] = a_base + a_mphys(min(m0 + i, m_last));
 
+    // With K segments, the position (segment, offset in it) of k0 is walked along rather than divided out
+    // for every k: a division by a push constant is a long scalar sequence on CPU implementations.
+    uint segment = 0, in_segment = 0;
     for (uint k0 = 0; k0 < pc.K; k0 += 4) {
         vec4 a[TM];  // a[i] = A(m0 + i, k0 .. k0 + 3)
         vec4 b[TN];  // b[j] = B(k0 .. k0 + 3, n0 + j)
+        uint kp[4];  // a_kphys(k0 + kk)
+        [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
+            if (K_SEGMENTED) {
+                kp[kk] = segment * pc.a_k_segment_stride + in_segment * pc.a_stride_k;
+                if (++in_segment == pc.a_k_segment) in_segment = 0, ++segment;
+            } else {
+                kp[kk] = (k0 + kk) * pc.a_stride_k;
+            }
+        }
         if (A_VEC4_K) {
-            const uint kp = a_kphys(k0);
             [[unroll]] for (uint i = 0; i < TM; ++i)
-                a[i] = LOAD_A4((a_row[i] + kp) >> 2);
+                a[i] = LOAD_A4((a_row[i] + kp[0]) >> 2);
         } else if (A_VEC4_M) {
             const uint m_clamp = m_last & ~3u;
             [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
                 const bool inside = k0 + kk < pc.K;
-                const uint row = a_base + a_kphys(inside ? k0 + kk : 0);
+                const uint row = a_base + (inside ? kp[kk] : 0);
                 [[unroll]] for (uint i = 0; i < TM; i += 4) {
                     const vec4 v = inside ? LOAD_A4((row + min(m0 + i, m_clamp)) >> 2) : vec4(0.0);
                     a[i][kk] = v.x, a[i + 1][kk] = v.y, a[i + 2][kk] = v.z, a[i + 3][kk] = v.w;
@@ -70,7 +81,7 @@ void main() {
         } else {
             [[unroll]] for (uint i = 0; i < TM; ++i) {
                 [[unroll]] for (uint kk = 0; kk < 4; ++kk)
-                    a[i][kk] = k0 + kk < pc.K ? LOAD_A1(a_row[i] + a_kphys(k0 + kk)) : 0.0;
+                    a[i][kk] = k0 + kk < pc.K ? LOAD_A1(a_row[i] + kp[kk]) : 0.0;
             }
         }
         if (B_VEC4_K) {
