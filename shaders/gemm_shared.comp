@@ -49,6 +49,15 @@ const uint BN = WG_N * TN;
 shared float a_tile[BK * (BM + 1)];  // [k][m]
 shared float b_tile[BK * (BN + 1)];  // [k][n]
 
+// a_kphys(k0 + kk) from k0's position in its segment, with no division where segments are at least BK
+// long (a division by a push constant is tens of instructions on a GPU, once per staged element).
+uint a_kphys_from(uint k0, uint segment, uint in_segment, uint kk) {
+    if (!K_SEGMENTED || pc.a_k_segment < BK) return a_kphys(k0 + kk);
+    uint position = in_segment + kk;
+    if (position >= pc.a_k_segment) position -= pc.a_k_segment, ++segment;
+    return segment * pc.a_k_segment_stride + position * pc.a_stride_k;
+}
+
 void main() {
     uint a_base, b_base, c_base;
     batch_offsets(a_base, b_base, c_base);
@@ -60,19 +69,23 @@ void main() {
     float acc[TM * TN];
     [[unroll]] for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
+    uint segment = 0, in_segment = 0;  // k0 = segment * a_k_segment + in_segment (segments >= BK long)
     for (uint k0 = 0; k0 < pc.K; k0 += BK) {
         if (A_VEC4 && A_K_FAST) {
             for (uint e = tid; e < BK * BM / 4; e += threads) {
                 const uint mm = e / (BK / 4), kk = (e % (BK / 4)) * 4;
                 const uint m = tile_m + mm, k = k0 + kk;
-                const vec4 v = (m < pc.M && k < pc.K) ? LOAD_A4((a_base + a_mphys(m) + a_kphys(k)) >> 2) : vec4(0.0);
+                const vec4 v = (m < pc.M && k < pc.K)
+                                   ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2)
+                                   : vec4(0.0);
                 [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[(kk + c) * (BM + 1) + mm] = v[c];
             }
         } else if (A_VEC4) {
             for (uint e = tid; e < BK * BM / 4; e += threads) {
                 const uint kk = e / (BM / 4), mm = (e % (BM / 4)) * 4;
                 const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
-                const vec4 v = k < pc.K ? LOAD_A4((a_base + m + a_kphys(k)) >> 2) : vec4(0.0);
+                const vec4 v =
+                    k < pc.K ? LOAD_A4((a_base + m + a_kphys_from(k0, segment, in_segment, kk)) >> 2) : vec4(0.0);
                 [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[kk * (BM + 1) + mm + c] = v[c];
             }
         } else {
@@ -81,7 +94,8 @@ void main() {
                 const uint mm = A_K_FAST ? e / BK : e % BM;
                 const uint m = tile_m + mm, k = k0 + kk;
                 a_tile[kk * (BM + 1) + mm] =
-                    (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys(k)) : 0.0;
+                    (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk))
+                                           : 0.0;
             }
         }
         if (B_VEC4 && B_N_FAST) {
@@ -114,10 +128,14 @@ void main() {
             float a[TM], b[TN];
             [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[kk * (BM + 1) + ty + i * WG_M];
             [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[kk * (BN + 1) + tx + j * WG_N];
-            [[unroll]] for (uint i = 0; i < TM; ++i)
-                [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
+            [[unroll]] for (uint i = 0; i < TM; ++i) [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] =
+                fma(a[i], b[j], acc[i * TN + j]);
         }
         barrier();
+        if (K_SEGMENTED && pc.a_k_segment >= BK) {
+            in_segment += BK;
+            while (in_segment >= pc.a_k_segment) in_segment -= pc.a_k_segment, ++segment;
+        }
     }
 
     [[unroll]] for (uint i = 0; i < TM; ++i) {

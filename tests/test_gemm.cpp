@@ -27,10 +27,10 @@ struct HostGemm {
 
     float at(const std::vector<float>& v, uint64_t i) const { return v.at(i); }
     uint64_t a_index(uint32_t bi, uint32_t bj, uint32_t m, uint32_t k) const {
-        const uint32_t seg = p.a_k_segment ? p.a_k_segment : p.K;
-        const uint32_t seg_stride = p.a_k_segment ? p.a_k_segment_stride : seg;
-        const uint64_t kp = uint64_t(k / seg) * seg_stride + k % seg;
-        return p.a.offset + bi * p.a.batch_i + bj * p.a.batch_j + m * p.a.stride_row + kp * p.a.stride_col;
+        const uint64_t kp = p.a_k_segment ? uint64_t(k / p.a_k_segment) * p.a_k_segment_stride +
+                                                uint64_t(k % p.a_k_segment) * p.a.stride_col
+                                          : uint64_t(k) * p.a.stride_col;
+        return p.a.offset + bi * p.a.batch_i + bj * p.a.batch_j + m * p.a.stride_row + kp;
     }
     uint64_t b_index(uint32_t bi, uint32_t bj, uint32_t k, uint32_t n) const {
         return p.b.offset + bi * p.b.batch_i + bj * p.b.batch_j + k * p.b.stride_row + n * p.b.stride_col;
@@ -160,21 +160,36 @@ TEST_CASE("gemm: two batch levels with overlapping A windows, C in a column-majo
     }
 }
 
-TEST_CASE("gemm: segmented K (dilated MEC windows)", "[gemm][gpu]") {
+TEST_CASE("gemm: segmented K (dilated MEC windows, MEC backward-filter's (p, q) reduction)", "[gemm][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
+    // Segments shorter and longer than the staged K step (the shared kernel walks long segments without
+    // dividing), K past a whole number of steps, and both a contiguous k (dilated MEC windows) and a
+    // strided one (MEC backward-filter: k's offset within a segment steps whole rows of L).
     for (const auto& config : context->impl()->gemm_configs().all) {
-        for (uint32_t segment : {4u, 6u}) {
-            HostGemm h;
-            const uint32_t M = 9, N = 13, K = 3 * segment, row_length = 64;
-            h.p.M = M, h.p.N = N, h.p.K = K;
-            h.p.a_k_segment = segment, h.p.a_k_segment_stride = 2 * segment + 4;
-            h.p.a = {{}, 0, row_length, 1, 0, 0};
-            h.a = vkt::random_values(size_t(M) * row_length, 9);
-            h.p.b = {{}, 0, N, 1, 0, 0};
-            h.b = vkt::random_values(size_t(K) * N, 10);
-            h.p.c = {{}, 0, N, 1, 0, 0};
-            h.c.assign(size_t(M) * N, 0.0f);
-            run_and_check(*context, h, &config, "segment " + std::to_string(segment) + " " + config.name);
+        for (uint32_t segment : {4u, 6u, 37u, 64u}) {
+            for (bool strided_k : {false, true}) {
+                HostGemm h;
+                const uint32_t M = 9, N = 13, K = 3 * segment;
+                h.p.M = M, h.p.N = N, h.p.K = K;
+                h.p.a_k_segment = segment;
+                if (strided_k) {
+                    // A(m, k) = a[m + (k / seg) * (seg * (M + 3) + 5) + (k % seg) * (M + 3)]
+                    h.p.a_k_segment_stride = segment * (M + 3) + 5;
+                    h.p.a = {{}, 0, 1, M + 3, 0, 0};
+                    h.a = vkt::random_values(size_t(3) * h.p.a_k_segment_stride, 9);
+                } else {
+                    const uint32_t row_length = 5 * segment + 8;
+                    h.p.a_k_segment_stride = 2 * segment + 4;
+                    h.p.a = {{}, 0, row_length, 1, 0, 0};
+                    h.a = vkt::random_values(size_t(M) * row_length, 9);
+                }
+                h.p.b = {{}, 0, N, 1, 0, 0};
+                h.b = vkt::random_values(size_t(K) * N, 10);
+                h.p.c = {{}, 0, N, 1, 0, 0};
+                h.c.assign(size_t(M) * N, 0.0f);
+                run_and_check(*context, h, &config,
+                              "segment " + std::to_string(segment) + (strided_k ? " strided k " : " ") + config.name);
+            }
         }
     }
 }
