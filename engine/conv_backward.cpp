@@ -175,8 +175,8 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     stats.step.chunks = data.chunks + filter_plan.chunks;
     detail::run_pass(context, impl, stats.step, slot_vector(slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_backward_data(impl, stream, problem, data, data_ops.dy, data_ops.w,
-                                                      data_ops.dx, workspace);
+                         detail::record_backward_data(impl, stream, problem, data, data_ops.dy, data_ops.w, data_ops.dx,
+                                                      workspace);
                          record_filter_pass(impl, stream, problem, filter_plan, filter_ops, workspace, options);
                      });
     return stats;

@@ -53,8 +53,8 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             if (!filter && mec_backward_data_gathers(p)) plan.slots[1] = uint64_t(p.filter_elements());
             if (filter) {
                 plan.mec_split = mec_backward_filter_split(context, p, plan.lowered, binding_limit(context, options));
-                plan.slots[2] = plan.mec_split.slots * uint64_t(p.filters_per_group() * p.R * p.S *
-                                                                p.channels_per_group());
+                plan.slots[2] =
+                    plan.mec_split.slots * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group());
             }
             plan.chunks = plan.lowered.chunks;
             break;
@@ -65,8 +65,8 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
 }
 
 // The plan, or nothing when the algorithm cannot run this problem (Unsupported).
-std::optional<BackwardPlan> try_plan(ContextImpl& context, const ConvProblem& p, BackwardPass pass,
-                                     Algorithm algorithm, const ForwardOptions& options) {
+std::optional<BackwardPlan> try_plan(ContextImpl& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+                                     const ForwardOptions& options) {
     try {
         return plan_for(context, p, pass, algorithm, options);
     } catch (const Error& e) {
@@ -123,7 +123,8 @@ void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,
     static constexpr const char* kRoles[2][3] = {{"grad_output", "filter", "grad_input"},
                                                  {"input", "grad_output", "grad_filter"}};
     int i = 0;
-    for (const Operand* op : operands) check_whole_binding(context, *op, kRoles[plan.pass == BackwardPass::Filter][i++]);
+    for (const Operand* op : operands)
+        check_whole_binding(context, *op, kRoles[plan.pass == BackwardPass::Filter][i++]);
 }
 
 void record_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BackwardPlan& plan,
@@ -145,8 +146,8 @@ void record_backward_data(ContextImpl& context, CommandStream& stream, const Con
     }
 }
 
-void record_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                            const BackwardPlan& plan, const Operand& x, const Operand& dy, const Operand& dw,
+void record_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BackwardPlan& plan,
+                            const Operand& x, const Operand& dy, const Operand& dw,
                             std::span<const Operand> workspace) {
     switch (plan.algorithm) {
         case Algorithm::Direct:
@@ -158,8 +159,8 @@ void record_backward_filter(ContextImpl& context, CommandStream& stream, const C
             record_depthwise_backward_filter(context, stream, p, x, dy, dw, plan.depthwise, workspace[0]);
             break;
         case Algorithm::Im2col:
-            record_im2col_backward_filter(context, stream, p, x, dy, dw, plan.lowered, workspace[0],
-                                          plan.im2col_splits, workspace[2]);
+            record_im2col_backward_filter(context, stream, p, x, dy, dw, plan.lowered, workspace[0], plan.im2col_splits,
+                                          workspace[2]);
             break;
         case Algorithm::Mec:
             record_mec_backward_filter(context, stream, p, x, dy, dw, plan.lowered, workspace[0], workspace[1],

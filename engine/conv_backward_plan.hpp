@@ -35,7 +35,8 @@ BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, Bac
 uint64_t workspace_bytes_of(const ContextImpl& context, const std::array<uint64_t, 3>& slots);
 
 // Checks that operands bound whole (direct) fit a binding.
-void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan, std::initializer_list<const Operand*> operands);
+void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,
+                         std::initializer_list<const Operand*> operands);
 
 void record_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                           const BackwardPlan& plan, const Operand& grad_output, const Operand& filter,
@@ -44,7 +45,7 @@ void record_backward_filter(ContextImpl& context, CommandStream& stream, const C
                             const BackwardPlan& plan, const Operand& input, const Operand& grad_output,
                             const Operand& grad_filter, std::span<const Operand> workspace);
 // db in chunks of whole images whose dy fits one binding, added up in order.
-void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Operand& grad_output,
-                      const Operand& grad_bias, uint64_t max_binding_bytes);
+void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                      const Operand& grad_output, const Operand& grad_bias, uint64_t max_binding_bytes);
 
 }  // namespace vkconv::detail

@@ -45,8 +45,8 @@ int64_t lowered_rows_of(const ConvProblem& p, int64_t rows) {
 
 // dx (the chunk's images, input rows [row_first, row_first + row_count)) from dL.
 void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BufferRange& lowered,
-                       const Window& dx, int64_t p0, int64_t rows, int64_t images, int64_t row_first,
-                       int64_t row_count, bool accumulate) {
+                       const Window& dx, int64_t p0, int64_t rows, int64_t images, int64_t row_first, int64_t row_count,
+                       bool accumulate) {
     PipelineDesc desc;
     desc.shader = "mec_gather";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -147,7 +147,8 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
             GemmProblem gp;
             gp.M = u(images * Q), gp.N = u(int64_t(row_floats)), gp.K = u(count * Kg);
             if (nhwc)
-                gp.a = {dy.range, dy.delta + uint64_t(first_row * Q * p.K + g * Kg), uint64_t(p.K), 1,
+                gp.a = {dy.range,          dy.delta + uint64_t(first_row * Q * p.K + g * Kg),
+                        uint64_t(p.K),     1,
                         uint64_t(Q * p.K), 0};
             else
                 gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + first_row * Q), 1, uint64_t(P * Q), uint64_t(Q),
@@ -156,8 +157,12 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
             gp.a_k_segment = u(Kg), gp.a_k_segment_stride = u(dh * Q * (nhwc ? p.K : 1));
             if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
             gp.b = {reversed, uint64_t((g * R + std::min(taps.first, R - 1)) * Kg) * row_floats, row_floats, 1, 0, 0};
-            gp.c = {lowered, uint64_t(g) * group_floats + uint64_t(h0) * row_floats,
-                    uint64_t(lowered_rows) * row_floats, 1, row_floats, 0};
+            gp.c = {lowered,
+                    uint64_t(g) * group_floats + uint64_t(h0) * row_floats,
+                    uint64_t(lowered_rows) * row_floats,
+                    1,
+                    row_floats,
+                    0};
             gp.batch_i = u(h1 - h0);
             record_gemm(context, stream, gp);  // count 0: rows no output row reaches are written as 0
         }
@@ -213,11 +218,19 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
                 gp.M = u(images * Q), gp.K = u(Kg);
                 gp.N = u(dh == 1 ? k_red : row_floats);
                 if (nhwc) {
-                    gp.a = {dy.range, dy.delta + uint64_t((p0 + wave) * Q * p.K + g * Kg), uint64_t(p.K), 1,
-                            uint64_t(waves * Q * p.K), 0};
+                    gp.a = {dy.range,
+                            dy.delta + uint64_t((p0 + wave) * Q * p.K + g * Kg),
+                            uint64_t(p.K),
+                            1,
+                            uint64_t(waves * Q * p.K),
+                            0};
                 } else {
-                    gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + (p0 + wave) * Q), 1, uint64_t(P * Q),
-                            uint64_t(waves * Q), 0};
+                    gp.a = {dy.range,
+                            dy.delta + uint64_t(g * Kg * P * Q + (p0 + wave) * Q),
+                            1,
+                            uint64_t(P * Q),
+                            uint64_t(waves * Q),
+                            0};
                 }
                 if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
                 gp.b = {w, uint64_t(g * Kg) * k_red, k_red, 1, 0, row_floats};
@@ -263,10 +276,10 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
     return split;
 }
 
-void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                                const Operand& input, const Operand& grad_output, const Operand& grad_filter,
-                                const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
-                                const MecFilterSplit& split, const Operand& partials) {
+void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& input,
+                                const Operand& grad_output, const Operand& grad_filter, const LoweredPlan& plan,
+                                const Operand& scratch, const Operand& filter_copy, const MecFilterSplit& split,
+                                const Operand& partials) {
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
@@ -291,17 +304,22 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
             // of lowered_rows (stride), its p steps sh lowered rows (segments of Q).
             GemmProblem gp;
             gp.M = u(k_red), gp.N = u(Kg);
-            gp.a = {lowered, uint64_t(g) * group_floats, 1, uint64_t(lowered_rows) * row_floats, image_floats,
+            gp.a = {lowered,
+                    uint64_t(g) * group_floats,
+                    1,
+                    uint64_t(lowered_rows) * row_floats,
+                    image_floats,
                     uint64_t(split.piece_rows * sh) * row_floats};
             gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(int64_t(sh * row_floats));
             if (dh > 1) gp.a_m_segment = u(int64_t(row_floats)), gp.a_m_segment_stride = u(int64_t(dh * row_floats));
             // B = dy(p, q; k) of the group.
             if (nhwc)
-                gp.b = {dy.range, dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image,
-                        uint64_t(split.piece_rows * Q * p.K)};
+                gp.b = {dy.range, dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1,
+                        y_image,  uint64_t(split.piece_rows * Q * p.K)};
             else
-                gp.b = {dy.range,     dy.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image,
-                        uint64_t(split.piece_rows * Q)};
+                gp.b = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + p0 * Q),
+                        1,        uint64_t(P * Q),
+                        y_image,  uint64_t(split.piece_rows * Q)};
             const GemmMatrix target{dw, uint64_t(g) * product, 1, k_red, 0, 0};
             for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
                 const int64_t count = std::min(split.images_at_once, images - i0);
@@ -343,10 +361,10 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
                 desc.push_constant_bytes = sizeof(ReducePush);
                 desc.specialization = {kElementwiseWorkgroup};
                 const std::array<Binding, 2> bindings{Binding{partials.whole(), false}, Binding{dw, true}};
-                dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
-                                  ReducePush{u(int64_t(g * product)), u(int64_t(product)), u(count * pieces),
-                                             first ? 0u : 1u, 0, 0},
-                                  product);
+                dispatch_elements(
+                    context, stream, context.pipelines->get(desc), bindings,
+                    ReducePush{u(int64_t(g * product)), u(int64_t(product)), u(count * pieces), first ? 0u : 1u, 0, 0},
+                    product);
             }
         }
     });

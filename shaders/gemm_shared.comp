@@ -128,8 +128,8 @@ void main() {
             float a[TM], b[TN];
             [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[kk * (BM + 1) + ty + i * WG_M];
             [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[kk * (BN + 1) + tx + j * WG_N];
-            [[unroll]] for (uint i = 0; i < TM; ++i) [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] =
-                fma(a[i], b[j], acc[i * TN + j]);
+            [[unroll]] for (uint i = 0; i < TM; ++i)
+                [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
         }
         barrier();
         if (K_SEGMENTED && pc.a_k_segment >= BK) {

@@ -23,8 +23,8 @@ std::vector<float> poison(int64_t count) {
 
 // Returns the backward-data pass's stats.
 vkconv::RunStats check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed,
-                    vkconv::Algorithm algorithm = vkconv::Algorithm::Direct,
-                    const vkconv::ForwardOptions& options = {}) {
+                                vkconv::Algorithm algorithm = vkconv::Algorithm::Direct,
+                                const vkconv::ForwardOptions& options = {}) {
     INFO("algorithm " << vkconv::to_string(algorithm));
     const auto x = vkt::random_values(p.input_elements(), seed);
     const auto w = vkt::random_values(p.filter_elements(), seed + 1);
@@ -285,8 +285,7 @@ TEST_CASE("im2col backward-filter split-K pieces add up to the reference", "[bac
     }
 }
 
-TEST_CASE("mec backward-filter reduces over images and row pieces, split or not, to the reference",
-          "[backward][gpu]") {
+TEST_CASE("mec backward-filter reduces over images and row pieces, split or not, to the reference", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     // A small filter (one GEMM tile: the reduction is split into partial products over images and row
     // pieces) and a larger one (enough tiles: no split, the GEMMs add into dw image by image).
@@ -318,15 +317,14 @@ TEST_CASE("layer_backward runs both passes on one shared workspace and matches t
     vkconv::ConvProblem p;
     p.N = 2, p.C = 6, p.H = 12, p.W = 10, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.stride_w = 2;
     p.has_bias = true;
-    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
-                           vkconv::Algorithm::Auto}) {
+    for (auto algorithm :
+         {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec, vkconv::Algorithm::Auto}) {
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
             p.layout = layout;
             INFO(vkconv::to_string(algorithm) << " " << p.str());
             auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
             auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
-            auto dy =
-                vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
+            auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
             vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
             const auto data = vkconv::backward_data(*context, p, dy, w, dx, algorithm);
             const auto filter = vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);

@@ -37,9 +37,9 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
 // split partials) sized to the larger pass, so the step needs the larger pass's workspace, not the sum,
 // and one pool allocation per slot instead of one per pass.
 struct LayerBackwardStats {
-    RunStats step;                        // the whole step: GPU time, shared workspace, pool peak, dispatches
+    RunStats step;  // the whole step: GPU time, shared workspace, pool peak, dispatches
     Algorithm data_algorithm = Algorithm::Auto, filter_algorithm = Algorithm::Auto;  // never Auto after a run
-    uint64_t data_workspace_bytes = 0;    // what each pass needs alone
+    uint64_t data_workspace_bytes = 0;                                               // what each pass needs alone
     uint64_t filter_workspace_bytes = 0;
     uint32_t data_chunks = 1, filter_chunks = 1;
 };
