@@ -47,6 +47,20 @@ int64_t split_unit(const ConvProblem& p, int64_t rows, int64_t images) {
 
 }  // namespace
 
+void record_splitk_reduce(ContextImpl& context, CommandStream& stream, const BufferRange& partials,
+                          const BufferRange& out, uint64_t out_offset, uint64_t count, int64_t splits,
+                          bool accumulate) {
+    PipelineDesc desc;
+    desc.shader = "splitk_reduce";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(ReducePush);
+    desc.specialization = {kElementwiseWorkgroup};
+    const std::array<Binding, 2> bindings{Binding{partials, false}, Binding{out, true}};
+    dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+                      ReducePush{u(int64_t(out_offset)), u(int64_t(count)), u(splits), accumulate ? 1u : 0u, 0, 0},
+                      count);
+}
+
 uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
                                 uint64_t binding_limit) {
     const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(p.channels_per_group() * p.R * p.S);
@@ -152,16 +166,8 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                 last.c.offset = uint64_t(full) * product;
                 record_gemm(context, stream, last);
             }
-            PipelineDesc desc;
-            desc.shader = "splitk_reduce";
-            desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-            desc.push_constant_bytes = sizeof(ReducePush);
-            desc.specialization = {kElementwiseWorkgroup};
-            const std::array<Binding, 2> bindings{Binding{partials.whole(), false}, Binding{dw.range, true}};
-            dispatch_elements(
-                context, stream, context.pipelines->get(desc), bindings,
-                ReducePush{u(int64_t(dw.offset)), u(int64_t(product)), u(full + (rest > 0)), first ? 0u : 1u, 0, 0},
-                product);
+            record_splitk_reduce(context, stream, partials.whole(), dw.range, dw.offset, product, full + (rest > 0),
+                                 !first);
         }
     });
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "conv_operands.hpp"
 #include "vkconv/conv.hpp"
@@ -91,6 +92,24 @@ inline uint64_t backward_filter_partial_floats(const ConvProblem& p, uint32_t sp
 // copies between OIHW and OHWI.
 void record_permute(ContextImpl& context, CommandStream& stream, const BufferRange& in, uint64_t in_offset,
                     const BufferRange& out, uint64_t out_offset, std::array<int64_t, 4> d, std::array<int64_t, 4> s);
+
+// MEC's lowered matrix of one chunk within the scratch: L[g][n][q][h][s][c] over `rows` lowered rows
+// (the padded input rows the chunk's output rows read).
+struct MecLowered {
+    int64_t rows = 0;
+    uint64_t image_floats = 0;  // L[g][n] of one image
+    uint64_t group_floats = 0;  // L[g] of the chunk's images
+    BufferRange range;          // all groups
+};
+MecLowered mec_lowered(const ConvProblem& problem, const Chunk& chunk, const Operand& scratch);
+// Specialization constants 0-13 of mec_lower and mec_gather for a chunk of `images` images whose
+// lowered matrix has `lowered_rows` rows.
+std::vector<uint32_t> mec_constants(const ConvProblem& problem, int64_t lowered_rows, int64_t images);
+
+// out[out_offset + i] (+)= sum over s < splits of partials[s * count + i] for i < count, in order of s:
+// the fixed-order half of a deterministic split-K.
+void record_splitk_reduce(ContextImpl& context, CommandStream& stream, const BufferRange& partials,
+                          const BufferRange& out, uint64_t out_offset, uint64_t count, int64_t splits, bool accumulate);
 
 // MEC's lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows [p0, p0 + rows))
 // into L[g][n][q][h][s][c] at `lowered`.

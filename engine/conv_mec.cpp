@@ -43,6 +43,32 @@ void record_permute(ContextImpl& context, CommandStream& stream, const BufferRan
     dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(d[0] * d[1] * d[2] * d[3]));
 }
 
+MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch) {
+    MecLowered l;
+    l.rows = (chunk.rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+    l.image_floats = uint64_t(p.Q() * l.rows * p.S * p.channels_per_group());
+    l.group_floats = uint64_t(chunk.images) * l.image_floats;
+    l.range = {scratch.allocation.buffer, scratch.allocation.offset, l.group_floats * uint64_t(p.groups) * 4};
+    return l;
+}
+
+std::vector<uint32_t> mec_constants(const ConvProblem& p, int64_t lowered_rows, int64_t images) {
+    return {kElementwiseWorkgroup,
+            u(p.S),
+            u(p.stride_w),
+            u(p.pad_h),
+            u(p.pad_w),
+            u(p.dilation_w),
+            p.layout == Layout::NHWC,
+            u(p.C),
+            u(p.H),
+            u(p.W),
+            u(p.channels_per_group()),
+            u(p.Q()),
+            u(lowered_rows),
+            u(images)};
+}
+
 void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& x,
                          const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images) {
     const int64_t lowered_rows = (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
@@ -50,20 +76,7 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
     desc.shader = "mec_lower";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(LowerPush);
-    desc.specialization = {kElementwiseWorkgroup,
-                           u(p.S),
-                           u(p.stride_w),
-                           u(p.pad_h),
-                           u(p.pad_w),
-                           u(p.dilation_w),
-                           p.layout == Layout::NHWC,
-                           u(p.C),
-                           u(p.H),
-                           u(p.W),
-                           u(p.channels_per_group()),
-                           u(p.Q()),
-                           u(lowered_rows),
-                           u(images)};
+    desc.specialization = mec_constants(p, lowered_rows, images);
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
     const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
     dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
@@ -88,12 +101,12 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
     const uint64_t row_floats = uint64_t(S * Cg);  // one lowered row of one group
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-        const int64_t lowered_rows = (rows - 1) * p.stride_h + (R - 1) * p.dilation_h + 1;
         const Window& x = chunk.input;
         const Window& y = chunk.output;
-        const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;  // L[g][n] of one image
-        const uint64_t group_floats = uint64_t(images) * image_floats;
-        const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
+        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const int64_t lowered_rows = l.rows;
+        const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
+        const BufferRange& lowered = l.range;
         record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
 
         const bool solution_a = plan.schedule == MecSchedule::A;

@@ -28,11 +28,6 @@ struct GatherPush {
     uint32_t base, count;
 };
 
-struct ReducePush {
-    uint32_t out_offset, stride, splits, accumulate;
-    uint32_t base, count;
-};
-
 uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
 }
@@ -51,21 +46,8 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
     desc.shader = "mec_gather";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(GatherPush);
-    desc.specialization = {kElementwiseWorkgroup,
-                           u(p.S),
-                           u(p.stride_w),
-                           u(p.pad_h),
-                           u(p.pad_w),
-                           u(p.dilation_w),
-                           p.layout == Layout::NHWC,
-                           u(p.C),
-                           u(p.H),
-                           u(p.W),
-                           u(p.channels_per_group()),
-                           u(p.Q()),
-                           u(lowered_rows_of(p, rows)),
-                           u(images),
-                           u(kChannelBlock)};
+    desc.specialization = mec_constants(p, lowered_rows_of(p, rows), images);
+    desc.specialization.push_back(u(kChannelBlock));
     const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
     const int64_t channels = p.layout == Layout::NHWC ? p.C : (p.C + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
     dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
@@ -118,14 +100,14 @@ void record_reversed_filter(ContextImpl& context, CommandStream& stream, const C
 
 // Stride 1: dL row h of the chunk = sum over the r that reach it of dy(p0 + h - r*dh) * w(r).
 void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
-                      const BufferRange& lowered, const BufferRange& reversed) {
+                      const MecLowered& l, const BufferRange& reversed) {
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const int64_t R = p.R, S = p.S, dh = p.dilation_h;
     const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-    const int64_t lowered_rows = lowered_rows_of(p, rows);
-    const uint64_t row_floats = uint64_t(S * Cg), image_floats = uint64_t(Q * lowered_rows) * row_floats;
-    const uint64_t group_floats = uint64_t(images) * image_floats, y_image = uint64_t(p.K * P * Q);
+    const int64_t lowered_rows = l.rows;
+    const uint64_t row_floats = uint64_t(S * Cg), group_floats = l.group_floats, y_image = uint64_t(p.K * P * Q);
+    const BufferRange& lowered = l.range;
     const Window& dy = chunk.output;
     // Reversed taps r' = R-1-r reach row h from output row h - (R-1-r')*dh, inside [0, rows) for a
     // contiguous run [lo, hi] of r'. Runs of rows with the same taps are one batched GEMM.
@@ -178,12 +160,9 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
     if (mec_backward_data_gathers(p)) {
         record_reversed_filter(context, stream, p, filter, filter_copy.whole());
         for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
-            const int64_t lowered_rows = lowered_rows_of(p, chunk.rows);
-            const uint64_t floats =
-                uint64_t(p.groups * chunk.images * p.Q() * lowered_rows * p.S * p.channels_per_group());
-            const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
-            record_dl_gather(context, stream, p, chunk, lowered, filter_copy.whole());
-            record_dx_from_dl(context, stream, p, plan, chunk, lowered);
+            const MecLowered l = mec_lowered(p, chunk, scratch);
+            record_dl_gather(context, stream, p, chunk, l, filter_copy.whole());
+            record_dx_from_dl(context, stream, p, plan, chunk, l.range);
         });
         return;
     }
@@ -204,10 +183,10 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
 
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-        const int64_t lowered_rows = lowered_rows_of(p, rows);
-        const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;
-        const uint64_t group_floats = uint64_t(images) * image_floats;
-        const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
+        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const int64_t lowered_rows = l.rows;
+        const uint64_t group_floats = l.group_floats;
+        const BufferRange& lowered = l.range;
         const Window& dy = chunk.output;
         stream.fill_zero(lowered);
         for (int64_t wave = 0; wave < std::min(waves, rows); ++wave) {
@@ -290,10 +269,10 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
 
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-        const int64_t lowered_rows = lowered_rows_of(p, rows);
-        const uint64_t image_floats = uint64_t(Q * lowered_rows) * row_floats;
-        const uint64_t group_floats = uint64_t(images) * image_floats;
-        const BufferRange lowered{scratch.allocation.buffer, scratch.allocation.offset, group_floats * G * 4};
+        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const int64_t lowered_rows = l.rows;
+        const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
+        const BufferRange& lowered = l.range;
         const Window& dy = chunk.output;
         record_mec_lowering(context, stream, p, chunk.input, lowered, p0, rows, images);
 
@@ -355,16 +334,8 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
                     last.batch_i = u(count);
                     record_gemm(context, stream, last);
                 }
-                PipelineDesc desc;
-                desc.shader = "splitk_reduce";
-                desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-                desc.push_constant_bytes = sizeof(ReducePush);
-                desc.specialization = {kElementwiseWorkgroup};
-                const std::array<Binding, 2> bindings{Binding{partials.whole(), false}, Binding{dw, true}};
-                dispatch_elements(
-                    context, stream, context.pipelines->get(desc), bindings,
-                    ReducePush{u(int64_t(g * product)), u(int64_t(product)), u(count * pieces), first ? 0u : 1u, 0, 0},
-                    product);
+                record_splitk_reduce(context, stream, partials.whole(), dw, uint64_t(g) * product, product,
+                                     count * pieces, !first);
             }
         }
     });
