@@ -78,12 +78,6 @@ void CommandStream::copy(const BufferRange& source, const BufferRange& destinati
     vk_.vkCmdCopyBuffer(commands_, source.buffer, destination.buffer, 1, &region);
 }
 
-void CommandStream::fill_zero(const BufferRange& range) {
-    const std::array<Access, 1> accesses{Access{range, true}};
-    access(accesses);
-    vk_.vkCmdFillBuffer(commands_, range.buffer, range.offset, range.size, 0);
-}
-
 VkDescriptorSet CommandStream::allocate_set(VkDescriptorSetLayout layout) {
     VkDevice dev = context_.device->handle();
     if (descriptor_pools_.empty() || sets_in_last_pool_ == kSetsPerPool) {

@@ -38,8 +38,6 @@ public:
     CommandStream& operator=(const CommandStream&) = delete;
 
     void copy(const BufferRange& source, const BufferRange& destination);
-    // Zeroes the range (offset and size multiples of 4).
-    void fill_zero(const BufferRange& range);
     void dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, const void* push_constants,
                   uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
 

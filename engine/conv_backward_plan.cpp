@@ -49,8 +49,9 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             b.mec_schedule = MecSchedule::B;
             plan.lowered = plan_lowered(context, p, Algorithm::Mec, b);
             plan.slots[0] = plan.lowered.scratch_floats;
-            plan.slots[1] = plan.lowered.filter_floats;
-            if (!filter && mec_backward_data_gathers(p)) plan.slots[1] = uint64_t(p.filter_elements());
+            // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter
+            // builds an OIHW gradient in OHWI order first.
+            plan.slots[1] = filter ? plan.lowered.filter_floats : uint64_t(p.filter_elements());
             if (filter) {
                 plan.mec_split = mec_backward_filter_split(context, p, plan.lowered, binding_limit(context, options));
                 plan.slots[2] =

@@ -131,9 +131,6 @@ struct MecFilterSplit {
     int64_t images_at_once = 1;  // images whose pieces one GEMM computes
     uint64_t slots = 0;          // partial products (0: no split, the GEMMs add into dw in order)
 };
-// Backward-data gathers each row of dL in one GEMM (stride 1; needs a reversed copy of the filter in either
-// layout) rather than adding rows in waves (stride > 1; a copy of OIHW filters only).
-bool mec_backward_data_gathers(const ConvProblem& problem);
 MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
                                          uint64_t binding_limit);
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,

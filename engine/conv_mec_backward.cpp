@@ -4,14 +4,14 @@
 //   backward-data:   dL(window of p) += dy(p) * w   (Q x R*S*C/G per row), then dx gathers from dL;
 //   backward-filter: dw += sum over p of window(p)^T * dy(p), one GEMM whose reduction runs over (p, q).
 // Windows of neighbouring rows overlap, so several output rows add into one row of dL. Backward-data
-// never lets two invocations add into one value:
-//   stride 1 (a gather): row h of dL is one GEMM over the (r, k) pairs that reach it, dL(h) =
-//     sum over r of dy(h - r*dh) * w(r), its reduction running down dy's rows through segmented K against
-//     a copy of w in (r reversed, k, s, c) order; every dL value is written once.
-//   stride > 1 (waves): rows p, p + W, p + 2W, ... (W = ceil(((R-1)*dh + 1) / sh)) have disjoint windows,
-//     so each wave adds its rows' products into zeroed dL in one dispatch, and the waves run in order.
+// therefore gathers rather than scatters: row h of dL is one GEMM over the (tap r, filter k) pairs that
+// reach it, dL(h) = sum over r with sh | h - r*dh of dy((h - r*dh) / sh) * w(r), its reduction running
+// down dy's rows through segmented K against a copy of w with its taps reordered; every dL value is
+// written once, by one invocation, in a fixed order (no atomics, no zero fill, no zero-dilated dy).
 #include <algorithm>
 #include <array>
+#include <numeric>
+#include <vector>
 
 #include "conv_lowered.hpp"
 #include "elementwise.hpp"
@@ -71,84 +71,98 @@ void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvPr
                           row_count, later_band);
 }
 
-}  // namespace
+// Taps are counted reversed, r' = R-1-r, so that a row's taps meet dy's rows in increasing order. The
+// taps reaching a lowered row form a progression r' = first, first + t, ... with t = sh / gcd(sh, dh); the
+// filter copy orders them by (r' mod t, r' div t) so that any such progression is consecutive rows of it.
+struct TapOrder {
+    int64_t step = 1;               // t
+    std::vector<int64_t> position;  // position[r']: row block of r' in the copy
+};
 
-bool mec_backward_data_gathers(const ConvProblem& p) {
-    return p.stride_h == 1;
+TapOrder tap_order(const ConvProblem& p) {
+    TapOrder order;
+    order.step = p.stride_h / std::gcd(p.stride_h, p.dilation_h);
+    order.position.resize(size_t(p.R));
+    int64_t next = 0;
+    for (int64_t residue = 0; residue < order.step; ++residue)
+        for (int64_t rr = residue; rr < p.R; rr += order.step) order.position[size_t(rr)] = next++;
+    return order;
 }
 
-namespace {
-
-// W'[g][r'][k][s][c] = w[g*Kg + k] at tap (R-1-r', s, c): row (r', k) of group g's B operand.
-void record_reversed_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& filter,
-                            const BufferRange& reversed) {
+// W'[g][position(r')][k][s][c] = w[g*Kg + k] at tap (R-1-r', s, c).
+void record_reordered_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TapOrder& order,
+                             const Operand& filter, const BufferRange& reordered) {
     const int64_t R = p.R, S = p.S, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const int64_t taps = R * S * Cg;
     for (int64_t g = 0; g < p.groups; ++g) {
         for (int64_t rr = 0; rr < R; ++rr) {
             const int64_t r = R - 1 - rr;
-            const uint64_t out = uint64_t((g * R + rr) * Kg * S * Cg);
+            const uint64_t out = uint64_t((g * R + order.position[size_t(rr)]) * Kg * S * Cg);
             if (p.layout == Layout::NHWC)
-                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S * Cg), reversed, out,
+                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S * Cg), reordered, out,
                                {1, Kg, S, Cg}, {0, taps, Cg, 1});
             else
-                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S), reversed, out,
+                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S), reordered, out,
                                {1, Kg, S, Cg}, {0, taps, 1, R * S});
         }
     }
 }
 
-// Stride 1: dL row h of the chunk = sum over the r that reach it of dy(p0 + h - r*dh) * w(r).
-void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
-                      const MecLowered& l, const BufferRange& reversed) {
+// dL row h of the chunk = sum over the taps r that reach it of dy(p0 + (h - r*dh) / sh) * w(r).
+void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TapOrder& order,
+                      const Chunk& chunk, const MecLowered& l, const BufferRange& reordered) {
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t R = p.R, S = p.S, dh = p.dilation_h;
+    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
     const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-    const int64_t lowered_rows = l.rows;
-    const uint64_t row_floats = uint64_t(S * Cg), group_floats = l.group_floats, y_image = uint64_t(p.K * P * Q);
-    const BufferRange& lowered = l.range;
+    const uint64_t row_floats = uint64_t(S * Cg), y_image = uint64_t(p.K * P * Q);
+    const uint64_t dy_row = uint64_t(Q * (nhwc ? p.K : 1));  // floats from one output row of dy to the next
     const Window& dy = chunk.output;
-    // Reversed taps r' = R-1-r reach row h from output row h - (R-1-r')*dh, inside [0, rows) for a
-    // contiguous run [lo, hi] of r'. Runs of rows with the same taps are one batched GEMM.
+    // The taps of row h: (first reversed tap, count), with output row (h - r*dh) / sh inside the chunk.
     auto taps_of = [&](int64_t h) {
-        int64_t lo = R, hi = -1;
+        int64_t first = -1, count = 0;
         for (int64_t rr = 0; rr < R; ++rr) {
-            const int64_t row = h - (R - 1 - rr) * dh;
-            if (row >= 0 && row < rows) lo = std::min(lo, rr), hi = std::max(hi, rr);
+            const int64_t t = h - (R - 1 - rr) * dh;
+            if (t < 0 || t % sh != 0 || t / sh >= rows) continue;
+            if (first < 0) first = rr;
+            ++count;
         }
-        return std::pair{lo, hi};
+        return std::pair{first, count};
     };
-    for (int64_t h0 = 0; h0 < lowered_rows;) {
-        const auto taps = taps_of(h0);
-        int64_t h1 = h0 + 1;
-        while (h1 < lowered_rows && taps_of(h1) == taps) ++h1;
-        const int64_t count = taps.second >= taps.first ? taps.second - taps.first + 1 : 0;
-        const int64_t first_row = count ? p0 + h0 - (R - 1 - taps.first) * dh : 0;  // dy row of (lo, k = 0)
-        for (int64_t g = 0; g < G; ++g) {
-            GemmProblem gp;
-            gp.M = u(images * Q), gp.N = u(int64_t(row_floats)), gp.K = u(count * Kg);
-            if (nhwc)
-                gp.a = {dy.range,          dy.delta + uint64_t(first_row * Q * p.K + g * Kg),
-                        uint64_t(p.K),     1,
-                        uint64_t(Q * p.K), 0};
-            else
-                gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + first_row * Q), 1, uint64_t(P * Q), uint64_t(Q),
+    // Rows h and h + sh have the same taps, one output row further down dy: runs of them (within one
+    // residue of h mod sh) are one batched GEMM.
+    for (int64_t residue = 0; residue < std::min(sh, l.rows); ++residue) {
+        for (int64_t h0 = residue; h0 < l.rows;) {
+            const auto [first, count] = taps_of(h0);
+            int64_t h1 = h0 + sh;
+            while (h1 < l.rows && taps_of(h1) == std::pair{first, count}) h1 += sh;
+            // dy row of the first tap and k = 0; each further tap is dh/gcd(sh, dh) output rows down.
+            const int64_t first_row = count ? p0 + (h0 - (R - 1 - first) * dh) / sh : 0;
+            const int64_t tap_rows = order.step * dh / sh;
+            for (int64_t g = 0; g < G; ++g) {
+                GemmProblem gp;
+                gp.M = u(images * Q), gp.N = u(int64_t(row_floats)), gp.K = u(count * Kg);
+                if (nhwc)
+                    gp.a = {dy.range, dy.delta + uint64_t(first_row * Q * p.K + g * Kg), uint64_t(p.K), 1, dy_row, 0};
+                else
+                    gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + first_row * Q), 1, uint64_t(P * Q), dy_row,
+                            0};
+                // k = (tap, filter): each tap one segment of Kg filters.
+                gp.a_k_segment = u(Kg), gp.a_k_segment_stride = u(tap_rows * int64_t(dy_row));
+                if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
+                const int64_t block = count ? order.position[size_t(first)] : 0;
+                gp.b = {reordered, uint64_t((g * R + block) * Kg) * row_floats, row_floats, 1, 0, 0};
+                gp.c = {l.range,
+                        uint64_t(g) * l.group_floats + uint64_t(h0) * row_floats,
+                        uint64_t(l.rows) * row_floats,
+                        1,
+                        uint64_t(sh) * row_floats,
                         0};
-            // k = (r' - lo, filter): each r' one segment of Kg filters, dh output rows further down dy.
-            gp.a_k_segment = u(Kg), gp.a_k_segment_stride = u(dh * Q * (nhwc ? p.K : 1));
-            if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
-            gp.b = {reversed, uint64_t((g * R + std::min(taps.first, R - 1)) * Kg) * row_floats, row_floats, 1, 0, 0};
-            gp.c = {lowered,
-                    uint64_t(g) * group_floats + uint64_t(h0) * row_floats,
-                    uint64_t(lowered_rows) * row_floats,
-                    1,
-                    row_floats,
-                    0};
-            gp.batch_i = u(h1 - h0);
-            record_gemm(context, stream, gp);  // count 0: rows no output row reaches are written as 0
+                gp.batch_i = u((h1 - h0) / sh);
+                record_gemm(context, stream, gp);  // count 0: rows no output row reaches are written as 0
+            }
+            h0 = h1;
         }
-        h0 = h1;
     }
 }
 
@@ -157,75 +171,12 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                               const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
-    if (mec_backward_data_gathers(p)) {
-        record_reversed_filter(context, stream, p, filter, filter_copy.whole());
-        for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
-            const MecLowered l = mec_lowered(p, chunk, scratch);
-            record_dl_gather(context, stream, p, chunk, l, filter_copy.whole());
-            record_dx_from_dl(context, stream, p, plan, chunk, l.range);
-        });
-        return;
-    }
-    const bool nhwc = p.layout == Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
-    const uint64_t k_red = uint64_t(R * S * Cg), row_floats = uint64_t(S * Cg);
-
-    // The GEMM's B is the filter in L's (r, s, c) tap order: OHWI as given, OIHW through a copy.
-    BufferRange w = filter.whole();
-    if (!nhwc) {
-        w = filter_copy.whole();
-        record_permute(context, stream, filter.whole(), 0, w, 0, {p.K, R, S, Cg}, {Cg * R * S, S, 1, R * S});
-    }
-    // Rows p and p + waves have disjoint windows: each spans (R-1)*dh + 1 lowered rows, sh apart.
-    const int64_t waves = ((R - 1) * dh + 1 + sh - 1) / sh;
-    const uint64_t y_image = uint64_t(p.K * P * Q);
-
+    const TapOrder order = tap_order(p);
+    record_reordered_filter(context, stream, p, order, filter, filter_copy.whole());
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
-        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const MecLowered l = mec_lowered(p, chunk, scratch);
-        const int64_t lowered_rows = l.rows;
-        const uint64_t group_floats = l.group_floats;
-        const BufferRange& lowered = l.range;
-        const Window& dy = chunk.output;
-        stream.fill_zero(lowered);
-        for (int64_t wave = 0; wave < std::min(waves, rows); ++wave) {
-            const int64_t wave_rows = (rows - wave + waves - 1) / waves;
-            for (int64_t g = 0; g < G; ++g) {
-                GemmProblem gp;
-                // Rows m = (image, q): uniformly strided in dL; in dy one segment of Q per image.
-                gp.M = u(images * Q), gp.K = u(Kg);
-                gp.N = u(dh == 1 ? k_red : row_floats);
-                if (nhwc) {
-                    gp.a = {dy.range,
-                            dy.delta + uint64_t((p0 + wave) * Q * p.K + g * Kg),
-                            uint64_t(p.K),
-                            1,
-                            uint64_t(waves * Q * p.K),
-                            0};
-                } else {
-                    gp.a = {dy.range,
-                            dy.delta + uint64_t(g * Kg * P * Q + (p0 + wave) * Q),
-                            1,
-                            uint64_t(P * Q),
-                            uint64_t(waves * Q),
-                            0};
-                }
-                if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
-                gp.b = {w, uint64_t(g * Kg) * k_red, k_red, 1, 0, row_floats};
-                gp.c = {lowered,
-                        uint64_t(g) * group_floats + uint64_t(wave * sh) * row_floats,
-                        uint64_t(lowered_rows) * row_floats,
-                        1,
-                        uint64_t(waves * sh) * row_floats,
-                        uint64_t(dh) * row_floats};
-                // With vertical dilation a window's R row segments are not adjacent in dL: one batch entry each.
-                gp.batch_i = u(wave_rows), gp.batch_j = u(dh == 1 ? 1 : R);
-                gp.beta = 1.0f;
-                record_gemm(context, stream, gp);
-            }
-        }
-        record_dx_from_dl(context, stream, p, plan, chunk, lowered);
+        record_dl_gather(context, stream, p, order, chunk, l, filter_copy.whole());
+        record_dx_from_dl(context, stream, p, plan, chunk, l.range);
     });
 }
 

@@ -390,3 +390,21 @@ TEST_CASE("backward passes handle every input size that gives the same output si
         }
     }
 }
+
+TEST_CASE("mec backward-data gathers every row of dL for any mix of vertical stride and dilation", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // The taps that reach a lowered row step by sh / gcd(sh, dh): with sh = 2, dh = 3 every other tap,
+    // so the filter copy's tap order and the GEMM's segment stride both matter; rows no tap reaches are 0.
+    uint32_t seed = 4100;
+    for (auto [stride, dilation] : {std::pair<int64_t, int64_t>{2, 3}, {3, 2}, {2, 2}, {3, 1}, {4, 3}, {1, 3}}) {
+        for (int64_t R : {3, 4, 5}) {
+            for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+                vkconv::ConvProblem p;
+                p.N = 2, p.C = 3, p.H = 29, p.W = 6, p.K = 5, p.R = R, p.S = 2, p.pad_h = 2;
+                p.stride_h = stride, p.dilation_h = dilation, p.layout = layout;
+                INFO(p.str());
+                check_backward(*context, p, seed += 3, vkconv::Algorithm::Mec);
+            }
+        }
+    }
+}
