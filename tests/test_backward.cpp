@@ -139,7 +139,7 @@ TEST_CASE("the pool peak of a backward pass is its operands plus the reported wo
         }
         if (algorithm == vkconv::Algorithm::Mec) {
             // dL is L-sized (all H_l = (P-1)*sh + (R-1)*dh + 1 padded rows its windows cover), plus the
-            // OHWI copy of the OIHW filter.
+            // filter copy with its taps reordered.
             const uint64_t lowered_rows = uint64_t((p.P() - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1);
             const uint64_t mec = uint64_t(p.N * p.Q() * p.S * p.C) * lowered_rows;
             CHECK(data.workspace_bytes == s.rounded(mec * 4) + s.rounded(uint64_t(p.filter_elements()) * 4));
