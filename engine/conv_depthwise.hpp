@@ -3,8 +3,9 @@
 // invocation's input window in registers instead of running a GEMM whose reduction is only R·S long.
 //
 // A pass runs in chunks of whole images so every binding stays within maxStorageBufferRange (or
-// ForwardOptions::max_binding_bytes). Backward-filter splits its N·P·Q reduction into pieces whose
-// partial sums (the workspace) are added in a fixed order: results are bit-identical from run to run.
+// ForwardOptions::max_binding_bytes) and, read through texel views, maxTexelBufferElements.
+// Backward-filter splits its N·P·Q reduction into pieces whose partial sums (the workspace) are added in
+// a fixed order: results are bit-identical from run to run.
 #pragma once
 
 #include "conv_operands.hpp"
@@ -24,6 +25,7 @@ struct DepthwisePlan {
     uint32_t splits = 1;            // backward-filter: reduction pieces per filter value
     uint64_t workspace_floats = 0;  // backward-filter: the pieces' partial sums; 0 otherwise
     uint64_t workspace_bytes = 0;   // workspace_floats as the pool counts them (allocation rounding)
+    bool texel = false;             // read-only operands through texel-buffer views (else storage buffers)
 };
 
 // Error(Unsupported) naming the problem when it is not depthwise, or when one image's tensors exceed the

@@ -14,13 +14,19 @@ struct BenchArgs {
     std::vector<std::string> only;
     int64_t batch = 0;
     int repeat = 5;
-    std::vector<std::string> algorithms{"direct", "im2col", "mec"};
+    std::vector<std::string> algorithms{"direct", "im2col", "mec", "depthwise"};
     bool gemm_only = false, layers_only = false, backward = false;
     bool all_configs = false;
     std::string json_file;
     std::string device;
     std::string layout = "nchw";
 };
+
+// Depthwise runs only problems with one input channel per group: on other layers it is skipped without a
+// row, where an "unsupported" line per layer would only be noise.
+inline bool applies(vkconv::Algorithm algorithm, const vkconv::ConvProblem& p) {
+    return algorithm != vkconv::Algorithm::Depthwise || p.channels_per_group() == 1;
+}
 
 inline double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());

@@ -138,6 +138,7 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
         vkconv::Tensor output(context, p.output_shape());
         std::vector<float> direct;
         for (auto algorithm : algorithms) {
+            if (!applies(algorithm, p)) continue;
             vkconv::RunStats stats;
             std::vector<float> result;
             try {

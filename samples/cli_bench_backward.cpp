@@ -92,7 +92,7 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::printf(
         "\nBackward passes (%s), median of %d runs (GFLOP/s counts the forward's 2*N*K*P*Q*C/G*R*S)\n"
-        "%-17s %-16s %-7s %10s %9s %10s %10s  %s\n",
+        "%-17s %-16s %-9s %10s %9s %10s %10s  %s\n",
         args.layout.c_str(), args.repeat, "layer", "pass", "algo", "gpu ms", "GFLOP/s", "workspace", "peak",
         "check (sampled err/bound)");
     for (auto& layer : layers) {
@@ -130,12 +130,13 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
             for (const auto& pass : passes) {
                 for (const auto& algorithm_name : args.algorithms) {
                     const auto algorithm = vkconv::parse_algorithm(algorithm_name);
+                    if (!applies(algorithm, p)) continue;
                     vkconv::RunStats stats;
                     try {
                         stats = pass.run(algorithm);
                     } catch (const vkconv::Error& e) {
                         if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
-                        std::printf("%-17s %-16s %-7s unsupported: %s\n", layer.name.c_str(), pass.name,
+                        std::printf("%-17s %-16s %-9s unsupported: %s\n", layer.name.c_str(), pass.name,
                                     algorithm_name.c_str(), e.what());
                         continue;
                     }
@@ -146,7 +147,7 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
                     std::vector<double> times;
                     for (int r = 0; r < args.repeat; ++r) times.push_back(pass.run(algorithm).gpu_ms);
                     const double ms = median(times), gflops = p.forward_flops() / (ms * 1e6);
-                    std::printf("%-17s %-16s %-7s %10.3f %9.2f %10s %10s  %.2g\n", layer.name.c_str(), pass.name,
+                    std::printf("%-17s %-16s %-9s %10.3f %9.2f %10s %10s  %.2g\n", layer.name.c_str(), pass.name,
                                 vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.workspace_bytes).c_str(),
                                 mib(stats.peak_bytes).c_str(), ratio);
                     std::fflush(stdout);

@@ -1,0 +1,132 @@
+#version 450
+// depthwise_backward_data — dx from dy and w for a depthwise convolution (see depthwise_common.glsl), as a
+// gather with each invocation's dy window in registers: no atomics, no zero-dilated dy.
+//
+// dx[n][c][h][x] = sum over j < MULT, and the taps (r, s) with h + ph - r*dh = p*sh and x + pw - s*dw = q*sw
+// (0 <= p < P, 0 <= q < Q), of dy[n][c*MULT + j][p][q] * w[c*MULT + j][r][s].
+// An invocation computes a TILE_H x TILE_W block of dx of one channel c (4 adjacent channels with CHANNELS4).
+// The block's first row and column are multiples of the strides (TILE_H % sh == 0, TILE_W % sw == 0), so
+// which taps reach which dx value, and which dy row and column they read, is the same for every block and
+// folds into constants: e = floor((t + ph - r*dh) / sh) is the dy row relative to h0 / sh, contributing only
+// where the division is exact (likewise along W). The invocation walks the ROWS_DY dy rows its block reads,
+// loads each row segment (DSEG dy columns) once into registers, and adds it into every dx value of the
+// block that it reaches. With VEC4_Y (NCHW, TILE_W % (4*sw) == 0) segments load as aligned vec4s, the
+// first column SHIFT floats into the first vec4; with VEC4_X the block is stored as vec4s.
+//
+// Specialization constants: 0..19 as in depthwise_common.glsl (TILE_W, TILE_H count dx values).
+// Bindings: 0 dy as vec4 (the chunk's window), 1 dy as float (the same window), 2 w (float),
+//   3 dx (the chunk's window; storage buffer, written).
+// Push constants: dy_offset and dx_offset (floats from each binding's start to the chunk's first image),
+//   then the dispatch's slice [base, base + count) of the invocations.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over images * (C / LANE_CHANNELS) * ceil(H / TILE_H) *
+//   ceil(W / TILE_W) invocations, ordered (n, c, row block, column block) in NCHW and
+//   (n, row block, column block, c) in NHWC.
+
+#extension GL_GOOGLE_include_directive : require
+#include "depthwise_common.glsl"
+
+DECLARE_READ4(0, dy4)
+DECLARE_READ1(1, dy1)
+DECLARE_READ1(2, w1)
+layout(std430, binding = 3) writeonly buffer GradInput4 { vec4 dx4[]; };
+layout(std430, binding = 3) writeonly buffer GradInput1 { float dx1[]; };
+
+layout(push_constant) uniform Params {
+    uint dy_offset, dx_offset;
+    uint base, count;
+} pc;
+
+// dy columns (relative to x0 / sw) the block reads: from E_MIN_W (last tap, first column) to E_MAX_W.
+const int E_MIN_W = FLOOR_DIV(int(PAD_W) - int((S - 1) * DIL_W), int(STRIDE_W));
+const int E_MAX_W = FLOOR_DIV(int(TILE_W - 1 + PAD_W), int(STRIDE_W));
+const uint DSEG = uint(E_MAX_W - E_MIN_W + 1);
+const uint SHIFT = VEC4_Y ? MOD4(E_MIN_W) : 0;
+const uint DSEG_LOADED = VEC4_Y ? (SHIFT + DSEG + 3) / 4 * 4 : DSEG;
+// dy rows (relative to h0 / sh) the block reads.
+const int E_MIN_H = FLOOR_DIV(int(PAD_H) - int((R - 1) * DIL_H), int(STRIDE_H));
+const int E_MAX_H = FLOOR_DIV(int(TILE_H - 1 + PAD_H), int(STRIDE_H));
+const uint ROWS_DY = uint(E_MAX_H - E_MIN_H + 1);
+const uint TILES_W = (W + TILE_W - 1) / TILE_W;
+const uint TILES_H = (H + TILE_H - 1) / TILE_H;
+const uint LANES = C / LANE_CHANNELS;
+
+VAL filter_tap(uint k, uint tap) {
+#ifdef CHANNELS4
+    return vec4(READ1(w1, k * TAPS + tap), READ1(w1, (k + 1) * TAPS + tap), READ1(w1, (k + 2) * TAPS + tap),
+                READ1(w1, (k + 3) * TAPS + tap));
+#else
+    return READ1(w1, k * TAPS + tap);
+#endif
+}
+
+uint dx_index(uint n, uint c, uint h, uint x) {
+    return pc.dx_offset + (NHWC ? ((n * H + h) * W + x) * C + c : ((n * C + c) * H + h) * W + x);
+}
+
+void main() {
+    if (gl_GlobalInvocationID.x >= pc.count) return;
+    uint index = pc.base + gl_GlobalInvocationID.x;
+    uint n, lane, ht, wt;
+    if (NHWC) {
+        lane = index % LANES, index /= LANES;
+        wt = index % TILES_W, index /= TILES_W;
+        ht = index % TILES_H, n = index / TILES_H;
+    } else {
+        wt = index % TILES_W, index /= TILES_W;
+        ht = index % TILES_H, index /= TILES_H;
+        lane = index % LANES, n = index / LANES;
+    }
+    const uint c = lane * LANE_CHANNELS;
+    const uint h0 = ht * TILE_H, x0 = wt * TILE_W;
+    const int p_base = int(h0 / STRIDE_H) + E_MIN_H;             // dy row of i = 0
+    const int col0 = int(x0 / STRIDE_W) + E_MIN_W - int(SHIFT);  // dy column of seg[0]
+
+    VAL acc[TILE_H * TILE_W];
+    [[unroll]] for (uint i = 0; i < TILE_H * TILE_W; ++i) acc[i] = VAL(0.0);
+    for (uint j = 0; j < MULT; ++j) {
+        const uint k = c * MULT + j;
+        VAL taps[TAPS];
+        [[unroll]] for (uint tap = 0; tap < TAPS; ++tap) taps[tap] = filter_tap(k, tap);
+        [[unroll]] for (uint i = 0; i < ROWS_DY; ++i) {
+            const int p = p_base + int(i);
+            if (uint(p) >= P) continue;
+            const uint row_base =
+                pc.dy_offset + (NHWC ? (n * P + uint(p)) * Q * K + k : ((n * K + k) * P + uint(p)) * Q);
+            VAL seg[DSEG_LOADED];
+            LOAD_SEGMENT(seg, DSEG_LOADED, dy4, dy1, row_base, col0, Q, (NHWC ? K : 1), VEC4_Y)
+            // Every dx row t of the block that dy row i reaches, through the one filter row r with
+            // t + ph - r*dh = (E_MIN_H + i) * sh; then every (column, tap) pair whose division is exact.
+            [[unroll]] for (uint t = 0; t < TILE_H; ++t) {
+                const int rd = int(t + PAD_H) - (E_MIN_H + int(i)) * int(STRIDE_H);  // r * dh
+                if (rd < 0 || uint(rd) % DIL_H != 0 || uint(rd) / DIL_H >= R) continue;
+                const uint r = uint(rd) / DIL_H;
+                [[unroll]] for (uint x = 0; x < TILE_W; ++x) {
+                    [[unroll]] for (uint s = 0; s < S; ++s) {
+                        const int tw = int(x + PAD_W) - int(s * DIL_W);
+                        if (uint(tw + int(STRIDE_W * (S - 1) * DIL_W)) % STRIDE_W != 0) continue;
+                        const uint e = uint(FLOOR_DIV(tw, int(STRIDE_W)) - E_MIN_W) + SHIFT;
+                        acc[t * TILE_W + x] += taps[r * S + s] * seg[e];
+                    }
+                }
+            }
+        }
+    }
+    [[unroll]] for (uint t = 0; t < TILE_H; ++t) {
+        if (h0 + t >= H) continue;
+#ifdef CHANNELS4
+        [[unroll]] for (uint x = 0; x < TILE_W; ++x)
+            if (x0 + x < W) dx4[dx_index(n, c, h0 + t, x0 + x) >> 2] = acc[t * TILE_W + x];
+#else
+        if (VEC4_X) {
+            [[unroll]] for (uint x = 0; x < TILE_W; x += 4) {
+                if (x0 + x < W)
+                    dx4[dx_index(n, c, h0 + t, x0 + x) >> 2] = vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1],
+                                                                    acc[t * TILE_W + x + 2], acc[t * TILE_W + x + 3]);
+            }
+        } else {
+            [[unroll]] for (uint x = 0; x < TILE_W; ++x)
+                if (x0 + x < W) dx1[dx_index(n, c, h0 + t, x0 + x)] = acc[t * TILE_W + x];
+        }
+#endif
+    }
+}

@@ -1,0 +1,87 @@
+#version 450
+// depthwise_backward_filter — partial sums of dw for a depthwise convolution (see depthwise_common.glsl):
+// the first half of a deterministic split reduction (splitk_reduce adds the pieces in a fixed order).
+//
+// dw[k][r][s] = sum over n, p, q of dy[n][k][p][q] * x[n][k / MULT][p*sh + r*dh - ph][q*sw + s*dw - pw].
+// The chunk's images * P output rows are cut into pieces of rows_per_piece rows. An invocation reduces one
+// piece for one filter k (4 adjacent filters with CHANNELS4) and TAP_ROWS filter rows starting at r0, all
+// their taps in registers. It walks its rows in order and each row in strips of TILE_W columns: the dy
+// strip is loaded once, and for every filter row the x segment under it (SEG columns) once, both reused by
+// all S taps, so every read runs along a row. With VEC4_Y (NCHW) dy strips, and with VEC4_X x segments,
+// load as aligned vec4s.
+//
+// Specialization constants: 0..19 as in depthwise_common.glsl (TILE_H unused), and
+//  20 TAP_ROWS          filter rows per invocation (all R unless R*S is large)
+// Bindings: 0 x as vec4 (the chunk's window), 1 x as float, 2 dy as vec4 (the chunk's window), 3 dy as
+//   float, 4 partial (storage buffer, written): partial[(piece * K + k) * R*S + r*S + s].
+// Push constants: x_offset and dy_offset (floats from each binding's start to the chunk's first image),
+//   rows (images * P of the chunk), rows_per_piece, then the dispatch's slice [base, base + count) of the
+//   invocations.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over pieces * ceil(R / TAP_ROWS) * (K / LANE_CHANNELS)
+//   invocations, ordered (piece, filter-row block, k): neighbouring invocations walk the same rows.
+
+#extension GL_GOOGLE_include_directive : require
+#include "depthwise_common.glsl"
+
+layout(constant_id = 20) const uint TAP_ROWS = 1;
+
+DECLARE_READ4(0, x4)
+DECLARE_READ1(1, x1)
+DECLARE_READ4(2, dy4)
+DECLARE_READ1(3, dy1)
+layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
+
+layout(push_constant) uniform Params {
+    uint x_offset, dy_offset;
+    uint rows, rows_per_piece;
+    uint base, count;
+} pc;
+
+const uint SEG = (TILE_W - 1) * STRIDE_W + (S - 1) * DIL_W + 1;  // x columns under one dy strip
+const uint SHIFT = VEC4_X ? MOD4(-int(PAD_W)) : 0;
+const uint SEG_LOADED = VEC4_X ? (SHIFT + SEG + 3) / 4 * 4 : SEG;
+const uint TILES_Q = (Q + TILE_W - 1) / TILE_W;
+const uint BLOCKS = (R + TAP_ROWS - 1) / TAP_ROWS;
+const uint LANES = K / LANE_CHANNELS;
+const uint BLOCK_TAPS = TAP_ROWS * S;
+
+void main() {
+    if (gl_GlobalInvocationID.x >= pc.count) return;
+    uint index = pc.base + gl_GlobalInvocationID.x;
+    const uint lane = index % LANES;
+    index /= LANES;
+    const uint r0 = index % BLOCKS * TAP_ROWS, piece = index / BLOCKS;
+    const uint k = lane * LANE_CHANNELS, c = k / MULT;
+
+    VAL acc[BLOCK_TAPS];
+    [[unroll]] for (uint i = 0; i < BLOCK_TAPS; ++i) acc[i] = VAL(0.0);
+    const uint first = piece * pc.rows_per_piece, last = min(pc.rows, first + pc.rows_per_piece);
+    for (uint row = first; row < last; ++row) {
+        const uint n = row / P, p = row % P;
+        const uint dy_row = pc.dy_offset + (NHWC ? (n * P + p) * Q * K + k : ((n * K + k) * P + p) * Q);
+        [[dont_unroll]] for (uint q0 = 0; q0 < TILES_Q * TILE_W; q0 += TILE_W) {
+            VAL d[TILE_W];  // dy along the strip, 0 past Q
+            LOAD_SEGMENT(d, TILE_W, dy4, dy1, dy_row, int(q0), Q, (NHWC ? K : 1), VEC4_Y)
+            const int col0 = int(q0 * STRIDE_W) - int(PAD_W) - int(SHIFT);  // x column of seg[0]
+            [[unroll]] for (uint rr = 0; rr < TAP_ROWS; ++rr) {
+                const int ih = int(p * STRIDE_H + (r0 + rr) * DIL_H) - int(PAD_H);
+                if (r0 + rr >= R || uint(ih) >= H) continue;
+                const uint x_row =
+                    pc.x_offset + (NHWC ? (n * H + uint(ih)) * W * C + c : ((n * C + c) * H + uint(ih)) * W);
+                VAL seg[SEG_LOADED];
+                LOAD_SEGMENT(seg, SEG_LOADED, x4, x1, x_row, col0, W, (NHWC ? C : 1), VEC4_X)
+                [[unroll]] for (uint s = 0; s < S; ++s)
+                    [[unroll]] for (uint j = 0; j < TILE_W; ++j)
+                        acc[rr * S + s] += d[j] * seg[SHIFT + j * STRIDE_W + s * DIL_W];
+            }
+        }
+    }
+    [[unroll]] for (uint rr = 0; rr < TAP_ROWS; ++rr) {
+        if (r0 + rr >= R) continue;
+        [[unroll]] for (uint s = 0; s < S; ++s) {
+            const uint tap = (r0 + rr) * S + s;
+            [[unroll]] for (uint i = 0; i < LANE_CHANNELS; ++i)
+                partial[(piece * K + k + i) * TAPS + tap] = LANE(acc[rr * S + s], i);
+        }
+    }
+}

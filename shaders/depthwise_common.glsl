@@ -1,0 +1,114 @@
+// depthwise_common.glsl — what the depthwise kernels share: the geometry as specialization constants,
+// the two read paths, the value type, and the loads of one row segment into registers.
+//
+// Depthwise: groups == C, K = MULT * C, output channel k reads input channel k / MULT; the filter is
+// [K][R][S] in both layouts (OIHW with one input channel, or OHWI with one).
+//
+// Specialization constants shared by every depthwise kernel:
+//   0 WORKGROUP_SIZE (local_size_x_id)
+//   1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W, 7 DIL_H, 8 DIL_W
+//   9 NHWC                 tensors NHWC (else NCHW); the filter's memory order is the same in both
+//  10 C, 11 H, 12 W, 13 MULT (filters per input channel), 14 P, 15 Q
+//  16 TILE_W, 17 TILE_H    outputs (or dx values) per invocation along W and H
+//  18 VEC4_X               NCHW only: rows of x (or dx) start on vec4 boundaries (W % 4 == 0) and the
+//                          tile's first column is a multiple of 4 after stride: x read (or dx written) as vec4
+//  19 VEC4_Y               NCHW only: the same for rows of y (or dy) (Q % 4 == 0)
+//
+// Build-time variants (one SPIR-V each):
+//   ACCESS_TEXEL / ACCESS_SSBO   the read-only operands are uniform texel buffers (samplerBuffer: rgba32f and
+//                                r32f views) or storage buffers (vec4[] and float[] views)
+//   CHANNELS4                    NHWC with MULT == 1 and C % 4 == 0: each invocation works on 4 adjacent
+//                                channels, every value a vec4 (loads and stores along C)
+
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint R = 1;
+layout(constant_id = 2) const uint S = 1;
+layout(constant_id = 3) const uint STRIDE_H = 1;
+layout(constant_id = 4) const uint STRIDE_W = 1;
+layout(constant_id = 5) const uint PAD_H = 0;
+layout(constant_id = 6) const uint PAD_W = 0;
+layout(constant_id = 7) const uint DIL_H = 1;
+layout(constant_id = 8) const uint DIL_W = 1;
+layout(constant_id = 9) const bool NHWC = false;
+layout(constant_id = 10) const uint C = 1;
+layout(constant_id = 11) const uint H = 1;
+layout(constant_id = 12) const uint W = 1;
+layout(constant_id = 13) const uint MULT = 1;
+layout(constant_id = 14) const uint P = 1;
+layout(constant_id = 15) const uint Q = 1;
+layout(constant_id = 16) const uint TILE_W = 4;
+layout(constant_id = 17) const uint TILE_H = 1;
+layout(constant_id = 18) const bool VEC4_X = false;
+layout(constant_id = 19) const bool VEC4_Y = false;
+
+const uint K = C * MULT;
+const uint TAPS = R * S;
+
+#ifdef CHANNELS4
+#define VAL vec4
+#define LANE(v, i) (v)[i]  // channel i of a value
+const uint LANE_CHANNELS = 4;  // channels per invocation
+#else
+#define VAL float
+#define LANE(v, i) (v)
+const uint LANE_CHANNELS = 1;
+#endif
+
+#if defined(ACCESS_TEXEL)
+#define DECLARE_READ4(b, name) layout(binding = b) uniform samplerBuffer name;
+#define DECLARE_READ1(b, name) layout(binding = b) uniform samplerBuffer name;
+#define READ4(name, i) texelFetch(name, int(i))
+#define READ1(name, i) texelFetch(name, int(i)).x
+#elif defined(ACCESS_SSBO)
+#define DECLARE_READ4(b, name) layout(std430, binding = b) readonly buffer name##_block { vec4 name[]; };
+#define DECLARE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { float name[]; };
+#define READ4(name, i) name[i]
+#define READ1(name, i) name[i]
+#else
+#error "define one of ACCESS_TEXEL, ACCESS_SSBO"
+#endif
+
+// Four consecutive elements of a register array from one vec4 (a float array; in CHANNELS4 code it is
+// never reached, but must still compile).
+#define SET4(seg, i, v) seg[i] = VAL(v.x), seg[(i) + 1] = VAL(v.y), seg[(i) + 2] = VAL(v.z), seg[(i) + 3] = VAL(v.w)
+
+// floor(a / b) for b > 0, usable in constant expressions (GLSL's / truncates toward zero).
+#define FLOOR_DIV(a, b) ((a) >= 0 ? (a) / (b) : -((-(a) + (b)-1) / (b)))
+// a mod 4 in [0, 4) for any a >= -4096.
+#define MOD4(a) uint(((a) + 4096) % 4)
+
+// Loads LEN consecutive elements of one row of a strided tensor into `seg`, element i from column
+// col0 + i (columns outside [0, WIDTH) read as 0, row_base the row's column 0 and ELEM the distance
+// between columns, 1 in NCHW). A load outside the row reads column 0 and a select replaces it by 0: no
+// branch around the load (branches are costly where each invocation is a SIMD lane, as on lavapipe). With
+// ALIGNED (NCHW, row_base and col0 multiples of 4, WIDTH % 4 == 0) every vec4 of the segment lies wholly
+// inside or outside the row and is one load; its loop counts vec4s with a unit step, which lavapipe
+// unrolls early (a stride-4 loop cost it 4x the compile time).
+#define LOAD_SEGMENT(seg, LEN, buf4, buf1, row_base, col0, WIDTH, ELEM, ALIGNED)                           \
+    {                                                                                                    \
+        if (LANE_CHANNELS == 4) {                                                                        \
+            [[unroll]] for (uint i_ = 0; i_ < LEN; ++i_) {                                               \
+                const int col_ = (col0) + int(i_);                                                       \
+                const bool in_ = uint(col_) < (WIDTH);                                                   \
+                const vec4 v_ = READ4(buf4, ((row_base) + (in_ ? uint(col_) : 0u) * (ELEM)) >> 2);      \
+                seg[i_] = VAL(in_ ? v_ : vec4(0.0));                                                     \
+            }                                                                                            \
+        } else if (ALIGNED) {                                                                            \
+            [[unroll]] for (uint q_ = 0; q_ < (LEN) / 4; ++q_) {                                         \
+                const uint i_ = 4 * q_;                                                                  \
+                const int col_ = (col0) + int(i_);                                                       \
+                const bool in_ = uint(col_) < (WIDTH);                                                   \
+                const vec4 v_ = READ4(buf4, ((row_base) + (in_ ? uint(col_) : 0u)) >> 2);              \
+                SET4(seg, i_, (in_ ? v_ : vec4(0.0)));                                                   \
+            }                                                                                            \
+        } else {                                                                                         \
+            [[unroll]] for (uint i_ = 0; i_ < LEN; ++i_) {                                               \
+                const int col_ = (col0) + int(i_);                                                       \
+                const bool in_ = uint(col_) < (WIDTH);                                                   \
+                const float v_ = READ1(buf1, (row_base) + (in_ ? uint(col_) : 0u) * (ELEM));             \
+                seg[i_] = VAL(in_ ? v_ : 0.0);                                                           \
+            }                                                                                            \
+        }                                                                                                \
+    }
