@@ -183,9 +183,13 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
     desc.shader = "bias_grad";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BiasPush);
-    desc.specialization = {kElementwiseWorkgroup, static_cast<uint32_t>(p.K), static_cast<uint32_t>(p.P() * p.Q()),
-                           p.layout == Layout::NHWC ? 1u : 0u};
+    // Channels a workgroup (along the contiguous dimension in NHWC) times position lanes = 64 invocations.
+    const uint32_t channels = p.layout == Layout::NHWC ? 16 : 1;
+    static_assert(kElementwiseWorkgroup == 64);
+    desc.specialization = {channels, static_cast<uint32_t>(p.K), static_cast<uint32_t>(p.P() * p.Q()),
+                           p.layout == Layout::NHWC ? 1u : 0u, kElementwiseWorkgroup / channels};
     const Pipeline& pipeline = context.pipelines->get(desc);
+    const uint64_t invocations = (uint64_t(p.K) + channels - 1) / channels * kElementwiseWorkgroup;
     for (int64_t n0 = 0; n0 < p.N; n0 += per_chunk) {
         const int64_t images = std::min(per_chunk, p.N - n0);
         const Window w = window(dy, n0 * y_image, images * y_image, align);
@@ -193,7 +197,7 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
         dispatch_elements(
             context, stream, pipeline, bindings,
             BiasPush{static_cast<uint32_t>(w.delta), static_cast<uint32_t>(images), n0 > 0 ? 1u : 0u, 0, 0},
-            static_cast<uint64_t>(p.K));
+            invocations);
     }
 }
 
