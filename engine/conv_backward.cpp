@@ -11,7 +11,7 @@ namespace {
 
 using detail::BackwardPass;
 
-std::vector<uint64_t> slot_vector(const std::array<uint64_t, 3>& slots) {
+std::vector<uint64_t> slot_vector(const detail::WorkspaceSlots& slots) {
     return {slots.begin(), slots.end()};
 }
 
@@ -53,9 +53,9 @@ FilterOperands filter_operands(detail::ContextImpl& impl, const ConvProblem& p, 
 
 void record_filter_pass(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
                         const detail::BackwardPlan& plan, const FilterOperands& ops,
-                        std::span<const detail::Operand> workspace, const ForwardOptions& options) {
+                        std::span<const detail::Operand> workspace) {
     detail::record_backward_filter(impl, stream, p, plan, ops.x, ops.dy, ops.dw, workspace);
-    if (ops.db) detail::record_bias_grad(impl, stream, p, ops.dy, ops.db, options.max_binding_bytes);
+    if (ops.db) detail::record_bias_grad(impl, stream, p, plan.bias, ops.dy, ops.db, workspace[3]);
 }
 
 }  // namespace
@@ -107,7 +107,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     stats.chunks = plan.chunks;
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         record_filter_pass(impl, stream, problem, plan, ops, workspace, options);
+                         record_filter_pass(impl, stream, problem, plan, ops, workspace);
                      });
     return stats;
 }
@@ -119,18 +119,22 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     const auto dy = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape());
     const auto db = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
+    const detail::BiasPlan plan = detail::plan_bias_grad(impl, problem, 0);
     RunStats stats;
     stats.algorithm = Algorithm::Direct;
-    detail::run_pass(context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
-        detail::record_bias_grad(impl, stream, problem, dy, db, 0);
-    });
+    stats.workspace_bytes = plan.partial_floats ? impl.pool->round(plan.partial_floats * 4) : 0;
+    stats.chunks = static_cast<uint32_t>((problem.N + plan.images - 1) / plan.images);
+    detail::run_pass(context, impl, stats, {plan.partial_floats},
+                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                         detail::record_bias_grad(impl, stream, problem, plan, dy, db, workspace[0]);
+                     });
     return stats;
 }
 
 namespace {
 
-std::array<uint64_t, 3> shared_slots(const detail::BackwardPlan& data, const detail::BackwardPlan& filter) {
-    std::array<uint64_t, 3> slots{};
+detail::WorkspaceSlots shared_slots(const detail::BackwardPlan& data, const detail::BackwardPlan& filter) {
+    detail::WorkspaceSlots slots{};
     for (size_t i = 0; i < slots.size(); ++i) slots[i] = std::max(data.slots[i], filter.slots[i]);
     return slots;
 }
@@ -177,7 +181,7 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_backward_data(impl, stream, problem, data, data_ops.dy, data_ops.w, data_ops.dx,
                                                       workspace);
-                         record_filter_pass(impl, stream, problem, filter_plan, filter_ops, workspace, options);
+                         record_filter_pass(impl, stream, problem, filter_plan, filter_ops, workspace);
                      });
     return stats;
 }

@@ -1,5 +1,6 @@
 #include "conv_backward_plan.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -61,6 +62,10 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             break;
         }
     }
+    if (filter && p.has_bias) {
+        plan.bias = plan_bias_grad(context, p, options.max_binding_bytes);
+        plan.slots[3] = plan.bias.partial_floats;
+    }
     plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
     return plan;
 }
@@ -89,13 +94,13 @@ void record_direct(ContextImpl& context, CommandStream& stream, const ConvProble
 }
 
 struct BiasPush {
-    uint32_t dy_offset, images, accumulate;
+    uint32_t dy_offset, positions, piece, accumulate;
     uint32_t base, count;
 };
 
 }  // namespace
 
-uint64_t workspace_bytes_of(const ContextImpl& context, const std::array<uint64_t, 3>& slots) {
+uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots) {
     uint64_t bytes = 0;
     for (uint64_t floats : slots)
         if (floats) bytes += context.pool->round(floats * 4);
@@ -170,34 +175,57 @@ void record_backward_filter(ContextImpl& context, CommandStream& stream, const C
     }
 }
 
-void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& dy,
-                      const Operand& db, uint64_t max_binding_bytes) {
+BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max_binding_bytes) {
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
     uint64_t limit = context.device->limits().maxStorageBufferRange;
     if (max_binding_bytes) limit = std::min(limit, max_binding_bytes);
     if (y_image * 4 + align > limit)
         throw Error(ErrorCategory::Unsupported, "one image of grad_output (" + std::to_string(y_image * 4) +
-                                                    " bytes) exceeds the device's maxStorageBufferRange");
-    const int64_t per_chunk = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
+                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
+                                                    " bytes");
+    BiasPlan plan;
+    plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
+    // Enough (piece, channel) invocations to fill the device four times over (measured on lavapipe: fewer
+    // leave the long per-invocation sums latency-bound), each summing at least 256 positions.
+    const int64_t wanted = 4 * int64_t(context.gemm_configs().wanted_workgroups) * kElementwiseWorkgroup;
+    const int64_t positions = plan.images * p.P() * p.Q();
+    plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));
+    plan.partial_floats = plan.pieces > 1 ? uint64_t(plan.pieces * p.K) : 0;
+    return plan;
+}
+
+void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BiasPlan& plan,
+                      const Operand& dy, const Operand& db, const Operand& partials) {
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
     PipelineDesc desc;
     desc.shader = "bias_grad";
-    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BiasPush);
-    // Channels a workgroup (along the contiguous dimension in NHWC) times position lanes = 64 invocations.
-    const uint32_t channels = p.layout == Layout::NHWC ? 16 : 1;
-    static_assert(kElementwiseWorkgroup == 64);
-    desc.specialization = {channels, static_cast<uint32_t>(p.K), static_cast<uint32_t>(p.P() * p.Q()),
-                           p.layout == Layout::NHWC ? 1u : 0u, kElementwiseWorkgroup / channels};
+    // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned.
+    const bool channels4 = p.layout == Layout::NHWC && p.K % 4 == 0;
+    desc.specialization = {kElementwiseWorkgroup, static_cast<uint32_t>(p.K), static_cast<uint32_t>(p.P() * p.Q()),
+                           p.layout == Layout::NHWC ? 1u : 0u, channels4 ? 1u : 0u};
     const Pipeline& pipeline = context.pipelines->get(desc);
-    const uint64_t invocations = (uint64_t(p.K) + channels - 1) / channels * kElementwiseWorkgroup;
-    for (int64_t n0 = 0; n0 < p.N; n0 += per_chunk) {
-        const int64_t images = std::min(per_chunk, p.N - n0);
+    const uint64_t lanes = channels4 ? uint64_t(p.K / 4) : uint64_t(p.K);
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
         const Window w = window(dy, n0 * y_image, images * y_image, align);
-        const std::array<Binding, 2> bindings{Binding{w.range, false}, Binding{db.whole(), true}};
-        dispatch_elements(
-            context, stream, pipeline, bindings,
-            BiasPush{static_cast<uint32_t>(w.delta), static_cast<uint32_t>(images), n0 > 0 ? 1u : 0u, 0, 0},
-            invocations);
+        const int64_t positions = images * p.P() * p.Q();
+        const int64_t piece = (positions + plan.pieces - 1) / plan.pieces;
+        const int64_t pieces = (positions + piece - 1) / piece;
+        // One piece: straight into db (adding to earlier chunks); several: partial sums, added in order.
+        const bool direct = pieces == 1;
+        const std::array<Binding, 3> bindings{
+            Binding{w.range, false}, Binding{direct ? db.whole() : partials.whole(), true}, Binding{w.range, false}};
+        const BiasPush push{static_cast<uint32_t>(w.delta),
+                            static_cast<uint32_t>(positions),
+                            static_cast<uint32_t>(piece),
+                            direct && n0 > 0 ? 1u : 0u,
+                            0,
+                            0};
+        dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
+        if (!direct)
+            record_splitk_reduce(context, stream, partials.whole(), db.whole(), 0, uint64_t(p.K), pieces, n0 > 0);
     }
 }
 

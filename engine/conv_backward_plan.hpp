@@ -12,6 +12,16 @@
 namespace vkconv::detail {
 
 enum class BackwardPass { Data, Filter };
+using WorkspaceSlots = std::array<uint64_t, 4>;
+
+// The bias gradient's plan: chunks of whole images whose dy fits one binding, each reduced in `pieces`
+// pieces of positions per channel (partial sums, then splitk_reduce in order: deterministic).
+struct BiasPlan {
+    int64_t images = 1;  // per chunk
+    int64_t pieces = 1;
+    uint64_t partial_floats = 0;
+};
+BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& problem, uint64_t max_binding_bytes);
 
 struct BackwardPlan {
     BackwardPass pass = BackwardPass::Data;
@@ -20,9 +30,11 @@ struct BackwardPlan {
     DepthwisePlan depthwise;                  // depthwise
     uint32_t im2col_splits = 1;               // im2col backward-filter's split-K
     MecFilterSplit mec_split;                 // mec backward-filter's split
-    // Workspace slots in floats: the lowered matrix (or depthwise partials), the OHWI filter copy, split
-    // partials. A layer's two passes run one after the other and share each slot.
-    std::array<uint64_t, 3> slots{};
+    BiasPlan bias;                            // backward-filter with a bias: the bias gradient
+    // Workspace slots in floats: the lowered matrix (or depthwise partials), the filter copy, split
+    // partials, the bias gradient's partial sums (backward-filter of a problem with a bias). A layer's two
+    // passes run one after the other and share each slot.
+    WorkspaceSlots slots{};
     uint64_t workspace_bytes = 0;  // the slots as the pool counts them
     uint32_t chunks = 1;
 };
@@ -32,7 +44,7 @@ struct BackwardPlan {
 BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, BackwardPass pass, Algorithm algorithm,
                            const ForwardOptions& options);
 
-uint64_t workspace_bytes_of(const ContextImpl& context, const std::array<uint64_t, 3>& slots);
+uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots);
 
 // Checks that operands bound whole (direct) fit a binding.
 void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,
@@ -44,8 +56,8 @@ void record_backward_data(ContextImpl& context, CommandStream& stream, const Con
 void record_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                             const BackwardPlan& plan, const Operand& input, const Operand& grad_output,
                             const Operand& grad_filter, std::span<const Operand> workspace);
-// db in chunks of whole images whose dy fits one binding, added up in order.
-void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                      const Operand& grad_output, const Operand& grad_bias, uint64_t max_binding_bytes);
+// db by `plan`, through `partials` (plan.partial_floats).
+void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const BiasPlan& plan,
+                      const Operand& grad_output, const Operand& grad_bias, const Operand& partials);
 
 }  // namespace vkconv::detail

@@ -1,57 +1,75 @@
 #version 450
-// bias_grad — db[k] (+)= sum over the images of one chunk and every output position of dy[n][k][p][q].
+// bias_grad — the bias gradient db[k] = sum of dy over the chunk's images and output positions, or one
+// piece of it: invocation (piece, k) sums positions [piece * PIECE, (piece + 1) * PIECE) of the chunk's
+// flattened (n, p, q) positions of channel k, in order. With one piece the sum goes straight into db
+// (added to earlier chunks with `accumulate`); with several it goes to partial[piece][k] and
+// splitk_reduce adds the pieces in order: deterministic either way, and no shared memory or barriers
+// (CPU implementations run those as slow per-invocation coroutines).
 //
-// A workgroup owns CW channels and spreads each one's positions over PL lanes (CW * PL invocations):
-// lane l sums positions l, l + PL, l + 2*PL, ... of every image in order, then the lanes' sums are added
-// by a fixed tree in shared memory. The order never depends on timing, so results are bit-identical run
-// to run; chunks add up in order with `accumulate`. NCHW takes CW = 1 (a channel's positions are
-// contiguous, lanes read neighbouring floats); NHWC takes CW = 16 (neighbouring channels are contiguous).
-//
-// Specialization constants: 0 CW (channels per workgroup, local size x), 1 K, 2 PQ (output positions per
-//   image), 3 NHWC, 4 PL (position lanes, local size y; a power of two; CW * PL = 64).
-// Bindings: 0 dy (the chunk's window, readonly), 1 db (read when accumulating, written).
-// Push constants: dy_offset (floats from the binding's start to the chunk's first image), images in the
-//   chunk, accumulate (0/1), then the dispatch's slice [base, base + count) of invocations (64 a workgroup).
-// Dispatch grid: (ceil(count / 64), 1, 1) over ceil(K / CW) workgroups in all.
+// Specialization constants: 0 WORKGROUP_SIZE, 1 K, 2 PQ (output positions per image), 3 NHWC,
+//   4 CHANNELS4 (NHWC with K % 4 == 0 and a vec4-aligned window: an invocation sums 4 channels as vec4).
+// Bindings: 0 dy (the chunk's window, readonly), 1 out (db or the partial sums; read when accumulating),
+//   2 dy again as vec4 (read only with CHANNELS4).
+// Push constants: dy_offset (floats from the binding's start to the chunk's first image), positions in the
+//   chunk, piece (positions per piece), accumulate (0/1), then the dispatch's slice [base, base + count)
+//   of the pieces * K invocations (K / 4 with CHANNELS4; k fastest: in NHWC neighbouring invocations read
+//   neighbouring floats).
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
-layout(local_size_x_id = 0, local_size_y_id = 4) in;
-layout(constant_id = 0) const uint CW = 1;
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint K = 1;
 layout(constant_id = 2) const uint PQ = 1;
 layout(constant_id = 3) const bool NHWC = false;
-layout(constant_id = 4) const uint PL = 64;
+layout(constant_id = 4) const bool CHANNELS4 = false;
 
 layout(std430, binding = 0) readonly buffer GradOutput { float dy[]; };
-layout(std430, binding = 1) buffer GradBias { float db[]; };
+layout(std430, binding = 2) readonly buffer GradOutput4 { vec4 dy4[]; };
+layout(std430, binding = 1) buffer Out { float dst[]; };
 
 layout(push_constant) uniform Params {
     uint dy_offset;
-    uint images;
+    uint positions;
+    uint piece;
     uint accumulate;
     uint base, count;
 } pc;
 
-shared float lane_sums[CW * PL];
-
 void main() {
-    const uint c = gl_LocalInvocationID.x, lane = gl_LocalInvocationID.y;
-    const uint k = (pc.base / (CW * PL) + gl_WorkGroupID.x) * CW + c;
-    float acc = 0.0;
-    if (k < K) {
-        for (uint n = 0; n < pc.images; ++n) {
-            const uint image = pc.dy_offset + n * K * PQ;
-            if (NHWC) {
-                for (uint j = lane; j < PQ; j += PL) acc += dy[image + j * K + k];
-            } else {
-                for (uint j = lane; j < PQ; j += PL) acc += dy[image + k * PQ + j];
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    const uint lanes = CHANNELS4 ? K / 4 : K;
+    const uint k = (index % lanes) * (CHANNELS4 ? 4 : 1), slice = index / lanes;
+    const uint first = slice * pc.piece, last = min(first + pc.piece, pc.positions);
+    const uint target = slice * K + k;
+    vec4 acc = vec4(0.0);
+    if (pc.accumulate != 0) {
+        acc.x = dst[target];
+        if (CHANNELS4) acc.yzw = vec3(dst[target + 1], dst[target + 2], dst[target + 3]);
+    }
+    uint n = first / PQ, j = first % PQ;
+    for (uint position = first; position < last;) {
+        const uint image = pc.dy_offset + n * K * PQ;
+        const uint end = min(PQ, j + (last - position));
+        // Blocks of 16 unrolled, then the rest: the loop overhead otherwise outweighs one addition.
+        const uint row = NHWC ? image + k : image + k * PQ, step = NHWC ? K : 1;
+        uint jj = j;
+        if (CHANNELS4) {
+            for (; jj + 16 <= end; jj += 16) {
+                [[unroll]] for (uint u = 0; u < 16; ++u) acc += dy4[(row + (jj + u) * step) / 4];
             }
+            for (; jj < end; ++jj) acc += dy4[(row + jj * step) / 4];
+        } else {
+            for (; jj + 16 <= end; jj += 16) {
+                [[unroll]] for (uint u = 0; u < 16; ++u) acc.x += dy[row + (jj + u) * step];
+            }
+            for (; jj < end; ++jj) acc.x += dy[row + jj * step];
         }
+        position += end - j;
+        j = 0, ++n;
     }
-    lane_sums[lane * CW + c] = acc;
-    barrier();
-    for (uint half_lanes = PL / 2; half_lanes > 0; half_lanes /= 2) {
-        if (lane < half_lanes) lane_sums[lane * CW + c] += lane_sums[(lane + half_lanes) * CW + c];
-        barrier();
-    }
-    if (lane == 0 && k < K) db[k] = (pc.accumulate != 0 ? db[k] : 0.0) + lane_sums[c];
+    dst[target] = acc.x;
+    if (CHANNELS4) dst[target + 1] = acc.y, dst[target + 2] = acc.z, dst[target + 3] = acc.w;
 }

@@ -47,7 +47,7 @@ vkconv::RunStats check_backward(vkconv::Context& context, const vkconv::ConvProb
     with_bias.has_bias = true;
     const auto filter = vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb, algorithm, options);
     CHECK(filter.algorithm == algorithm);
-    CHECK(filter.workspace_bytes == vkconv::backward_filter_workspace_bytes(context, p, algorithm, options));
+    CHECK(filter.workspace_bytes == vkconv::backward_filter_workspace_bytes(context, with_bias, algorithm, options));
     const int64_t reduction = p.N * p.P() * p.Q();
     vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
                      vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
@@ -406,5 +406,42 @@ TEST_CASE("mec backward-data gathers every row of dL for any mix of vertical str
                 check_backward(*context, p, seed += 3, vkconv::Algorithm::Mec);
             }
         }
+    }
+}
+
+TEST_CASE("the bias gradient splits long reductions into pieces and chunks, exactly and bit-identically",
+          "[backward][gpu]") {
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    // Few channels and many positions: pieces of positions per channel, summed in order by splitk_reduce;
+    // a binding cap of two images of dy adds chunks that add up in order.
+    vkconv::ConvProblem p;
+    p.N = 5, p.C = 2, p.H = 40, p.W = 37, p.K = 3, p.R = 1, p.S = 1, p.has_bias = true;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        p.layout = layout;
+        INFO(p.str());
+        const auto dy = vkt::random_values(p.output_elements(), 91);
+        auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
+        vkconv::Tensor db(*context, p.bias_shape());
+        const uint64_t in_use = context->pool_stats().in_use;
+        const auto stats = vkconv::backward_bias(*context, p, tdy, db);
+        CHECK(stats.workspace_bytes > 0);  // the pieces' partial sums
+        CHECK(stats.peak_bytes == in_use + stats.workspace_bytes);
+        const auto first = db.download();
+        vkt::check_close(first, vkconv::reference::backward_bias(p, dy),
+                         vkconv::reference::backward_bias(p, absolute(dy)), p.N * p.P() * p.Q(), "bias " + p.str());
+        vkconv::backward_bias(*context, p, tdy, db);
+        CHECK(db.download() == first);
+
+        vkconv::ForwardOptions two_images;
+        two_images.max_binding_bytes = 2 * uint64_t(p.K * p.P() * p.Q()) * 4 + 1024;
+        vkconv::Tensor x(*context, p.input_shape()), dw(*context, p.filter_shape());
+        const auto filter =
+            vkconv::backward_filter(*context, p, x, tdy, dw, &db, vkconv::Algorithm::Direct, two_images);
+        CHECK(filter.workspace_bytes ==
+              vkconv::backward_filter_workspace_bytes(*context, p, vkconv::Algorithm::Direct, two_images));
+        vkt::check_close(db.download(), vkconv::reference::backward_bias(p, dy),
+                         vkconv::reference::backward_bias(p, absolute(dy)), p.N * p.P() * p.Q(),
+                         "chunked bias " + p.str());
     }
 }

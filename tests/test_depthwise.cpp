@@ -71,7 +71,7 @@ std::array<vkconv::RunStats, 3> check_depthwise(vkconv::Context& context, const 
     stats[2] = vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb, Algorithm::Depthwise, options);
     CHECK(stats[2].algorithm == Algorithm::Depthwise);
     CHECK(stats[2].workspace_bytes ==
-          vkconv::backward_filter_workspace_bytes(context, p, Algorithm::Depthwise, options));
+          vkconv::backward_filter_workspace_bytes(context, with_bias, Algorithm::Depthwise, options));
     const int64_t reduction = p.N * p.P() * p.Q();
     vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
                      vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
