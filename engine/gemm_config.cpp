@@ -91,9 +91,9 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     };
     const bool cpu = device.info().type == "CPU";
     // Register shapes mostly keep at least 8 lanes along N, so a lavapipe subgroup shares its A rows. The
-    // narrow ones (4 and 2 lanes along N) are for products only a few columns wide, like backward-data of
+    // narrow ones (4 and 2 lanes along N) are for products 8 to 32 columns wide, like backward-data of
     // layers with 3 input channels (N = R*S*C = 27 or S*C = 9), where a 64-wide tile is mostly padding;
-    // pick_gemm_config discounts them for their unshared A rows.
+    // pick_gemm_config offers them only there, discounted for their unshared A rows.
     const std::vector<Shape> register_shapes = {{8, 8, 8, 8}, {2, 32, 8, 8}, {1, 64, 8, 8}, {8, 8, 4, 4},
                                                 {4, 4, 4, 4}, {1, 16, 8, 4}, {8, 4, 8, 8}, {16, 2, 8, 8}};
     // 256-invocation shapes run only where maxComputeWorkGroupInvocations allows (checked below).
@@ -140,8 +140,12 @@ const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uin
         const double used = double(M * N) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
         double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);  // FMAs per loaded value
         // Fewer than 8 lanes along N: a CPU subgroup spans several rows and loads their A values apart
-        // (measured on lavapipe: about 1.5x slower per FLOP at 4 lanes).
-        if (c.kernel == GemmKernel::Registers && c.wg_n < 8) reuse *= std::sqrt(double(c.wg_n) / 8.0);
+        // (measured on lavapipe: about 1.5x slower per FLOP at 4 lanes). Worth it only where a 64-wide
+        // tile would be mostly padding, and not for N < 8, where every tile is.
+        if (c.kernel == GemmKernel::Registers && c.wg_n < 8) {
+            if (N > 32 || N < 8) continue;
+            reuse *= std::sqrt(double(c.wg_n) / 8.0);
+        }
         const double busy = std::min(1.0, double(tiles_m * tiles_n * batches) / double(table.wanted_workgroups));
         const double score = used * reuse * busy;
         if (score > best_score) best_score = score, best = &c;
