@@ -49,7 +49,8 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     const bool a_offsets = multiple_of_4({a.offset, a.batch_i, a.batch_j, p.a_m_segment ? p.a_m_segment_stride : 0});
     const bool b_offsets = multiple_of_4({b.offset, b.batch_i, b.batch_j});
     const bool a_vec4_k = a.stride_col == 1 && a_offsets && multiple_of_4({a.stride_row, p.K, segment, segment_stride});
-    const bool a_vec4_m = !a_vec4_k && p.a_m_segment == 0 && a.stride_row == 1 && a_offsets &&
+    // (Row segments must hold whole vec4s; a_offsets checked their stride.)
+    const bool a_vec4_m = !a_vec4_k && p.a_m_segment % 4 == 0 && a.stride_row == 1 && a_offsets &&
                           multiple_of_4({a.stride_col, p.M, p.a_k_segment ? segment_stride : 0});
     const bool b_vec4_k = b.stride_row == 1 && b_offsets && multiple_of_4({b.stride_col, p.K});
     // (Along M or N the last vec4 must not run past the matrix: M or N a multiple of 4 too.)

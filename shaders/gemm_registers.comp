@@ -12,7 +12,7 @@
 //   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M); WG_N * WG_M <= maxComputeWorkGroupInvocations
 //   2 TM, 3 TN         register block per invocation; multiples of 4
 //   4 A_VEC4_K         A(m, k..k+3) is one aligned vec4 (a_stride_k == 1, K % 4 == 0, aligned offsets)
-//   5 A_VEC4_M         A(m..m+3, k) is one aligned vec4 (a_stride_m == 1, no m segments, aligned offsets
+//   5 A_VEC4_M         A(m..m+3, k) is one aligned vec4 (a_stride_m == 1, m segments multiples of 4, aligned offsets
 //                      and a_stride_k)
 //   6 B_VEC4_K         B(k..k+3, n) is one aligned vec4 (b_stride_k == 1, K % 4 == 0)
 //   7 B_VEC4_N         B(k, n..n+3) is one aligned vec4 (b_stride_n == 1)
@@ -46,9 +46,12 @@ void main() {
     vec4 acc[TM * TN / 4];
     [[unroll]] for (uint i = 0; i < TM * TN / 4; ++i) acc[i] = vec4(0.0);
 
-    // Row origins of A, computed once (A_VEC4_M walks rows as contiguous vec4 instead).
+    // Row origins of A, computed once; with A_VEC4_M, the origins of its groups of 4 rows (a group never
+    // straddles a segment: segments are multiples of 4 rows there).
     uint a_row[TM];
-    [[unroll]] for (uint i = 0; i < TM; ++i) a_row[i] = a_base + a_mphys(min(m0 + i, m_last));
+    [[unroll]] for (uint i = 0; i < TM; ++i) {
+        a_row[i] = a_base + (A_VEC4_M ? (i % 4 == 0 ? a_mphys(min(m0 + i, m_last & ~3u)) : 0) : a_mphys(min(m0 + i, m_last)));
+    }
 
     // With K segments, the position (segment, offset in it) of k0 is walked along rather than divided out
     // for every k: a division by a push constant is a long scalar sequence on CPU implementations.
@@ -69,12 +72,11 @@ void main() {
             [[unroll]] for (uint i = 0; i < TM; ++i)
                 a[i] = LOAD_A4((a_row[i] + kp[0]) >> 2);
         } else if (A_VEC4_M) {
-            const uint m_clamp = m_last & ~3u;
             [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
                 const bool inside = k0 + kk < pc.K;
-                const uint row = a_base + (inside ? kp[kk] : 0);
+                const uint k_offset = inside ? kp[kk] : 0;
                 [[unroll]] for (uint i = 0; i < TM; i += 4) {
-                    const vec4 v = inside ? LOAD_A4((row + min(m0 + i, m_clamp)) >> 2) : vec4(0.0);
+                    const vec4 v = inside ? LOAD_A4((a_row[i] + k_offset) >> 2) : vec4(0.0);
                     a[i][kk] = v.x, a[i + 1][kk] = v.y, a[i + 2][kk] = v.z, a[i + 3][kk] = v.w;
                 }
             }

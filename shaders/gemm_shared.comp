@@ -85,7 +85,7 @@ void main() {
                 const uint kk = e / (BM / 4), mm = (e % (BM / 4)) * 4;
                 const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
                 const vec4 v =
-                    k < pc.K ? LOAD_A4((a_base + m + a_kphys_from(k0, segment, in_segment, kk)) >> 2) : vec4(0.0);
+                    k < pc.K ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2) : vec4(0.0);
                 [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[kk * (BM + 1) + mm + c] = v[c];
             }
         } else {

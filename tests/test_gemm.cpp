@@ -30,7 +30,10 @@ struct HostGemm {
         const uint64_t kp = p.a_k_segment ? uint64_t(k / p.a_k_segment) * p.a_k_segment_stride +
                                                 uint64_t(k % p.a_k_segment) * p.a.stride_col
                                           : uint64_t(k) * p.a.stride_col;
-        return p.a.offset + bi * p.a.batch_i + bj * p.a.batch_j + m * p.a.stride_row + kp;
+        const uint64_t mp = p.a_m_segment ? uint64_t(m / p.a_m_segment) * p.a_m_segment_stride +
+                                                uint64_t(m % p.a_m_segment) * p.a.stride_row
+                                          : uint64_t(m) * p.a.stride_row;
+        return p.a.offset + bi * p.a.batch_i + bj * p.a.batch_j + mp + kp;
     }
     uint64_t b_index(uint32_t bi, uint32_t bj, uint32_t k, uint32_t n) const {
         return p.b.offset + bi * p.b.batch_i + bj * p.b.batch_j + k * p.b.stride_row + n * p.b.stride_col;
@@ -190,6 +193,27 @@ TEST_CASE("gemm: segmented K (dilated MEC windows, MEC backward-filter's (p, q) 
                 run_and_check(*context, h, &config,
                               "segment " + std::to_string(segment) + (strided_k ? " strided k " : " ") + config.name);
             }
+        }
+    }
+}
+
+TEST_CASE("gemm: segmented M with contiguous rows (MEC backward-filter with vertical dilation)", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // A(m, k) = a[(m / seg) * seg_stride + m % seg + k * ld]: segments of 8 rows (vec4 loads along M stay
+    // inside one) or 6 (scalar loads), 3 segments, K not a multiple of 4.
+    for (const auto& config : context->impl()->gemm_configs().all) {
+        for (uint32_t segment : {8u, 6u}) {
+            HostGemm h;
+            const uint32_t M = 3 * segment, N = 13, K = 7, segment_stride = 2 * segment + 4, ld = 64;
+            h.p.M = M, h.p.N = N, h.p.K = K;
+            h.p.a_m_segment = segment, h.p.a_m_segment_stride = segment_stride;
+            h.p.a = {{}, 0, 1, ld, 0, 0};
+            h.a = vkt::random_values(size_t(K) * ld, 19);
+            h.p.b = {{}, 0, N, 1, 0, 0};
+            h.b = vkt::random_values(size_t(K) * N, 20);
+            h.p.c = {{}, 0, N, 1, 0, 0};
+            h.c.assign(size_t(M) * N, 0.0f);
+            run_and_check(*context, h, &config, "m segment " + std::to_string(segment) + " " + config.name);
         }
     }
 }
