@@ -1,5 +1,6 @@
-// vkconv demo: forward convolution of the benchmark layers on one device, with per-layer algorithm,
-// GPU time, GFLOP/s and memory, each result checked against the CPU reference where that is quick.
+// vkconv demo: forward convolution and the whole backward step (layer_backward: dx, dw and db on one
+// shared workspace) of the benchmark layers on one device, with per-layer algorithm, GPU time, GFLOP/s
+// and memory, each result checked against the CPU reference where that is quick.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -41,21 +42,35 @@ std::string human_bytes(uint64_t bytes) {
     return buf;
 }
 
-// Largest |gpu - ref| over the fp32 summation bound (n + 2) u sum|terms|: <= 1 means within rounding.
-double error_over_bound(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
-                        const std::vector<float>& y) {
-    const auto ref = vkconv::reference::forward(p, x, w);
-    std::vector<float> ax(x.size()), aw(w.size());
-    std::transform(x.begin(), x.end(), ax.begin(), [](float v) { return std::fabs(v); });
-    std::transform(w.begin(), w.end(), aw.begin(), [](float v) { return std::fabs(v); });
-    const auto mag = vkconv::reference::forward(p, ax, aw);
-    const double factor = (p.channels_per_group() * p.R * p.S + 2) * std::ldexp(1.0, -24);
+std::vector<float> absolute(const std::vector<float>& values) {
+    std::vector<float> out(values.size());
+    std::transform(values.begin(), values.end(), out.begin(), [](float v) { return std::fabs(v); });
+    return out;
+}
+
+// Largest |gpu - ref| over the fp32 summation bound (n + 2) u sum|terms| (`magnitude`: the reference on
+// absolute values, `n` the reduction length): <= 1 means within rounding.
+double error_over_bound(const std::vector<float>& gpu, const std::vector<double>& ref,
+                        const std::vector<double>& magnitude, int64_t n) {
+    const double factor = double(n + 2) * std::ldexp(1.0, -24);
     double worst = 0;
-    for (size_t i = 0; i < y.size(); ++i) {
-        const double ratio = std::fabs(y[i] - ref[i]) / (factor * mag[i] + 1e-30);
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const double ratio = std::fabs(gpu[i] - ref[i]) / (factor * magnitude[i] + 1e-30);
         worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
     }
     return worst;
+}
+
+double median_ms(std::vector<double> times) {
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+std::string check_text(double ratio, int& failures) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%s (err/bound %.2g)", ratio <= 1 ? "ok" : "FAIL", ratio);
+    failures += ratio <= 1 ? 0 : 1;
+    return buf;
 }
 
 int run_demo(const DemoArgs& args) {
@@ -113,17 +128,15 @@ int run_demo(const DemoArgs& args) {
                 stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
                 times.push_back(stats.gpu_ms);
             }
-            std::sort(times.begin(), times.end());
-            const double ms = times[times.size() / 2];
+            const double ms = median_ms(times);
             std::string check = "skipped";
             const double macs = p.forward_flops() / 2;
-            if (!args.no_check && macs <= kCheckLimitMacs) {
-                const double ratio = error_over_bound(p, x, w, output.download());
-                char buf[48];
-                std::snprintf(buf, sizeof buf, "%s (err/bound %.2g)", ratio <= 1 ? "ok" : "FAIL", ratio);
-                check = buf;
-                failures += ratio <= 1 ? 0 : 1;
-            }
+            const bool checked = !args.no_check && macs <= kCheckLimitMacs;
+            if (checked)
+                check = check_text(error_over_bound(output.download(), vkconv::reference::forward(p, x, w),
+                                                    vkconv::reference::forward(p, absolute(x), absolute(w)),
+                                                    p.channels_per_group() * p.R * p.S),
+                                   failures);
             char shape[64];
             std::snprintf(shape, sizeof shape, "%lld,%lld,%lldx%lld -> %lld,%lldx%lld  %lldx%lld/%lld", (long long)p.N,
                           (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.P(),
@@ -132,6 +145,41 @@ int run_demo(const DemoArgs& args) {
                         vkconv::to_string(stats.algorithm), ms, p.forward_flops() / (ms * 1e6),
                         human_bytes(operands).c_str(), human_bytes(stats.workspace_bytes).c_str(),
                         human_bytes(stats.peak_bytes).c_str(), check.c_str());
+            std::fflush(stdout);
+
+            // The backward step of the same layer with a bias: dx, dw and db in one submission.
+            auto pb = p;
+            pb.has_bias = true;
+            const auto dy = random_values(p.output_elements(), seed++);
+            auto grad_output = vkconv::Tensor::from_host(context, p.output_shape(), dy);
+            vkconv::Tensor grad_input(context, p.input_shape()), grad_filter(context, p.filter_shape()),
+                grad_bias(context, pb.bias_shape());
+            const uint64_t step_operands = input.bytes() + filter.bytes() + grad_output.bytes() + grad_input.bytes() +
+                                           grad_filter.bytes() + grad_bias.bytes();
+            vkconv::LayerBackwardStats step;
+            times.clear();
+            for (int r = 0; r <= args.repeat; ++r) {  // the first run creates the pipelines
+                step = vkconv::layer_backward(context, pb, input, filter, grad_output, grad_input, grad_filter,
+                                              &grad_bias, algorithm);
+                if (r > 0) times.push_back(step.step.gpu_ms);
+            }
+            const double step_ms = median_ms(times);
+            std::string step_check = "skipped";
+            if (checked) {
+                const double data = error_over_bound(grad_input.download(), vkconv::reference::backward_data(p, dy, w),
+                                                     vkconv::reference::backward_data(p, absolute(dy), absolute(w)),
+                                                     p.filters_per_group() * p.R * p.S);
+                const double weights = error_over_bound(
+                    grad_filter.download(), vkconv::reference::backward_filter(p, x, dy),
+                    vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), p.N * p.P() * p.Q());
+                step_check = check_text(std::max(data, weights), failures);
+            }
+            const std::string algorithms = std::string("  backward: ") + vkconv::to_string(step.data_algorithm) +
+                                           " + " + vkconv::to_string(step.filter_algorithm);
+            std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", "", algorithms.c_str(), "step", step_ms,
+                        2 * p.forward_flops() / (step_ms * 1e6), human_bytes(step_operands).c_str(),
+                        human_bytes(step.step.workspace_bytes).c_str(), human_bytes(step.step.peak_bytes).c_str(),
+                        step_check.c_str());
         } catch (const vkconv::Error& e) {
             // A layer this device cannot run (too large a binding, say) is reported, not fatal.
             if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
@@ -141,11 +189,14 @@ int run_demo(const DemoArgs& args) {
         std::fflush(stdout);
     }
     if (unsupported) std::printf("%d layer(s) unsupported on this device\n", unsupported);
-    std::printf("%zu layers, %s; times are the median of %d runs (%s)\n", chosen.size(),
-                failures        ? "SOME CHECKS FAILED"
-                : args.no_check ? "not checked (--no-check)"
-                                : "all checked results within fp32 rounding bounds",
-                args.repeat, context.device().timestamps ? "GPU timestamps" : "wall clock");
+    std::printf(
+        "%zu layers, forward and backward step (GFLOP/s of the step counts both passes), %s; times are the "
+        "median of %d runs (%s)\n",
+        chosen.size(),
+        failures        ? "SOME CHECKS FAILED"
+        : args.no_check ? "not checked (--no-check)"
+                        : "all checked results within fp32 rounding bounds",
+        args.repeat, context.device().timestamps ? "GPU timestamps" : "wall clock");
     return failures ? kRuntimeFailure : kSuccess;
 }
 
@@ -153,15 +204,16 @@ int run_demo(const DemoArgs& args) {
 
 Action add_demo_command(CLI::App& root) {
     auto args = std::make_shared<DemoArgs>();
-    auto* command =
-        root.add_subcommand("demo", "forward convolution of the benchmark layers (a quick subset by default)");
+    auto* command = root.add_subcommand(
+        "demo", "forward and backward convolution of the benchmark layers (a quick subset by default)");
     command->add_option("--layers", args->layers_file, "layer table in layers.csv format (default: the built-in one)");
     command->add_option("--layer", args->only, "run only these layers (repeatable)");
     command->add_flag("--all", args->all, "run every layer of the table, not the quick subset");
     command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(CLI::PositiveNumber);
     command->add_option("--repeat", args->repeat, "timed runs per layer (median reported)")->capture_default_str();
     command->add_flag("--no-check", args->no_check, "skip the CPU-reference check");
-    command->add_option("--algo", args->algorithm, "algorithm: auto, direct, im2col or mec")->capture_default_str();
+    command->add_option("--algo", args->algorithm, "algorithm: auto, direct, im2col, mec or depthwise")
+        ->capture_default_str();
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     return [args] { return run_demo(*args); };
 }
