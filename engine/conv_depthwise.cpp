@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "conv_constants.hpp"
 #include "conv_depthwise_kernels.hpp"
 
 namespace vkconv::detail {
@@ -59,26 +60,11 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Depthwi
 
 std::vector<uint32_t> depthwise_constants(const ConvProblem& p, const DepthwiseTiles& tiles) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    return {kElementwiseWorkgroup,
-            u(p.R),
-            u(p.S),
-            u(p.stride_h),
-            u(p.stride_w),
-            u(p.pad_h),
-            u(p.pad_w),
-            u(p.dilation_h),
-            u(p.dilation_w),
-            p.layout == Layout::NHWC ? 1u : 0u,
-            u(p.C),
-            u(p.H),
-            u(p.W),
-            u(p.filters_per_group()),
-            u(p.P()),
-            u(p.Q()),
-            tiles.tile_w,
-            tiles.tile_h,
-            tiles.vec4_x ? 1u : 0u,
-            tiles.vec4_y ? 1u : 0u};
+    std::vector<uint32_t> constants = geometry_constants(p);  // ids 0-9
+    for (int64_t v : {p.C, p.H, p.W, p.filters_per_group(), p.P(), p.Q()}) constants.push_back(u(v));
+    for (uint32_t v : {tiles.tile_w, tiles.tile_h, tiles.vec4_x ? 1u : 0u, tiles.vec4_y ? 1u : 0u})
+        constants.push_back(v);
+    return constants;
 }
 
 std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel) {

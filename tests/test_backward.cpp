@@ -11,15 +11,8 @@ using vkconv::Layout;
 
 namespace {
 
-std::vector<float> absolute(const std::vector<float>& values) {
-    std::vector<float> out(values.size());
-    for (size_t i = 0; i < values.size(); ++i) out[i] = std::fabs(values[i]);
-    return out;
-}
-
-std::vector<float> poison(int64_t count) {
-    return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN());
-}
+using vkt::absolute;
+using vkt::poison;
 
 // Returns the backward-data pass's stats.
 vkconv::RunStats check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed,

@@ -538,11 +538,7 @@ std::string shape_arg(const vkconv::Shape& shape) {
     return text;
 }
 
-std::vector<float> absolute_values(const std::vector<float>& v) {
-    std::vector<float> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = std::fabs(v[i]);
-    return out;
-}
+using vkt::absolute;
 
 }  // namespace
 
@@ -589,7 +585,7 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
         const auto dx = vkconv::read_npy(dir.file("dx.npy"));
         CHECK(dx.shape == p.input_shape());
         vkt::check_close(dx.data, vkconv::reference::backward_data(p, dy, w),
-                         vkconv::reference::backward_data(p, absolute_values(dy), absolute_values(w)),
+                         vkconv::reference::backward_data(p, absolute(dy), absolute(w)),
                          p.filters_per_group() * p.R * p.S, "cli backward-data " + c.name);
 
         r = run_cli(dir, with({"backward-filter", "--input", dir.file("x.npy"), "--grad-output", dir.file("dy.npy"),
@@ -604,10 +600,10 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
         CHECK(db.shape == p.bias_shape());
         const int64_t reduction = p.N * p.P() * p.Q();
         vkt::check_close(dw.data, vkconv::reference::backward_filter(p, x, dy),
-                         vkconv::reference::backward_filter(p, absolute_values(x), absolute_values(dy)), reduction,
+                         vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
                          "cli backward-filter " + c.name);
         vkt::check_close(db.data, vkconv::reference::backward_bias(p, dy),
-                         vkconv::reference::backward_bias(p, absolute_values(dy)), reduction,
+                         vkconv::reference::backward_bias(p, absolute(dy)), reduction,
                          "cli backward-filter bias " + c.name);
     }
 }

@@ -28,15 +28,8 @@ ConvProblem depthwise(int64_t N, int64_t C, int64_t multiplier, int64_t H, int64
     return p;
 }
 
-std::vector<float> absolute(const std::vector<float>& values) {
-    std::vector<float> out(values.size());
-    for (size_t i = 0; i < values.size(); ++i) out[i] = std::fabs(values[i]);
-    return out;
-}
-
-std::vector<float> poison(int64_t count) {
-    return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN());
-}
+using vkt::absolute;
+using vkt::poison;
 
 // Forward (with the problem's bias), backward-data, and backward-filter with the bias gradient, all with
 // the depthwise algorithm on NaN-poisoned outputs, each checked against the reference and its workspace

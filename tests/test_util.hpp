@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <utility>
@@ -82,6 +84,18 @@ inline void write_bytes(const std::filesystem::path& path, const std::string& by
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     REQUIRE(out.good());
+}
+
+// |v| of every value: the reference run on these gives the magnitudes check_close bounds errors by.
+inline std::vector<float> absolute(const std::vector<float>& values) {
+    std::vector<float> out(values.size());
+    std::transform(values.begin(), values.end(), out.begin(), [](float v) { return std::fabs(v); });
+    return out;
+}
+
+// NaN-filled contents for an output tensor, so a value the pass fails to write shows up.
+inline std::vector<float> poison(int64_t count) {
+    return std::vector<float>(size_t(count), std::numeric_limits<float>::quiet_NaN());
 }
 
 }  // namespace vkt
