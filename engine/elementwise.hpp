@@ -4,7 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <span>
+#include <string>
 
 #include "command_stream.hpp"
 
@@ -15,6 +17,10 @@ constexpr uint32_t kElementwiseWorkgroup = 64;  // within the spec's 128-invocat
 template <typename Push>
 void dispatch_elements(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
                        std::span<const Binding> bindings, Push push, uint64_t total) {
+    // Shaders index elements in 32 bits: a larger pass must be split by its caller, never wrap.
+    if (total > UINT32_MAX)
+        throw Error(ErrorCategory::Unsupported, "a pass of " + std::to_string(total) +
+                                                    " elements exceeds 32-bit element indexing (split it smaller)");
     const uint64_t per_dispatch = uint64_t{context.max_workgroups(0)} * kElementwiseWorkgroup;
     for (uint64_t base = 0; base < total; base += per_dispatch) {
         const uint64_t count = std::min(per_dispatch, total - base);
