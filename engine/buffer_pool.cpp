@@ -49,7 +49,7 @@ PoolAllocation BufferPool::allocate(uint64_t bytes) {
     in_use_ += size;
     ++live_allocations_;
     peak_in_use_ = std::max(peak_in_use_, in_use_);
-    for (uint64_t* peak : trackers_) *peak = std::max(*peak, in_use_);
+    for (PeakTracker* tracker : trackers_) tracker->in_use = std::max(tracker->in_use, in_use_);
     return out;
 }
 
@@ -147,6 +147,7 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
     block->free_ranges.emplace(0, size);
     reserved_ += block->memory_size;
     peak_reserved_ = std::max(peak_reserved_, reserved_);
+    for (PeakTracker* tracker : trackers_) tracker->reserved = std::max(tracker->reserved, reserved_);
     blocks_.push_back(std::move(block));
     return blocks_.back().get();
 }
@@ -171,8 +172,8 @@ void BufferPool::trim() noexcept {
     }
 }
 
-void BufferPool::remove_peak_tracker(uint64_t* peak) noexcept {
-    trackers_.erase(std::remove(trackers_.begin(), trackers_.end(), peak), trackers_.end());
+void BufferPool::remove_peak_tracker(PeakTracker* tracker) noexcept {
+    trackers_.erase(std::remove(trackers_.begin(), trackers_.end(), tracker), trackers_.end());
 }
 
 PoolStats BufferPool::stats() const {

@@ -67,10 +67,16 @@ public:
     }
     void set_staging_bytes(uint64_t bytes) { staging_bytes_ = bytes; }
 
-    // Scoped peak trackers (PeakScope): each registered counter is raised to in_use on every allocation.
-    void add_peak_tracker(uint64_t* peak) { trackers_.push_back(peak); }
-    void remove_peak_tracker(uint64_t* peak) noexcept;
+    // Scoped peak trackers (PeakScope): each registered tracker is raised to in_use on every allocation
+    // and to reserved on every block the pool takes from the driver.
+    struct PeakTracker {
+        uint64_t in_use = 0, reserved = 0;
+    };
+    void add_peak_tracker(PeakTracker* tracker) { trackers_.push_back(tracker); }
+    void remove_peak_tracker(PeakTracker* tracker) noexcept;
     uint64_t in_use() const { return in_use_; }
+    uint64_t reserved() const { return reserved_; }
+    uint64_t driver_allocations() const { return driver_allocations_; }
 
 private:
     PoolBlock* create_block(uint64_t min_bytes);
@@ -83,7 +89,7 @@ private:
     uint64_t alignment_;
     uint32_t memory_type_ = UINT32_MAX;
     std::vector<std::unique_ptr<PoolBlock>> blocks_;
-    std::vector<uint64_t*> trackers_;
+    std::vector<PeakTracker*> trackers_;
     uint64_t in_use_ = 0, peak_in_use_ = 0, reserved_ = 0, peak_reserved_ = 0;
     uint64_t driver_allocations_ = 0, live_allocations_ = 0, staging_bytes_ = 0;
 };

@@ -105,13 +105,16 @@ void testing::simulate_device_loss(Context& context) {
 struct PeakScope::State {
     std::shared_ptr<detail::ContextImpl> context;
     uint64_t baseline = 0;
-    uint64_t peak = 0;
+    uint64_t driver_allocations = 0;  // the pool's count at construction
+    detail::BufferPool::PeakTracker peak;
 };
 
 PeakScope::PeakScope(Context& context) : state_(std::make_shared<State>()) {
     state_->context = context.impl();
     detail::BufferPool& pool = *detail::impl_of(context).pool;
-    state_->baseline = state_->peak = pool.in_use();
+    state_->baseline = state_->peak.in_use = pool.in_use();
+    state_->peak.reserved = pool.reserved();
+    state_->driver_allocations = pool.driver_allocations();
     pool.add_peak_tracker(&state_->peak);
 }
 
@@ -119,7 +122,13 @@ PeakScope::~PeakScope() {
     state_->context->pool->remove_peak_tracker(&state_->peak);
 }
 uint64_t PeakScope::peak() const {
-    return state_->peak;
+    return state_->peak.in_use;
+}
+uint64_t PeakScope::peak_reserved() const {
+    return state_->peak.reserved;
+}
+uint64_t PeakScope::driver_allocations() const {
+    return state_->context->pool->driver_allocations() - state_->driver_allocations;
 }
 uint64_t PeakScope::baseline() const {
     return state_->baseline;

@@ -86,6 +86,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     stats.algorithm = plan.algorithm;
     stats.workspace_bytes = plan.workspace_bytes;
     stats.chunks = plan.chunks;
+    stats.operand_bytes = detail::operand_bytes({&ops.dy, &ops.w, &ops.dx});
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_backward_data(impl, stream, problem, plan, ops.dy, ops.w, ops.dx, workspace);
@@ -105,6 +106,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     stats.algorithm = plan.algorithm;
     stats.workspace_bytes = plan.workspace_bytes;
     stats.chunks = plan.chunks;
+    stats.operand_bytes = detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db});
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_filter_pass(impl, stream, problem, plan, ops, workspace);
@@ -124,6 +126,7 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     stats.algorithm = Algorithm::Direct;
     stats.workspace_bytes = plan.partial_floats ? impl.pool->round(plan.partial_floats * 4) : 0;
     stats.chunks = static_cast<uint32_t>((problem.N + plan.images - 1) / plan.images);
+    stats.operand_bytes = detail::operand_bytes({&dy, &db});
     detail::run_pass(context, impl, stats, {plan.partial_floats},
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_bias_grad(impl, stream, problem, plan, dy, db, workspace[0]);
@@ -177,6 +180,8 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     stats.step.algorithm = data.algorithm;
     stats.step.workspace_bytes = detail::workspace_bytes_of(impl, slots);
     stats.step.chunks = data.chunks + filter_plan.chunks;
+    stats.step.operand_bytes =
+        detail::operand_bytes({&filter_ops.x, &data_ops.w, &data_ops.dy, &data_ops.dx, &filter_ops.dw, &filter_ops.db});
     detail::run_pass(context, impl, stats.step, slot_vector(slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_backward_data(impl, stream, problem, data, data_ops.dy, data_ops.w, data_ops.dx,

@@ -122,6 +122,7 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
 
     RunStats stats;
     stats.algorithm = resolve(context, problem, algorithm);
+    stats.operand_bytes = detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output});
     detail::LoweredPlan plan;
     detail::DepthwisePlan depthwise;
     if (stats.algorithm == Algorithm::Depthwise) {

@@ -3,6 +3,7 @@
 // peak measured.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -24,6 +25,22 @@ void check_whole_binding(const ContextImpl& context, const Operand& operand, std
 
 // Error(InvalidArgument) when `output` shares memory with one of `inputs` (null entries are skipped).
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs);
+
+// Bytes the pool holds for these operands (empty ones skipped, one tensor passed twice counted once).
+inline uint64_t operand_bytes(std::initializer_list<const Operand*> operands) {
+    uint64_t bytes = 0;
+    std::vector<const PoolAllocation*> seen;
+    for (const Operand* op : operands) {
+        if (!op || !*op) continue;
+        const PoolAllocation& a = op->allocation;
+        if (std::any_of(seen.begin(), seen.end(),
+                        [&](const PoolAllocation* s) { return s->buffer == a.buffer && s->offset == a.offset; }))
+            continue;
+        seen.push_back(&a);
+        bytes += a.size;
+    }
+    return bytes;
+}
 
 // Pool memory for a pass's workspace, handed back on every exit path.
 struct Scratch {
@@ -63,6 +80,8 @@ void run_pass(Context& context, ContextImpl& impl, RunStats& stats, const std::v
         stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
     }
     stats.peak_bytes = peak.peak();
+    stats.peak_reserved_bytes = peak.peak_reserved();
+    stats.driver_allocations = static_cast<uint32_t>(peak.driver_allocations());
 }
 
 }  // namespace vkconv::detail

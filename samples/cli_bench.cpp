@@ -185,8 +185,8 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
             row.add("kind", "forward").add("layer", layer.name).add("algorithm", vkconv::to_string(stats.algorithm));
             if (stats.algorithm == vkconv::Algorithm::Mec)
                 row.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
-            row.add("gpu_ms", ms).add("gflops", gflops).add("workspace_bytes", stats.workspace_bytes);
-            row.add("peak_bytes", stats.peak_bytes).add("chunks", static_cast<uint64_t>(stats.chunks));
+            row.add("gpu_ms", ms).add("gflops", gflops).add_memory(stats);
+            row.add("chunks", static_cast<uint64_t>(stats.chunks));
             row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
             json_rows.push_back(row.str());
         }

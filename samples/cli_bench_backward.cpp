@@ -154,7 +154,7 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
                     JsonObject row;
                     row.add("kind", pass.name).add("layer", layer.name);
                     row.add("algorithm", vkconv::to_string(stats.algorithm)).add("gpu_ms", ms).add("gflops", gflops);
-                    row.add("workspace_bytes", stats.workspace_bytes).add("peak_bytes", stats.peak_bytes);
+                    row.add_memory(stats);
                     row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
                     json_rows.push_back(row.str());
                 }

@@ -195,6 +195,12 @@ JsonObject& JsonObject::add(const std::string& k, bool value) {
     return *this;
 }
 
+JsonObject& JsonObject::add_memory(const vkconv::RunStats& stats) {
+    add("operand_bytes", stats.operand_bytes).add("workspace_bytes", stats.workspace_bytes);
+    add("peak_bytes", stats.peak_bytes).add("peak_reserved_bytes", stats.peak_reserved_bytes);
+    return add("driver_allocations", static_cast<uint64_t>(stats.driver_allocations));
+}
+
 JsonObject& JsonObject::add_raw(const std::string& k, const std::string& json) {
     key(k);
     body_ += json;

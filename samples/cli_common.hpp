@@ -60,6 +60,9 @@ public:
     JsonObject& add(const std::string& key, int64_t value);
     JsonObject& add(const std::string& key, bool value);
     JsonObject& add_raw(const std::string& key, const std::string& json);
+    // The pass's memory as the pool measured it: operand_bytes, workspace_bytes, peak_bytes,
+    // peak_reserved_bytes, driver_allocations.
+    JsonObject& add_memory(const vkconv::RunStats& stats);
     std::string str() const { return "{" + body_ + "}"; }
 
 private:

@@ -61,7 +61,7 @@ int run_forward(const ForwardArgs& args) {
         o.add("pass", "forward").add("algorithm", vkconv::to_string(stats.algorithm));
         o.add("device", context.device().name).add("gpu_ms", stats.gpu_ms).add("gpu_timed", stats.gpu_timed);
         o.add("wall_ms", stats.wall_ms).add("gflops", problem.forward_flops() / (stats.gpu_ms * 1e6));
-        o.add("workspace_bytes", stats.workspace_bytes).add("peak_bytes", stats.peak_bytes);
+        o.add_memory(stats);
         o.add("dispatches", static_cast<uint64_t>(stats.dispatches)).add("chunks", static_cast<uint64_t>(stats.chunks));
         if (stats.algorithm == vkconv::Algorithm::Mec) o.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
         o.add_raw("problem", problem_json(problem));

@@ -451,6 +451,9 @@ TEST_CASE("cli: forward --stats prints one JSON object with exact memory", "[cli
                                    pool.rounded(bytes(p.bias_shape())) + pool.rounded(bytes(p.output_shape()));
     CHECK(json_uint(json, "workspace_bytes") == std::optional<uint64_t>(0));
     CHECK(json_uint(json, "peak_bytes") == std::optional<uint64_t>(operand_bytes));
+    CHECK(json_uint(json, "operand_bytes") == std::optional<uint64_t>(operand_bytes));
+    CHECK(json_uint(json, "peak_reserved_bytes") >= std::optional<uint64_t>(operand_bytes));
+    CHECK(json_uint(json, "driver_allocations").has_value());
 
     // A lowered algorithm: the peak is the operands plus exactly the workspace the library reports.
     for (const char* algorithm : {"im2col", "mec"}) {

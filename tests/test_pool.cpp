@@ -1,4 +1,6 @@
 // Buffer pool counters, to the byte, after scripted allocation sequences.
+#include <functional>
+
 #include "gpu.hpp"
 
 namespace {
@@ -183,4 +185,54 @@ TEST_CASE("forward's reported peak equals its operands for the direct algorithm"
     const auto stats = vkconv::forward(*context, p, x, w, &b, y, vkconv::Algorithm::Direct);
     CHECK(stats.workspace_bytes == 0);
     CHECK(stats.peak_bytes == operands + stats.workspace_bytes);
+}
+
+TEST_CASE("every pass reports its operands, workspace, peaks and driver allocations as the pool measured them",
+          "[pool][gpu]") {
+    // Small blocks, so a workspace needs blocks of its own the first time and reuses them the second.
+    auto context = pool_context();
+    if (!context) return;
+    vkconv::ConvProblem p;
+    p.N = 2, p.C = 16, p.H = 30, p.W = 28, p.K = 24, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.has_bias = true;
+    vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), b(*context, p.bias_shape());
+    vkconv::Tensor y(*context, p.output_shape()), dy(*context, p.output_shape());
+    vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+    const auto s = context->pool_stats();
+    auto bytes = [&](std::initializer_list<const vkconv::Tensor*> tensors) {
+        uint64_t sum = 0;
+        for (const auto* t : tensors) sum += s.rounded(t->bytes());
+        return sum;
+    };
+    struct Pass {
+        const char* name;
+        std::function<vkconv::RunStats()> run;
+        uint64_t operands;
+    };
+    const Pass passes[] = {
+        {"forward", [&] { return vkconv::forward(*context, p, x, w, &b, y, vkconv::Algorithm::Mec); },
+         bytes({&x, &w, &b, &y})},
+        {"backward_data", [&] { return vkconv::backward_data(*context, p, dy, w, dx, vkconv::Algorithm::Im2col); },
+         bytes({&dy, &w, &dx})},
+        {"backward_filter",
+         [&] { return vkconv::backward_filter(*context, p, x, dy, dw, &db, vkconv::Algorithm::Mec); },
+         bytes({&x, &dy, &dw, &db})},
+        {"backward_bias", [&] { return vkconv::backward_bias(*context, p, dy, db); }, bytes({&dy, &db})},
+        {"layer_backward",
+         [&] { return vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, vkconv::Algorithm::Mec).step; },
+         bytes({&x, &w, &dy, &dx, &dw, &db})},
+    };
+    for (const auto& pass : passes) {
+        INFO(pass.name);
+        for (int run = 0; run < 2; ++run) {
+            const auto before = context->pool_stats();
+            const auto stats = pass.run();
+            const auto after = context->pool_stats();
+            CHECK(stats.operand_bytes == pass.operands);
+            CHECK(stats.peak_bytes == before.in_use + stats.workspace_bytes);
+            CHECK(stats.peak_reserved_bytes >= stats.peak_bytes);
+            CHECK(stats.peak_reserved_bytes == after.reserved);  // the pool keeps the blocks it took
+            CHECK(stats.driver_allocations == after.driver_allocations - before.driver_allocations);
+            if (run == 1) CHECK(stats.driver_allocations == 0);  // the second run reuses the cached blocks
+        }
+    }
 }

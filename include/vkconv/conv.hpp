@@ -18,9 +18,9 @@ namespace vkconv {
 
 enum class Algorithm {
     Auto,
-    Direct,  // one invocation per output value; the baseline every other algorithm is checked against
-    Im2col,  // im2col lowering (N·P·Q × R·S·C/G per group) + tiled GEMM
-    Mec,     // MEC lowering (N·Q × H·S·C, Cho & Brand 2017) + overlapping-window GEMMs
+    Direct,     // one invocation per output value; the baseline every other algorithm is checked against
+    Im2col,     // im2col lowering (N·P·Q × R·S·C/G per group) + tiled GEMM
+    Mec,        // MEC lowering (N·Q × H·S·C, Cho & Brand 2017) + overlapping-window GEMMs
     Depthwise,  // one input channel per group (groups == C, K = m·C): register-window kernels, no GEMM
 };
 
@@ -45,8 +45,12 @@ struct RunStats {
     double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
     bool gpu_timed = false;                        // false: the queue has no timestamps, gpu_ms is wall time
     double wall_ms = 0;                            // host time from record to completion
-    uint64_t workspace_bytes = 0;                  // pool bytes the pass allocated for itself, as reported up front
-    uint64_t peak_bytes = 0;                       // pool in-use peak during the pass (live operands included)
+    // Memory, as the pool measured it during the pass:
+    uint64_t operand_bytes = 0;        // the pass's own tensors (inputs and outputs), each as the pool holds it
+    uint64_t workspace_bytes = 0;      // pool bytes the pass allocated for itself, as reported up front
+    uint64_t peak_bytes = 0;           // pool in-use peak during the pass (every live tensor included)
+    uint64_t peak_reserved_bytes = 0;  // device memory the pool held from the driver at its highest
+    uint32_t driver_allocations = 0;   // vkAllocateMemory calls the pass caused (0 when the pool had room)
     uint32_t dispatches = 0;
     uint32_t chunks = 1;  // pieces (groups of images or bands of rows) the pass ran in
 };

@@ -40,8 +40,10 @@ public:
     PeakScope(const PeakScope&) = delete;
     PeakScope& operator=(const PeakScope&) = delete;
 
-    uint64_t peak() const;      // highest in_use seen since construction
-    uint64_t baseline() const;  // in_use at construction
+    uint64_t peak() const;                // highest in_use seen since construction
+    uint64_t baseline() const;            // in_use at construction
+    uint64_t peak_reserved() const;       // highest reserved (device memory held from the driver) since construction
+    uint64_t driver_allocations() const;  // vkAllocateMemory calls the pool made since construction
 
 private:
     struct State;
