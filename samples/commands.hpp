@@ -14,6 +14,7 @@ Action add_devices_command(CLI::App& root);
 Action add_forward_command(CLI::App& root);
 Action add_demo_command(CLI::App& root);
 Action add_bench_command(CLI::App& root);
+Action add_memory_command(CLI::App& root);
 Action add_backward_data_command(CLI::App& root);
 Action add_backward_filter_command(CLI::App& root);
 

@@ -654,3 +654,28 @@ TEST_CASE("cli: backward commands refuse bad input with exit 2 and write nothing
         CHECK_FALSE(fs::exists(out));
     }
 }
+
+TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JSON and SVG", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    const auto r = run_cli(dir, {"memory", "--layer", "cv5", "--batch", "2", "--layout", "nhwc", "--json",
+                                 dir.file("memory.json"), "--svg", dir.file("memory.svg")});
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    // The MEC paper's lowered-buffer ratio for cv5, from the library's exact workspaces.
+    CHECK_THAT(r.out, Catch::Contains("cv5") && Catch::Contains("= 4.17x"));
+    const std::string json = vkt::read_bytes(dir.file("memory.json"));
+    auto p = make(2, 96, 24, 24, 256, 5, 5);
+    p.layout = vkconv::Layout::NHWC;
+    const uint64_t im2col = vkconv::forward_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
+    CHECK_THAT(json, Catch::Contains("\"algorithm\": \"im2col\", \"forward_workspace_bytes\": " +
+                                     std::to_string(im2col)));
+    const std::string svg = vkt::read_bytes(dir.file("memory.svg"));
+    CHECK(svg.rfind("<svg", 0) == 0);
+    CHECK_THAT(svg, Catch::Contains("</svg>") && Catch::Contains("cv5"));
+
+    const auto bad = run_cli(dir, {"memory", "--layer", "nope"});
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("nope"));
+}

@@ -1,0 +1,258 @@
+// vkconv memory: what every algorithm costs in device memory, forward and backward, for each layer of the
+// table at a given batch: workspace from the library's exact queries, and the pool peak a pass holds
+// (its operands as the pool rounds them plus that workspace: the identity the test suite checks to the
+// byte for every pass). Printed as a table, optionally written as JSON and as an SVG bar chart.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include "bench.hpp"
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "layers.hpp"
+
+namespace vkconv_cli {
+namespace {
+
+struct MemoryArgs {
+    std::vector<std::string> only;
+    int64_t batch = 32;
+    std::string layout = "nchw";
+    std::string json_file, svg_file;
+    std::string device;
+};
+
+// One algorithm's figures for one layer; nullopt where it cannot run the problem on this device.
+struct Cost {
+    std::optional<uint64_t> forward, data, filter, step;  // workspace bytes
+    std::optional<uint64_t> forward_peak, step_peak;
+};
+
+struct LayerReport {
+    std::string name;
+    vkconv::ConvProblem problem;
+    std::vector<std::pair<vkconv::Algorithm, Cost>> costs;
+    double lowered_ratio = 0;  // im2col / MEC lowered buffer at batch 1 in NHWC (no filter copy)
+};
+
+template <typename Query>
+std::optional<uint64_t> query(Query&& q) {
+    try {
+        return q();
+    } catch (const vkconv::Error& e) {
+        if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+        return std::nullopt;
+    }
+}
+
+uint64_t rounded(const vkconv::PoolStats& pool, const vkconv::Shape& shape) {
+    return pool.rounded(uint64_t(vkconv::shape_elements(shape)) * 4);
+}
+
+Cost cost_of(vkconv::Context& context, const vkconv::ConvProblem& p, vkconv::Algorithm a) {
+    const auto pool = context.pool_stats();
+    const uint64_t x = rounded(pool, p.input_shape()), w = rounded(pool, p.filter_shape());
+    const uint64_t y = rounded(pool, p.output_shape());
+    Cost c;
+    if (a == vkconv::Algorithm::Direct) {
+        // Direct binds whole tensors: beyond maxStorageBufferRange it cannot run at all.
+        const uint64_t largest = uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4;
+        if (largest > context.device().max_storage_buffer_range) return c;
+    }
+    c.forward = query([&] { return vkconv::forward_workspace_bytes(context, p, a); });
+    c.data = query([&] { return vkconv::backward_data_workspace_bytes(context, p, a); });
+    c.filter = query([&] { return vkconv::backward_filter_workspace_bytes(context, p, a); });
+    c.step = query([&] { return vkconv::layer_backward_workspace_bytes(context, p, a); });
+    if (c.forward) c.forward_peak = x + w + y + *c.forward;
+    if (c.step) c.step_peak = x + w + y + x + w + *c.step;  // x, w, dy, dx, dw
+    return c;
+}
+
+std::string cell(const std::optional<uint64_t>& bytes) {
+    return bytes ? mib(*bytes) : std::string("—");
+}
+
+// A grouped bar chart of the pool peak per layer (log scale), forward and backward step per algorithm,
+// written by hand: no plotting dependency for one chart.
+void write_svg(const std::string& path, const std::vector<LayerReport>& reports, const MemoryArgs& args) {
+    struct Series {
+        vkconv::Algorithm algorithm;
+        bool backward;
+        const char* label;
+        const char* color;
+    };
+    const Series series[] = {{vkconv::Algorithm::Im2col, false, "im2col forward", "#d95f02"},
+                             {vkconv::Algorithm::Mec, false, "MEC forward", "#1b9e77"},
+                             {vkconv::Algorithm::Direct, false, "direct/depthwise forward", "#7570b3"},
+                             {vkconv::Algorithm::Im2col, true, "im2col backward step", "#fdae6b"},
+                             {vkconv::Algorithm::Mec, true, "MEC backward step", "#a1d99b"},
+                             {vkconv::Algorithm::Direct, true, "direct/depthwise backward step", "#bcbddc"}};
+    const double bar = 7, gap = 14, left = 70, top = 50, height = 320;
+    const double group = 6 * bar + gap;
+    const double width = left + group * double(reports.size()) + 20;
+    // log10 MiB axis from 0.1 MiB up to the next power of ten above the largest peak.
+    double largest = 1;
+    auto peak_of = [](const LayerReport& r, const Series& s) -> std::optional<uint64_t> {
+        for (const auto& [a, c] : r.costs) {
+            const bool match =
+                a == s.algorithm || (s.algorithm == vkconv::Algorithm::Direct && a == vkconv::Algorithm::Depthwise);
+            if (match) return s.backward ? c.step_peak : c.forward_peak;
+        }
+        return std::nullopt;
+    };
+    for (const auto& r : reports)
+        for (const auto& s : series)
+            if (auto p = peak_of(r, s)) largest = std::max(largest, double(*p) / 1048576.0);
+    const double low = -1, high = std::ceil(std::log10(largest));
+    auto y_of = [&](double mib_value) {
+        const double v = std::clamp(std::log10(std::max(mib_value, 0.1)), low, high);
+        return top + height * (1 - (v - low) / (high - low));
+    };
+    std::ofstream out(path);
+    if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --svg '" + path + "'");
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+                  "font-size=\"10\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+                  width, top + height + 110);
+    out << buf;
+    std::snprintf(buf, sizeof buf,
+                  "<text x=\"%.0f\" y=\"20\" font-size=\"13\">vkconv pool peak per pass, batch %lld, %s (MiB, log "
+                  "scale)</text>\n",
+                  left, (long long)args.batch, args.layout.c_str());
+    out << buf;
+    for (double v = low; v <= high; v += 1) {
+        const double y = y_of(std::pow(10.0, v));
+        std::snprintf(buf, sizeof buf,
+                      "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n<text x=\"%.0f\" "
+                      "y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                      left, width - 10, y, y, left - 5, y + 3, std::pow(10.0, v));
+        out << buf;
+    }
+    for (size_t i = 0; i < reports.size(); ++i) {
+        const double x0 = left + group * double(i) + gap / 2;
+        for (size_t k = 0; k < std::size(series); ++k) {
+            const auto peak = peak_of(reports[i], series[k]);
+            if (!peak) continue;
+            const double y = y_of(double(*peak) / 1048576.0);
+            std::snprintf(buf, sizeof buf,
+                          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: %s"
+                          "</title></rect>\n",
+                          x0 + bar * double(k), y, bar - 1, top + height - y, series[k].color, reports[i].name.c_str(),
+                          series[k].label, mib(*peak).c_str());
+            out << buf;
+        }
+        std::snprintf(buf, sizeof buf,
+                      "<text transform=\"translate(%.1f,%.0f) rotate(-60)\" text-anchor=\"end\">%s</text>\n",
+                      x0 + 3 * bar, top + height + 12, reports[i].name.c_str());
+        out << buf;
+    }
+    for (size_t k = 0; k < std::size(series); ++k) {
+        const double x = left + 170 * double(k % 3), y = top + height + 80 + 14 * double(k / 3);
+        std::snprintf(buf, sizeof buf,
+                      "<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" "
+                      "y=\"%.0f\">%s</text>\n",
+                      x, y - 9, series[k].color, x + 14, y, series[k].label);
+        out << buf;
+    }
+    out << "</svg>\n";
+    if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --svg '" + path + "'");
+}
+
+int run_memory(const MemoryArgs& args) {
+    if (!args.json_file.empty()) check_writable(args.json_file, "--json");
+    if (!args.svg_file.empty()) check_writable(args.svg_file, "--svg");
+    const auto layout = vkconv::parse_layout(args.layout);
+    auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
+    for (const auto& name : args.only)
+        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "'");
+    vkconv::ContextOptions options;
+    options.device = args.device;
+    vkconv::Context context(options);
+    std::printf("device: %s\n", context.device().summary().c_str());
+    std::printf(
+        "Workspace (exact, from the library's queries) and pool peak (operands + workspace) per pass, "
+        "batch %lld, %s\n",
+        (long long)args.batch, args.layout.c_str());
+    std::printf("%-17s %-9s %10s %10s %10s %10s %11s %11s\n", "layer", "algo", "forward", "bwd data", "bwd filter",
+                "bwd step", "fwd peak", "step peak");
+    std::vector<LayerReport> reports;
+    std::vector<std::string> rows;
+    for (const auto& layer : layers) {
+        if (!args.only.empty() && std::count(args.only.begin(), args.only.end(), layer.name) == 0) continue;
+        LayerReport report{layer.name, layer.problem, {}, 0};
+        auto& p = report.problem;
+        p.N = args.batch, p.layout = layout;
+        std::vector<vkconv::Algorithm> algorithms = {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
+                                                     vkconv::Algorithm::Direct};
+        if (p.channels_per_group() == 1) algorithms.push_back(vkconv::Algorithm::Depthwise);
+        for (auto a : algorithms) {
+            const Cost c = cost_of(context, p, a);
+            report.costs.emplace_back(a, c);
+            std::printf("%-17s %-9s %10s %10s %10s %10s %11s %11s\n", layer.name.c_str(), vkconv::to_string(a),
+                        cell(c.forward).c_str(), cell(c.data).c_str(), cell(c.filter).c_str(), cell(c.step).c_str(),
+                        cell(c.forward_peak).c_str(), cell(c.step_peak).c_str());
+            JsonObject row;
+            row.add("layer", layer.name).add("algorithm", vkconv::to_string(a));
+            for (const auto& [key, value] : {std::pair{"forward_workspace_bytes", c.forward},
+                                             {"backward_data_workspace_bytes", c.data},
+                                             {"backward_filter_workspace_bytes", c.filter},
+                                             {"layer_backward_workspace_bytes", c.step},
+                                             {"forward_peak_bytes", c.forward_peak},
+                                             {"layer_backward_peak_bytes", c.step_peak}})
+                if (value) row.add(key, *value);
+            rows.push_back(row.str());
+        }
+        // The paper's ratio of lowered buffers: one image, NHWC (MEC needs no filter copy there).
+        auto one = layer.problem;
+        one.N = 1, one.layout = vkconv::Layout::NHWC;
+        const auto im2col =
+            query([&] { return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Im2col); });
+        const auto mec = query([&] {
+            vkconv::ForwardOptions b;
+            b.mec_schedule = vkconv::MecSchedule::B;  // Solution A's scratch also parks the output
+            return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Mec, b);
+        });
+        if (im2col && mec && *mec) {
+            report.lowered_ratio = double(*im2col) / double(*mec);
+            std::printf("%-17s lowered buffer im2col / MEC (one image, NHWC): %s / %s = %.2fx\n", layer.name.c_str(),
+                        mib(*im2col).c_str(), mib(*mec).c_str(), report.lowered_ratio);
+        }
+        reports.push_back(std::move(report));
+        std::fflush(stdout);
+    }
+    if (!args.json_file.empty()) {
+        std::ofstream out(args.json_file);
+        out << "{\"device\": \"" << context.device().summary() << "\", \"batch\": " << args.batch << ", \"layout\": \""
+            << args.layout << "\", \"rows\": [\n";
+        for (size_t i = 0; i < rows.size(); ++i) out << "  " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
+        out << "]}\n";
+        if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json");
+    }
+    if (!args.svg_file.empty()) write_svg(args.svg_file, reports, args);
+    return kSuccess;
+}
+
+}  // namespace
+
+Action add_memory_command(CLI::App& root) {
+    auto args = std::make_shared<MemoryArgs>();
+    auto* command = root.add_subcommand(
+        "memory", "workspace and pool peak of every algorithm, forward and backward, for each layer of the table");
+    command->add_option("--layer", args->only, "only these layers (repeatable)");
+    command->add_option("--batch", args->batch, "batch size N of every layer")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    command->add_option("--layout", args->layout, "nchw or nhwc")
+        ->check(CLI::IsMember({"nchw", "nhwc"}))
+        ->capture_default_str();
+    command->add_option("--json", args->json_file, "also write the figures as JSON to this file");
+    command->add_option("--svg", args->svg_file, "also write a bar chart of the pool peaks as SVG to this file");
+    command->add_option("--device", args->device, "device index or case-insensitive name substring");
+    return [args] { return run_memory(*args); };
+}
+
+}  // namespace vkconv_cli
