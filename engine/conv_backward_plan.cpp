@@ -28,8 +28,17 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
     const bool filter = pass == BackwardPass::Filter;
     switch (algorithm) {
         case Algorithm::Direct:
-        case Algorithm::Auto:
+        case Algorithm::Auto: {
+            // Direct binds whole tensors.
+            const uint64_t largest =
+                uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4;
+            const uint64_t range = context.device->limits().maxStorageBufferRange;
+            if (largest > range)
+                throw Error(ErrorCategory::Unsupported,
+                            "direct: binds whole tensors, and the largest (" + std::to_string(largest) +
+                                " bytes) exceeds maxStorageBufferRange (" + std::to_string(range) + ")");
             break;
+        }
         case Algorithm::Depthwise:
             plan.depthwise = plan_depthwise(context, p, depthwise_pass(pass), options);
             plan.slots[0] = plan.depthwise.workspace_floats;
@@ -41,6 +50,12 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             if (filter) {
                 plan.im2col_splits = backward_filter_splits(context, p, plan.lowered, binding_limit(context, options));
                 plan.slots[2] = backward_filter_partial_floats(p, plan.im2col_splits);
+                // Under a workspace limit, fewer split pieces (down to none).
+                while (options.workspace_limit && plan.im2col_splits > 1 &&
+                       workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
+                    --plan.im2col_splits;
+                    plan.slots[2] = backward_filter_partial_floats(p, plan.im2col_splits);
+                }
             }
             plan.chunks = plan.lowered.chunks;
             break;
@@ -48,7 +63,10 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.
             ForwardOptions b = options;
             b.mec_schedule = MecSchedule::B;
-            plan.lowered = plan_lowered(context, p, Algorithm::Mec, b);
+            // Backward-data's reordered filter copy is workspace besides L in NHWC too.
+            const uint64_t data_copy =
+                !filter && p.layout == Layout::NHWC ? context.pool->round(uint64_t(p.filter_elements()) * 4) : 0;
+            plan.lowered = plan_lowered(context, p, Algorithm::Mec, b, data_copy);
             plan.slots[0] = plan.lowered.scratch_floats;
             // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter
             // builds an OIHW gradient in OHWI order first.
@@ -57,6 +75,11 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
                 plan.mec_split = mec_backward_filter_split(context, p, plan.lowered, binding_limit(context, options));
                 plan.slots[2] =
                     plan.mec_split.slots * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group());
+                if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
+                    // No split: each image's product adds into dw in turn, with no partial products.
+                    plan.mec_split = MecFilterSplit{plan.lowered.rows, 1, 0};
+                    plan.slots[2] = 0;
+                }
             }
             plan.chunks = plan.lowered.chunks;
             break;
@@ -65,8 +88,17 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
     if (filter && p.has_bias) {
         plan.bias = plan_bias_grad(context, p, options.max_binding_bytes);
         plan.slots[3] = plan.bias.partial_floats;
+        if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
+            plan.bias.pieces = 1, plan.bias.partial_floats = 0;  // one sum per channel, straight into db
+            plan.slots[3] = 0;
+        }
     }
     plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
+    if (options.workspace_limit && plan.workspace_bytes > options.workspace_limit)
+        throw Error(ErrorCategory::Unsupported,
+                    std::string(to_string(algorithm)) + ": needs " + std::to_string(plan.workspace_bytes) +
+                        " bytes of workspace, above the workspace limit of " + std::to_string(options.workspace_limit) +
+                        " bytes (" + p.str() + ")");
     return plan;
 }
 
@@ -100,6 +132,18 @@ struct BiasPush {
 
 }  // namespace
 
+void throw_nothing_fits(ContextImpl& context, const ConvProblem& p, const ForwardOptions& options) {
+    const uint64_t im2col = smallest_lowered_workspace(context, p, Algorithm::Im2col);
+    const uint64_t mec = smallest_lowered_workspace(context, p, Algorithm::Mec);
+    const bool mec_smaller = mec < im2col;
+    throw Error(options.workspace_limit ? ErrorCategory::InvalidArgument : ErrorCategory::Unsupported,
+                "no algorithm fits: the smallest workspace any algorithm needs is " +
+                    std::to_string(std::min(im2col, mec)) + " bytes (" + (mec_smaller ? "mec" : "im2col") +
+                    ", one output row a chunk), the workspace limit is " +
+                    (options.workspace_limit ? std::to_string(options.workspace_limit) + " bytes" : "none") +
+                    ", and direct cannot bind these tensors within maxStorageBufferRange (" + p.str() + ")");
+}
+
 uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots) {
     uint64_t bytes = 0;
     for (uint64_t floats : slots)
@@ -120,7 +164,8 @@ BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& p, BackwardP
     auto mec = try_plan(context, p, pass, Algorithm::Mec, options);
     if (mec && (!im2col || mec->workspace_bytes < im2col->workspace_bytes)) return *mec;
     if (im2col) return *im2col;
-    return plan_for(context, p, pass, Algorithm::Direct, options);
+    if (auto direct = try_plan(context, p, pass, Algorithm::Direct, options)) return *direct;
+    throw_nothing_fits(context, p, options);
 }
 
 void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,

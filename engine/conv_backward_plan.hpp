@@ -46,6 +46,10 @@ BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, Bac
 
 uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots);
 
+// The error when no algorithm fits a problem under options.workspace_limit (and direct cannot bind it):
+// InvalidArgument stating the smallest workspace any algorithm needs and the limit.
+[[noreturn]] void throw_nothing_fits(ContextImpl& context, const ConvProblem& problem, const ForwardOptions& options);
+
 // Checks that operands bound whole (direct) fit a binding.
 void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,
                          std::initializer_list<const Operand*> operands);

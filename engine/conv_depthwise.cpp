@@ -52,6 +52,15 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Depthwi
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
     if (pass == DepthwisePass::BackwardFilter) {
         plan.splits = depthwise_filter_splits(context, p, plan.images, limit);
+        // Under a workspace limit, fewer pieces; even one piece's sums are workspace.
+        auto bytes = [&](uint64_t splits) { return context.pool->round(splits * uint64_t(p.filter_elements()) * 4); };
+        while (options.workspace_limit && plan.splits > 1 && bytes(plan.splits) > options.workspace_limit)
+            --plan.splits;
+        if (options.workspace_limit && bytes(plan.splits) > options.workspace_limit)
+            throw Error(ErrorCategory::Unsupported, "depthwise: backward-filter needs " + std::to_string(bytes(1)) +
+                                                        " bytes of workspace, above the workspace limit of " +
+                                                        std::to_string(options.workspace_limit) + " bytes (" + p.str() +
+                                                        ")");
         plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements());
     }
     plan.workspace_bytes = plan.workspace_floats ? context.pool->round(plan.workspace_floats * 4) : 0;

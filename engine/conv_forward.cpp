@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "conv_backward_plan.hpp"
 #include "conv_depthwise.hpp"
 #include "conv_direct.hpp"
 #include "conv_lowered.hpp"
@@ -49,7 +50,7 @@ Algorithm parse_algorithm(std::string_view text) {
                 "unknown algorithm '" + std::string(text) + "' (expected auto, direct, im2col, mec or depthwise)");
 }
 
-Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem) {
+Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
     const uint64_t range = impl.device->limits().maxStorageBufferRange;
@@ -60,7 +61,7 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     // the depthwise kernels run in chunks of images, direct only where one image is too large for them.
     if (detail::is_depthwise(problem)) {
         try {
-            detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, ForwardOptions{});
+            detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options);
             return Algorithm::Depthwise;
         } catch (const Error& e) {
             if (e.category() != ErrorCategory::Unsupported) throw;
@@ -74,21 +75,25 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     // A lowering that cannot fit even one row of output under the binding limit is out of the running.
     auto workspace = [&](Algorithm algorithm) -> uint64_t {
         try {
-            return detail::plan_lowered(impl, problem, algorithm, ForwardOptions{}).workspace_bytes;
+            return detail::plan_lowered(impl, problem, algorithm, options).workspace_bytes;
         } catch (const Error& e) {
             if (e.category() != ErrorCategory::Unsupported) throw;
             return UINT64_MAX;
         }
     };
     const uint64_t im2col = workspace(Algorithm::Im2col), mec = workspace(Algorithm::Mec);
-    if (im2col == UINT64_MAX && mec == UINT64_MAX && direct_fits) return Algorithm::Direct;
+    if (im2col == UINT64_MAX && mec == UINT64_MAX) {
+        if (direct_fits) return Algorithm::Direct;
+        detail::throw_nothing_fits(impl, problem, options);
+    }
     return mec < im2col ? Algorithm::Mec : Algorithm::Im2col;
 }
 
 namespace {
 
-Algorithm resolve(const Context& context, const ConvProblem& problem, Algorithm algorithm) {
-    return algorithm == Algorithm::Auto ? choose_forward_algorithm(context, problem) : algorithm;
+Algorithm resolve(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                  const ForwardOptions& options) {
+    return algorithm == Algorithm::Auto ? choose_forward_algorithm(context, problem, options) : algorithm;
 }
 
 }  // namespace
@@ -97,7 +102,7 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
                                  const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    const Algorithm chosen = resolve(context, problem, algorithm);
+    const Algorithm chosen = resolve(context, problem, algorithm, options);
     if (chosen == Algorithm::Direct) return 0;
     if (chosen == Algorithm::Depthwise)
         return detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options).workspace_bytes;
@@ -121,7 +126,7 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
 
     RunStats stats;
-    stats.algorithm = resolve(context, problem, algorithm);
+    stats.algorithm = resolve(context, problem, algorithm, options);
     stats.operand_bytes = detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output});
     detail::LoweredPlan plan;
     detail::DepthwisePlan depthwise;

@@ -55,8 +55,13 @@ void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alig
 }
 
 // Throws Unsupported when not even one output row of one image fits the binding limit.
+// Under options.workspace_limit the chunks shrink until the plan's workspace plus `fixed_workspace_bytes`
+// (what the pass needs besides the lowered matrix and MEC's OIHW filter copy) fits; Unsupported when even
+// one output row of one image does not.
 LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
-                         const ForwardOptions& options);
+                         const ForwardOptions& options, uint64_t fixed_workspace_bytes = 0);
+// The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
+uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
 
 // Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats) and, for MEC
 // with OIHW filters, `filter_copy` (plan.filter_floats).

@@ -21,8 +21,16 @@ uint64_t lowered_floats(const ConvProblem& p, Algorithm algorithm, int64_t image
 
 }  // namespace
 
-LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
-                         const ForwardOptions& options) {
+uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, Algorithm algorithm) {
+    // One output row of one image, MEC's Solution B (nothing parked), plus MEC's OIHW filter copy.
+    const uint64_t filter = algorithm == Algorithm::Mec && p.layout == Layout::NCHW
+                                ? context.pool->round(uint64_t(p.filter_elements()) * 4)
+                                : 0;
+    return context.pool->round(lowered_floats(p, algorithm, 1, 1) * 4) + filter;
+}
+
+LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options,
+                         uint64_t fixed_workspace_bytes) {
     const auto& limits = context.device->limits();
     // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
     uint64_t limit = std::min<uint64_t>(limits.maxStorageBufferRange, uint64_t{limits.maxTexelBufferElements} * 4);
@@ -46,10 +54,23 @@ LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm a
             floats = std::max(floats, uint64_t(images * rows * Q * p.K));
         return floats;
     };
-    auto fits = [&](int64_t images, int64_t rows) {
+    const uint64_t filter_bytes = plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0;
+    auto workspace_fits = [&](int64_t images, int64_t rows) {
+        return !options.workspace_limit ||
+               context.pool->round(scratch_for(images, rows) * 4) + filter_bytes + fixed_workspace_bytes <=
+                   options.workspace_limit;
+    };
+    auto binding_fits = [&](int64_t images, int64_t rows) {
         return images * x_image * 4 + align <= limit && images * y_image * 4 + align <= limit &&
                scratch_for(images, rows) * 4 <= limit;
     };
+    auto fits = [&](int64_t images, int64_t rows) {
+        return binding_fits(images, rows) && workspace_fits(images, rows);
+    };
+    // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
+    if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.mec_schedule == MecSchedule::Auto &&
+        !fits(1, P))
+        plan.schedule = MecSchedule::B;
     if (uint64_t(p.filter_elements()) * 4 > limit)
         throw Error(ErrorCategory::Unsupported, "the filter (" + std::to_string(p.filter_elements() * 4) +
                                                     " bytes) exceeds the binding limit of " + std::to_string(limit) +
@@ -61,11 +82,18 @@ LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm a
         plan.rows = P;
         plan.chunks = static_cast<uint32_t>((p.N + images - 1) / images);
     } else {
-        if (!fits(1, 1))
+        if (!binding_fits(1, 1))
             throw Error(ErrorCategory::Unsupported,
                         std::string(to_string(algorithm)) +
                             ": one output row of one image needs bindings beyond the limit of " +
                             std::to_string(limit) + " bytes (" + p.str() + ")");
+        if (!workspace_fits(1, 1))
+            throw Error(
+                ErrorCategory::Unsupported,
+                std::string(to_string(algorithm)) + ": its smallest chunk (one output row of one image) needs " +
+                    std::to_string(context.pool->round(scratch_for(1, 1) * 4) + filter_bytes + fixed_workspace_bytes) +
+                    " bytes of workspace, above the workspace limit of " + std::to_string(options.workspace_limit) +
+                    " bytes (" + p.str() + ")");
         int64_t rows = 1;
         while (rows < P && fits(1, rows + 1)) ++rows;
         plan.images = 1;

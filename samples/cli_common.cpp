@@ -52,6 +52,11 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")
         ->check(CLI::IsMember({"auto", "a", "b"}, CLI::ignore_case))
         ->capture_default_str();
+    command
+        .add_option("--workspace-limit", workspace_limit,
+                    "largest workspace the pass may allocate, in bytes (0: no limit); algorithms run in chunks "
+                    "that fit, or are skipped")
+        ->capture_default_str();
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
 }
@@ -70,6 +75,7 @@ vkconv::ForwardOptions ConvOptions::forward_options() const {
     options.mec_schedule = mec_schedule == "auto" ? vkconv::MecSchedule::Auto
                            : first == 'a'         ? vkconv::MecSchedule::A
                                                   : vkconv::MecSchedule::B;
+    options.workspace_limit = workspace_limit;
     return options;
 }
 

@@ -32,6 +32,7 @@ struct ConvOptions {
     std::string layout = "nchw";
     std::string algorithm = "auto";
     std::string mec_schedule = "auto";
+    uint64_t workspace_limit = 0;  // bytes; 0 = none
     std::string device;
     bool stats = false;
 

@@ -438,3 +438,43 @@ TEST_CASE("the bias gradient splits long reductions into pieces and chunks, exac
                          "chunked bias " + p.str());
     }
 }
+
+TEST_CASE("a workspace limit is honoured to the byte by every pass, in smaller chunks, or the algorithm is refused",
+          "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem p;
+    p.N = 3, p.C = 6, p.H = 14, p.W = 13, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    uint32_t seed = 5200;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        p.layout = layout;
+        for (auto algorithm : {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+            INFO(vkconv::to_string(algorithm) << " " << p.str());
+            const uint64_t full = vkconv::forward_workspace_bytes(*context, p, algorithm);
+            int refused = 0, chunked = 0;
+            for (uint64_t limit : {full, full / 2, full / 3, full / 5, full / 9, full / 17, uint64_t(2048)}) {
+                INFO("workspace limit " << limit);
+                vkconv::ForwardOptions options;
+                options.workspace_limit = limit;
+                try {
+                    const auto forward = vkt::check_forward(*context, p, algorithm, seed += 3, options);
+                    CHECK(forward.workspace_bytes <= limit);
+                    chunked += forward.chunks > 1;
+                    for (auto query : {vkconv::backward_data_workspace_bytes, vkconv::backward_filter_workspace_bytes})
+                        CHECK(query(*context, p, algorithm, options) <= limit);
+                    check_backward(*context, p, seed += 3, algorithm, options);
+                } catch (const vkconv::Error& e) {
+                    // Refused: named, with the limit in the message, and only below the smallest chunk.
+                    CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
+                    CHECK_THAT(e.what(), Catch::Contains("workspace limit of " + std::to_string(limit)));
+                    ++refused;
+                }
+            }
+            CHECK(chunked > 0);
+            CHECK(refused > 0);  // 2048 bytes is below one output row's lowered matrix
+            // Auto under the smallest limit still runs: it falls back to direct, which needs no workspace.
+            vkconv::ForwardOptions tiny;
+            tiny.workspace_limit = 2048;
+            CHECK(vkt::check_forward(*context, p, vkconv::Algorithm::Auto, seed += 3, tiny).workspace_bytes <= 2048);
+        }
+    }
+}

@@ -679,3 +679,24 @@ TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JS
     CHECK(bad.code == 2);
     CHECK_THAT(bad.err, Catch::Contains("nope"));
 }
+
+TEST_CASE("cli: --workspace-limit runs a lowered algorithm in chunks that fit", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    auto p = make(2, 6, 9, 10, 5, 3, 3);
+    p.pad_h = p.pad_w = 1;
+    p.has_bias = true;
+    const auto operands = write_operands(dir, p, 78);
+    const uint64_t full = vkconv::forward_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
+    const uint64_t limit = full / 2;
+    const auto r = run_cli(dir, with(forward_args(dir, p), {"--padding", "1", "--algo", "im2col", "--stats",
+                                                            "--workspace-limit", std::to_string(limit)}));
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    check_output(dir, p, operands, "--workspace-limit run");
+    const auto workspace = json_uint(r.out, "workspace_bytes");
+    REQUIRE(workspace.has_value());
+    CHECK(*workspace <= limit);
+    CHECK(json_uint(r.out, "chunks") > std::optional<uint64_t>(1));
+}

@@ -37,6 +37,11 @@ struct ForwardOptions {
     // Largest binding (and so lowered chunk) in bytes; 0 = the device's maxStorageBufferRange. Lower it to
     // run im2col and MEC in smaller chunks of images or bands of output rows.
     uint64_t max_binding_bytes = 0;
+    // Largest workspace a pass may allocate, in bytes; 0 = no limit. im2col and MEC then run in chunks
+    // whose workspace fits, split reductions use fewer pieces; an algorithm whose smallest chunk does not
+    // fit gets Error(Unsupported), and Auto skips it (Error(InvalidArgument) naming the smallest workspace
+    // any algorithm needs when none fits).
+    uint64_t workspace_limit = 0;
 };
 
 struct RunStats {
@@ -60,8 +65,9 @@ struct RunStats {
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const ForwardOptions& options = {});
 
-// The algorithm Auto picks for this problem (see README.md for the rule).
-Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem);
+// The algorithm Auto picks for this problem under `options` (see README.md for the rule).
+Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem,
+                                   const ForwardOptions& options = {});
 
 // y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
 // have the problem's output shape; its previous contents are overwritten.
