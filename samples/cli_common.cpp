@@ -1,5 +1,7 @@
 #include "cli_common.hpp"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cctype>
@@ -54,8 +56,8 @@ void ConvOptions::add_to(CLI::App& command) {
         ->capture_default_str();
     command
         .add_option("--workspace-limit", workspace_limit,
-                    "largest workspace the pass may allocate, in bytes (0: no limit); algorithms run in chunks "
-                    "that fit, or are skipped")
+                    "largest workspace the pass may allocate: bytes (0: no limit) or auto (from the device "
+                    "heap's budget); algorithms run in chunks that fit, or are skipped")
         ->capture_default_str();
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
@@ -69,13 +71,23 @@ void ConvOptions::apply(vkconv::ConvProblem& problem) const {
     problem.layout = vkconv::parse_layout(layout);
 }
 
-vkconv::ForwardOptions ConvOptions::forward_options() const {
+vkconv::ForwardOptions ConvOptions::forward_options(const vkconv::Context& context) const {
     vkconv::ForwardOptions options;
     const char first = mec_schedule.empty() ? 'a' : static_cast<char>(std::tolower(mec_schedule[0]));
     options.mec_schedule = mec_schedule == "auto" ? vkconv::MecSchedule::Auto
                            : first == 'a'         ? vkconv::MecSchedule::A
                                                   : vkconv::MecSchedule::B;
-    options.workspace_limit = workspace_limit;
+    if (workspace_limit == "auto") {
+        options.workspace_limit = context.auto_workspace_limit();
+    } else {
+        const bool digits =
+            !workspace_limit.empty() && workspace_limit.size() <= 19 &&
+            std::all_of(workspace_limit.begin(), workspace_limit.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits)
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                "--workspace-limit must be a number of bytes or auto, not '" + workspace_limit + "'");
+        options.workspace_limit = std::stoull(workspace_limit);
+    }
     return options;
 }
 

@@ -32,7 +32,7 @@ struct ConvOptions {
     std::string layout = "nchw";
     std::string algorithm = "auto";
     std::string mec_schedule = "auto";
-    uint64_t workspace_limit = 0;  // bytes; 0 = none
+    std::string workspace_limit = "0";  // bytes, 0 = none, or "auto" (Context::auto_workspace_limit)
     std::string device;
     bool stats = false;
 
@@ -40,7 +40,8 @@ struct ConvOptions {
     // Applies stride/padding/dilation/groups/layout to `problem`.
     void apply(vkconv::ConvProblem& problem) const;
     vkconv::ContextOptions context_options() const;
-    vkconv::ForwardOptions forward_options() const;
+    // Needs the context for --workspace-limit auto.
+    vkconv::ForwardOptions forward_options(const vkconv::Context& context) const;
 };
 
 // Fills the sizes of `p` from 4-D input and filter shapes in p.layout's order (N,C,H,W / K,C/G,R,S, or

@@ -53,7 +53,7 @@ int run_forward(const ForwardArgs& args) {
     if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
     vkconv::Tensor output(context, problem.output_shape());
     const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
-                                       algorithm, args.conv.forward_options());
+                                       algorithm, args.conv.forward_options(context));
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
 
     if (args.conv.stats) {

@@ -700,3 +700,20 @@ TEST_CASE("cli: --workspace-limit runs a lowered algorithm in chunks that fit", 
     CHECK(*workspace <= limit);
     CHECK(json_uint(r.out, "chunks") > std::optional<uint64_t>(1));
 }
+
+TEST_CASE("cli: --workspace-limit auto derives a limit from the heap budget; a bad value is refused", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const uint64_t limit = context->auto_workspace_limit();
+    CHECK(limit > 0);
+    TempDir dir;
+    auto p = make(1, 3, 8, 8, 4, 3, 3);
+    const auto operands = write_operands(dir, p, 79);
+    const auto r = run_cli(dir, with(forward_args(dir, p), {"--algo", "mec", "--workspace-limit", "auto", "--stats"}));
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    check_output(dir, p, operands, "--workspace-limit auto");
+    const auto bad = run_cli(dir, with(forward_args(dir, p), {"--workspace-limit", "lots"}));
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--workspace-limit") && Catch::Contains("lots"));
+}
