@@ -128,11 +128,17 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
     VkMemoryAllocateInfo alloc_info{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     alloc_info.allocationSize = requirements.size;
     alloc_info.memoryTypeIndex = memory_type_;
-    VkResult result = vk.vkAllocateMemory(dev, &alloc_info, nullptr, &block->memory);
+    auto allocate = [&] {
+        ++attempts_;
+        if (inject_first_ && attempts_ >= inject_first_ && attempts_ < inject_first_ + inject_count_)
+            return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+        return vk.vkAllocateMemory(dev, &alloc_info, nullptr, &block->memory);
+    };
+    VkResult result = allocate();
     if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
         // Cached empty blocks may be what stands in the way: give them back and try once more.
         trim();
-        result = vk.vkAllocateMemory(dev, &alloc_info, nullptr, &block->memory);
+        result = allocate();
     }
     if (result != VK_SUCCESS) {
         vk.vkDestroyBuffer(dev, block->buffer, nullptr);

@@ -75,6 +75,12 @@ public:
     void add_peak_tracker(PeakTracker* tracker) { trackers_.push_back(tracker); }
     void remove_peak_tracker(PeakTracker* tracker) noexcept;
     uint64_t in_use() const { return in_use_; }
+    // Tests: the `count` vkAllocateMemory attempts starting with the `nth` from now (1 = the next one)
+    // fail with VK_ERROR_OUT_OF_DEVICE_MEMORY. nth = 0 disarms.
+    void inject_allocation_failures(uint64_t nth, uint64_t count) {
+        inject_first_ = nth ? attempts_ + nth : 0;
+        inject_count_ = count;
+    }
     uint64_t reserved() const { return reserved_; }
     uint64_t driver_allocations() const { return driver_allocations_; }
 
@@ -92,6 +98,7 @@ private:
     std::vector<PeakTracker*> trackers_;
     uint64_t in_use_ = 0, peak_in_use_ = 0, reserved_ = 0, peak_reserved_ = 0;
     uint64_t driver_allocations_ = 0, live_allocations_ = 0, staging_bytes_ = 0;
+    uint64_t attempts_ = 0, inject_first_ = 0, inject_count_ = 0;  // vkAllocateMemory calls tried; injection
 };
 
 }  // namespace vkconv::detail

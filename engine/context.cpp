@@ -102,6 +102,10 @@ void testing::simulate_device_loss(Context& context) {
     detail::impl_of(context).device->lost_flag()->store(true);
 }
 
+void testing::inject_allocation_failures(Context& context, uint64_t nth, uint64_t count) {
+    detail::impl_of(context).pool->inject_allocation_failures(nth, count);
+}
+
 struct PeakScope::State {
     std::shared_ptr<detail::ContextImpl> context;
     uint64_t baseline = 0;

@@ -236,3 +236,61 @@ TEST_CASE("every pass reports its operands, workspace, peaks and driver allocati
         }
     }
 }
+
+TEST_CASE("out of device memory at any driver allocation of a layer step leaves no leak and a usable context",
+          "[pool][gpu]") {
+    // Small blocks: the step's workspace needs several allocations. For each i, the i-th allocation from
+    // the start of the step fails twice (the pool's trim-and-retry fails too), so the step either fails
+    // with OutOfDeviceMemory or, once i is past its last allocation, succeeds; either way nothing leaks,
+    // the tensors are intact, and the next step gives the same result as a clean run.
+    auto options = vkt::test_options();
+    options.pool_block_bytes = 64 * 1024;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    vkconv::ConvProblem p;
+    p.N = 2, p.C = 8, p.H = 20, p.W = 18, p.K = 12, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.has_bias = true;
+    const auto xs = vkt::random_values(p.input_elements(), 1), ws = vkt::random_values(p.filter_elements(), 2);
+    const auto dys = vkt::random_values(p.output_elements(), 3);
+    auto x = vkconv::Tensor::from_host(*context, p.input_shape(), xs);
+    auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), ws);
+    auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), dys);
+    vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+    for (auto algorithm : {vkconv::Algorithm::Mec, vkconv::Algorithm::Im2col}) {
+        INFO(vkconv::to_string(algorithm));
+        context->trim();  // every step starts with no cached blocks, so its workspace must allocate
+        vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm);
+        const auto clean_dx = dx.download(), clean_dw = dw.download(), clean_db = db.download();
+        int failures = 0;
+        for (uint64_t i = 1; i < 64; ++i) {
+            INFO("failing allocation " << i);
+            context->trim();
+            const uint64_t in_use = context->pool_stats().in_use;
+            vkconv::testing::inject_allocation_failures(*context, i, 2);
+            bool failed = false;
+            try {
+                vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm);
+            } catch (const vkconv::Error& e) {
+                CHECK(e.category() == vkconv::ErrorCategory::OutOfDeviceMemory);
+                failed = true;
+                ++failures;
+            }
+            vkconv::testing::inject_allocation_failures(*context, 0, 0);
+            CHECK(context->pool_stats().in_use == in_use);
+            CHECK(context->pool_stats().live_allocations == 6);  // x, w, dy, dx, dw, db
+            CHECK(x.download() == xs);
+            CHECK(w.download() == ws);
+            CHECK(dy.download() == dys);
+            vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm);
+            CHECK(dx.download() == clean_dx);
+            CHECK(dw.download() == clean_dw);
+            CHECK(db.download() == clean_db);
+            if (!failed) break;  // past the step's last allocation
+        }
+        CHECK(failures > 0);
+        // A single failure is absorbed by the pool's trim-and-retry.
+        context->trim();
+        vkconv::testing::inject_allocation_failures(*context, 1, 1);
+        CHECK_NOTHROW(vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm));
+        vkconv::testing::inject_allocation_failures(*context, 0, 0);
+    }
+}

@@ -95,6 +95,9 @@ namespace testing {
 // Marks the context's device as lost, exactly as a VK_ERROR_DEVICE_LOST from the driver would: every later
 // call on it throws Error(DeviceLost). Only for tests of that path; a real loss cannot be provoked portably.
 void simulate_device_loss(Context& context);
+// Makes the pool's `count` device-memory allocation attempts starting with the `nth` from now (1 = the
+// next) fail as out of device memory, as a driver would; nth = 0 disarms. For tests of that path.
+void inject_allocation_failures(Context& context, uint64_t nth, uint64_t count = 1);
 }  // namespace testing
 
 }  // namespace vkconv
