@@ -198,9 +198,7 @@ int run_bench(const BenchArgs& args) {
     if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
     for (const auto& name : args.algorithms) vkconv::parse_algorithm(name);
     const auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
-    for (const auto& name : args.only)
-        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "'");
+    check_layer_names(layers, args.only, "built-in layers.csv");
 
     vkconv::ContextOptions options;
     options.device = args.device;

@@ -88,9 +88,7 @@ int run_demo(const DemoArgs& args) {
     }
     auto layers = parse_layers(text, origin);
     std::vector<Layer> chosen;
-    for (const auto& name : args.only)
-        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "' in " + origin);
+    check_layer_names(layers, args.only, origin);
     for (auto& layer : layers) {
         const bool wanted = !args.only.empty()
                                 ? std::count(args.only.begin(), args.only.end(), layer.name) > 0

@@ -166,9 +166,7 @@ int run_memory(const MemoryArgs& args) {
     if (!args.svg_file.empty()) check_writable(args.svg_file, "--svg");
     const auto layout = vkconv::parse_layout(args.layout);
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
-    for (const auto& name : args.only)
-        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "'");
+    check_layer_names(layers, args.only, "built-in layers.csv");
     vkconv::ContextOptions options;
     options.device = args.device;
     vkconv::Context context(options);

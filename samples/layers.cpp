@@ -1,5 +1,6 @@
 #include "layers.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -48,6 +49,13 @@ std::vector<Layer> parse_layers(std::string_view text, const std::string& origin
         layers.push_back(std::move(layer));
     }
     return layers;
+}
+
+void check_layer_names(const std::vector<Layer>& layers, const std::vector<std::string>& names,
+                       const std::string& origin) {
+    for (const auto& name : names)
+        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "' in " + origin);
 }
 
 }  // namespace vkconv_cli

@@ -20,6 +20,10 @@ struct Layer {
 // Throws vkconv::Error(InvalidArgument) naming `origin` and the line on a malformed or invalid row.
 std::vector<Layer> parse_layers(std::string_view text, const std::string& origin);
 
+// Error(InvalidArgument) naming the first of `names` that is no layer of `layers` (read from `origin`).
+void check_layer_names(const std::vector<Layer>& layers, const std::vector<std::string>& names,
+                       const std::string& origin);
+
 // The table shipped with vkconv (a copy of samples/layers.csv made at build time).
 std::string_view builtin_layers_csv();
 
