@@ -30,6 +30,7 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
         if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
     const uint32_t chosen = select_device(infos, selector);
     device = std::make_unique<Device>(physical[chosen], infos[chosen]);
+    if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
     pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
     pipelines = std::make_unique<PipelineCache>(*device);
 

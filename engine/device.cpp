@@ -1,5 +1,6 @@
 #include "device.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "vk_check.hpp"
@@ -52,6 +53,14 @@ void Device::throw_if_lost() const {
     if (lost_.load())
         throw Error(ErrorCategory::DeviceLost, "device '" + info_.name + "' was lost earlier; create a new Context",
                     static_cast<int32_t>(VK_ERROR_DEVICE_LOST));
+}
+
+void Device::lower_binding_limits(uint64_t bytes) {
+    auto& limits = properties_.limits;
+    limits.maxStorageBufferRange = static_cast<uint32_t>(std::min<uint64_t>(limits.maxStorageBufferRange, bytes));
+    limits.maxTexelBufferElements = static_cast<uint32_t>(std::min<uint64_t>(limits.maxTexelBufferElements, bytes / 4));
+    info_.max_storage_buffer_range = limits.maxStorageBufferRange;
+    info_.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
 uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,

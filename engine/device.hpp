@@ -22,6 +22,8 @@ public:
     VkQueue queue() const { return queue_; }
     uint32_t queue_family() const { return queue_family_; }
     const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
+    // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
+    void lower_binding_limits(uint64_t bytes);
     const VkPhysicalDeviceMemoryProperties& memory() const { return memory_; }
     const DeviceInfo& info() const { return info_; }
     uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }

@@ -478,3 +478,44 @@ TEST_CASE("a workspace limit is honoured to the byte by every pass, in smaller c
         }
     }
 }
+
+TEST_CASE(
+    "with the device's binding limit lowered, passes run in chunks, and a workspace limit nothing fits is an "
+    "error naming the smallest workspace",
+    "[backward][gpu]") {
+    // 16 KiB bindings: x and dy (21 and 26 KiB) cannot be bound whole, so direct is out, and the lowered
+    // algorithms run in chunks of images or bands of rows.
+    auto options = vkt::test_options();
+    options.max_storage_buffer_range = 16 * 1024;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    CHECK(context->device().max_storage_buffer_range == 16 * 1024);
+    vkconv::ConvProblem p;
+    p.N = 3, p.C = 8, p.H = 15, p.W = 14, p.K = 10, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    uint32_t seed = 6100;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        p.layout = layout;
+        INFO(p.str());
+        for (auto algorithm : {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+            CHECK(vkt::check_forward(*context, p, algorithm, seed += 3).chunks > 1);
+            CHECK(check_backward(*context, p, seed += 3, algorithm).chunks > 1);
+        }
+        CHECK(vkt::thrown_error([&] {
+                  vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape());
+                  vkconv::Tensor y(*context, p.output_shape());
+                  vkconv::forward(*context, p, x, w, nullptr, y, vkconv::Algorithm::Direct);
+              }).category() == vkconv::ErrorCategory::Unsupported);
+        vkconv::ForwardOptions tiny;
+        tiny.workspace_limit = 1024;
+        for (int pass = 0; pass < 3; ++pass) {
+            INFO("pass " << pass);
+            const auto e = vkt::thrown_error([&] {
+                if (pass == 0) vkconv::forward_workspace_bytes(*context, p, vkconv::Algorithm::Auto, tiny);
+                if (pass == 1) vkconv::backward_data_workspace_bytes(*context, p, vkconv::Algorithm::Auto, tiny);
+                if (pass == 2) vkconv::backward_filter_workspace_bytes(*context, p, vkconv::Algorithm::Auto, tiny);
+            });
+            CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+            CHECK_THAT(e.what(), Catch::Contains("smallest workspace") && Catch::Contains("1024 bytes"));
+        }
+    }
+}

@@ -61,6 +61,10 @@ struct ContextOptions {
     // Lower the per-dispatch workgroup count below the device limit (0 = device limit). For tests: it
     // makes the dispatch splitting that large problems need happen on small ones.
     uint32_t max_workgroups_per_dispatch = 0;
+    // Lower the device's reported maxStorageBufferRange (and maxTexelBufferElements to match) to this many
+    // bytes (0 = as reported). For tests: chunking and the paths for tensors too large to bind, on small
+    // problems.
+    uint64_t max_storage_buffer_range = 0;
 };
 
 class Context {
