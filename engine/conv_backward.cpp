@@ -11,6 +11,16 @@ namespace {
 
 using detail::BackwardPass;
 
+// What a pass's stats know before it runs.
+RunStats planned_stats(const detail::BackwardPlan& plan, uint64_t operand_bytes) {
+    RunStats stats;
+    stats.algorithm = plan.algorithm;
+    stats.workspace_bytes = plan.workspace_bytes;
+    stats.chunks = plan.chunks;
+    stats.operand_bytes = operand_bytes;
+    return stats;
+}
+
 std::vector<uint64_t> slot_vector(const detail::WorkspaceSlots& slots) {
     return {slots.begin(), slots.end()};
 }
@@ -81,12 +91,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     problem.validate();
     const DataOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
     const auto plan = detail::plan_backward(impl, problem, BackwardPass::Data, algorithm, options);
-    detail::check_plan_bindings(impl, plan, {&ops.dy, &ops.w, &ops.dx});
-    RunStats stats;
-    stats.algorithm = plan.algorithm;
-    stats.workspace_bytes = plan.workspace_bytes;
-    stats.chunks = plan.chunks;
-    stats.operand_bytes = detail::operand_bytes({&ops.dy, &ops.w, &ops.dx});
+    RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.dy, &ops.w, &ops.dx}));
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_backward_data(impl, stream, problem, plan, ops.dy, ops.w, ops.dx, workspace);
@@ -101,12 +106,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     problem.validate();
     const FilterOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
     const auto plan = detail::plan_backward(impl, problem, BackwardPass::Filter, algorithm, options);
-    detail::check_plan_bindings(impl, plan, {&ops.x, &ops.dy, &ops.dw});
-    RunStats stats;
-    stats.algorithm = plan.algorithm;
-    stats.workspace_bytes = plan.workspace_bytes;
-    stats.chunks = plan.chunks;
-    stats.operand_bytes = detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db});
+    RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db}));
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_filter_pass(impl, stream, problem, plan, ops, workspace);
@@ -169,8 +169,6 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
     const auto data = detail::plan_backward(impl, problem, BackwardPass::Data, algorithm, options);
     const auto filter_plan = detail::plan_backward(impl, problem, BackwardPass::Filter, algorithm, options);
-    detail::check_plan_bindings(impl, data, {&data_ops.dy, &data_ops.w, &data_ops.dx});
-    detail::check_plan_bindings(impl, filter_plan, {&filter_ops.x, &filter_ops.dy, &filter_ops.dw});
     const auto slots = shared_slots(data, filter_plan);
 
     LayerBackwardStats stats;

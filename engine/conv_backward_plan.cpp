@@ -5,7 +5,6 @@
 #include <string>
 
 #include "conv_constants.hpp"
-#include "conv_pass.hpp"
 #include "elementwise.hpp"
 
 namespace vkconv::detail {
@@ -30,13 +29,16 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
         case Algorithm::Direct:
         case Algorithm::Auto: {
             // Direct binds whole tensors.
-            const uint64_t largest =
-                uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4;
             const uint64_t range = context.device->limits().maxStorageBufferRange;
-            if (largest > range)
-                throw Error(ErrorCategory::Unsupported,
-                            "direct: binds whole tensors, and the largest (" + std::to_string(largest) +
-                                " bytes) exceeds maxStorageBufferRange (" + std::to_string(range) + ")");
+            for (const auto& [elements, role] : {std::pair{p.input_elements(), "input-shaped"},
+                                                 {p.output_elements(), "output-shaped"},
+                                                 {p.filter_elements(), "filter-shaped"}})
+                if (uint64_t(elements) * 4 > range)
+                    throw Error(ErrorCategory::Unsupported, "direct: binds whole tensors, and the " +
+                                                                std::string(role) + " one (" +
+                                                                std::to_string(uint64_t(elements) * 4) +
+                                                                " bytes) exceeds the device's maxStorageBufferRange (" +
+                                                                std::to_string(range) + ")");
             break;
         }
         case Algorithm::Depthwise:
@@ -166,16 +168,6 @@ BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& p, BackwardP
     if (im2col) return *im2col;
     if (auto direct = try_plan(context, p, pass, Algorithm::Direct, options)) return *direct;
     throw_nothing_fits(context, p, options);
-}
-
-void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,
-                         std::initializer_list<const Operand*> operands) {
-    if (plan.algorithm != Algorithm::Direct) return;
-    static constexpr const char* kRoles[2][3] = {{"grad_output", "filter", "grad_input"},
-                                                 {"input", "grad_output", "grad_filter"}};
-    int i = 0;
-    for (const Operand* op : operands)
-        check_whole_binding(context, *op, kRoles[plan.pass == BackwardPass::Filter][i++]);
 }
 
 void record_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BackwardPlan& plan,

@@ -40,7 +40,8 @@ struct BackwardPlan {
 };
 
 // Resolves Auto (README: depthwise for one channel per group, else the lowering with the smaller
-// workspace) and plans. Throws Unsupported where `algorithm` cannot run this problem.
+// workspace) and plans. Throws Unsupported where `algorithm` cannot run this problem (direct: where a
+// tensor exceeds maxStorageBufferRange).
 BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, BackwardPass pass, Algorithm algorithm,
                            const ForwardOptions& options);
 
@@ -49,10 +50,6 @@ uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& sl
 // The error when no algorithm fits a problem under options.workspace_limit (and direct cannot bind it):
 // InvalidArgument stating the smallest workspace any algorithm needs and the limit.
 [[noreturn]] void throw_nothing_fits(ContextImpl& context, const ConvProblem& problem, const ForwardOptions& options);
-
-// Checks that operands bound whole (direct) fit a binding.
-void check_plan_bindings(const ContextImpl& context, const BackwardPlan& plan,
-                         std::initializer_list<const Operand*> operands);
 
 void record_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                           const BackwardPlan& plan, const Operand& grad_output, const Operand& filter,

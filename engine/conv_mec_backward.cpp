@@ -57,8 +57,8 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
 
 // dx of the chunk from its dL: all input rows of whole images (rows no window reaches get 0), else the
 // band's rows, added to what earlier bands left where their windows overlap.
-void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const LoweredPlan&,
-                       const Chunk& chunk, const BufferRange& lowered) {
+void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
+                       const BufferRange& lowered) {
     const bool later_band = chunk.p0 > 0;
     const int64_t first_padded_row = chunk.p0 * p.stride_h;
     int64_t row_first = 0, row_count = p.H;
@@ -176,7 +176,7 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
         const MecLowered l = mec_lowered(p, chunk, scratch);
         record_dl_gather(context, stream, p, order, chunk, l, filter_copy.whole());
-        record_dx_from_dl(context, stream, p, plan, chunk, l.range);
+        record_dx_from_dl(context, stream, p, chunk, l.range);
     });
 }
 

@@ -42,6 +42,17 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::strin
     return {number(std::string_view(text).substr(0, comma)), number(std::string_view(text).substr(comma + 1))};
 }
 
+namespace {
+
+// "auto", or a decimal byte count that fits 64 bits.
+bool is_workspace_limit(const std::string& value) {
+    if (value == "auto") return true;
+    return !value.empty() && value.size() <= 19 &&
+           std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
 void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--stride", stride, "stride S or SH,SW")->capture_default_str();
     command.add_option("--padding", padding, "zero padding P or PH,PW")->capture_default_str();
@@ -58,6 +69,12 @@ void ConvOptions::add_to(CLI::App& command) {
         .add_option("--workspace-limit", workspace_limit,
                     "largest workspace the pass may allocate: bytes (0: no limit) or auto (from the device "
                     "heap's budget); algorithms run in chunks that fit, or are skipped")
+        ->check(
+            [](const std::string& value) {
+                return is_workspace_limit(value) ? std::string()
+                                                 : "must be a number of bytes or auto, not '" + value + "'";
+            },
+            "BYTES|auto")
         ->capture_default_str();
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
@@ -80,10 +97,7 @@ vkconv::ForwardOptions ConvOptions::forward_options(const vkconv::Context& conte
     if (workspace_limit == "auto") {
         options.workspace_limit = context.auto_workspace_limit();
     } else {
-        const bool digits =
-            !workspace_limit.empty() && workspace_limit.size() <= 19 &&
-            std::all_of(workspace_limit.begin(), workspace_limit.end(), [](char c) { return c >= '0' && c <= '9'; });
-        if (!digits)
+        if (!is_workspace_limit(workspace_limit))
             throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
                                 "--workspace-limit must be a number of bytes or auto, not '" + workspace_limit + "'");
         options.workspace_limit = std::stoull(workspace_limit);
