@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "context_impl.hpp"
+#include "find_cache.hpp"
 #include "staging.hpp"
 #include "vk_check.hpp"
 #include "vkconv/pool.hpp"
@@ -31,6 +32,8 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
     const uint32_t chosen = select_device(infos, selector);
     device = std::make_unique<Device>(physical[chosen], infos[chosen]);
     if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
+    // Read before any handle that only the destructor frees: a malformed file must not leak them.
+    find_cache = std::make_unique<FindCache>(*device, options.find_cache_path);
     pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
     pipelines = std::make_unique<PipelineCache>(*device);
 
@@ -39,7 +42,12 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
     pool_info.queueFamilyIndex = device->queue_family();
     VKC_CHECK(device->lost_flag(),
               device->vk().vkCreateCommandPool(device->handle(), &pool_info, nullptr, &command_pool));
-    staging = std::make_unique<Staging>(*this);
+    try {
+        staging = std::make_unique<Staging>(*this);
+    } catch (...) {  // the destructor does not run for a half-made object: the raw handle is ours to free
+        device->vk().vkDestroyCommandPool(device->handle(), command_pool, nullptr);
+        throw;
+    }
 }
 
 ContextImpl::~ContextImpl() {

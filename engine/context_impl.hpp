@@ -1,5 +1,5 @@
-// What a Context owns, in creation order (destroyed in reverse): instance, device, pool, pipelines,
-// command pool, staging. Tensors and PeakScopes hold a shared_ptr to it, so it outlives them.
+// What a Context owns, in creation order (destroyed in reverse): instance, device, find cache, pool,
+// pipelines, command pool, staging. Tensors and PeakScopes hold a shared_ptr to it, so it outlives them.
 #pragma once
 
 #include <memory>
@@ -15,6 +15,7 @@
 namespace vkconv::detail {
 
 class Staging;
+class FindCache;
 
 struct ContextImpl {
     explicit ContextImpl(const ContextOptions& options);
@@ -27,6 +28,7 @@ struct ContextImpl {
     std::unique_ptr<PipelineCache> pipelines;
     VkCommandPool command_pool = VK_NULL_HANDLE;
     std::unique_ptr<Staging> staging;
+    std::unique_ptr<FindCache> find_cache;  // Algorithm::Auto's measured choices
 
     // Workgroups per dimension a single dispatch may use: the device limit, or the option's lower value.
     uint32_t max_workgroups(int dimension) const;

@@ -2,6 +2,7 @@
 // both of a layer's plans in one submission.
 #include <string>
 
+#include "auto_choice.hpp"
 #include "conv_backward_plan.hpp"
 #include "conv_pass.hpp"
 #include "vkconv/backward.hpp"
@@ -68,19 +69,27 @@ void record_filter_pass(detail::ContextImpl& impl, detail::CommandStream& stream
     if (ops.db) detail::record_bias_grad(impl, stream, p, plan.bias, ops.dy, ops.db, workspace[3]);
 }
 
+// The plan of `pass` for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp).
+detail::BackwardPlan plan_pass(const Context& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+                               const ForwardOptions& options) {
+    const auto choice = detail::choose_algorithm(
+        context, pass == BackwardPass::Data ? Pass::BackwardData : Pass::BackwardFilter, p, algorithm, options);
+    return detail::plan_backward(detail::impl_of(context), p, pass, choice.algorithm, options);
+}
+
 }  // namespace
 
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                        const ForwardOptions& options) {
     problem.validate();
-    return detail::plan_backward(detail::impl_of(context), problem, BackwardPass::Data, algorithm, options)
+    return plan_pass(context, problem, BackwardPass::Data, algorithm, options)
         .workspace_bytes;
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const ForwardOptions& options) {
     problem.validate();
-    return detail::plan_backward(detail::impl_of(context), problem, BackwardPass::Filter, algorithm, options)
+    return plan_pass(context, problem, BackwardPass::Filter, algorithm, options)
         .workspace_bytes;
 }
 
@@ -90,7 +99,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     impl.device->throw_if_lost();
     problem.validate();
     const DataOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
-    const auto plan = detail::plan_backward(impl, problem, BackwardPass::Data, algorithm, options);
+    const auto plan = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
     RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.dy, &ops.w, &ops.dx}));
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
@@ -105,7 +114,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     impl.device->throw_if_lost();
     problem.validate();
     const FilterOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
-    const auto plan = detail::plan_backward(impl, problem, BackwardPass::Filter, algorithm, options);
+    const auto plan = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
     RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db}));
     detail::run_pass(context, impl, stats, slot_vector(plan.slots),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
@@ -148,8 +157,8 @@ uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProble
                                         const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    const auto data = detail::plan_backward(impl, problem, BackwardPass::Data, algorithm, options);
-    const auto filter = detail::plan_backward(impl, problem, BackwardPass::Filter, algorithm, options);
+    const auto data = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
+    const auto filter = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
     return detail::workspace_bytes_of(impl, shared_slots(data, filter));
 }
 
@@ -167,8 +176,8 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
-    const auto data = detail::plan_backward(impl, problem, BackwardPass::Data, algorithm, options);
-    const auto filter_plan = detail::plan_backward(impl, problem, BackwardPass::Filter, algorithm, options);
+    const auto data = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
+    const auto filter_plan = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
     const auto slots = shared_slots(data, filter_plan);
 
     LayerBackwardStats stats;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "auto_choice.hpp"
 #include "conv_backward_plan.hpp"
 #include "conv_depthwise.hpp"
 #include "conv_direct.hpp"
@@ -89,24 +90,16 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     return mec < im2col ? Algorithm::Mec : Algorithm::Im2col;
 }
 
-namespace {
-
-Algorithm resolve(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                  const ForwardOptions& options) {
-    return algorithm == Algorithm::Auto ? choose_forward_algorithm(context, problem, options) : algorithm;
-}
-
-}  // namespace
-
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    const Algorithm chosen = resolve(context, problem, algorithm, options);
-    if (chosen == Algorithm::Direct) return 0;
-    if (chosen == Algorithm::Depthwise)
+    const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
+    if (choice.algorithm == Algorithm::Direct) return 0;
+    if (choice.algorithm == Algorithm::Depthwise)
         return detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options).workspace_bytes;
-    return detail::plan_lowered(impl, problem, chosen, options).workspace_bytes;
+    return detail::plan_lowered(impl, problem, choice.algorithm, detail::with_schedule(options, choice))
+        .workspace_bytes;
 }
 
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
@@ -126,7 +119,8 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
 
     RunStats stats;
-    stats.algorithm = resolve(context, problem, algorithm, options);
+    const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
+    stats.algorithm = choice.algorithm;
     stats.operand_bytes = detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output});
     detail::LoweredPlan plan;
     detail::DepthwisePlan depthwise;
@@ -139,7 +133,7 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
              {std::pair{&ops.input, "input"}, {&ops.filter, "filter"}, {&ops.output, "output"}})
             detail::check_whole_binding(impl, *op, role);
     } else {
-        plan = detail::plan_lowered(impl, problem, stats.algorithm, options);
+        plan = detail::plan_lowered(impl, problem, stats.algorithm, detail::with_schedule(options, choice));
         stats.workspace_bytes = plan.workspace_bytes;
         stats.chunks = plan.chunks;
         if (stats.algorithm == Algorithm::Mec) stats.mec_schedule = plan.schedule;

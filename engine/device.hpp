@@ -22,6 +22,7 @@ public:
     VkQueue queue() const { return queue_; }
     uint32_t queue_family() const { return queue_family_; }
     const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
+    const VkPhysicalDeviceProperties& properties() const { return properties_; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
     void lower_binding_limits(uint64_t bytes);
     const VkPhysicalDeviceMemoryProperties& memory() const { return memory_; }

@@ -9,45 +9,18 @@
 
 #include <string>
 
+#include "conv_indexer.hpp"
 #include "vkconv/error.hpp"
 
 namespace vkconv::reference {
 
 namespace {
 
-// Flat offsets of the three tensors in the problem's layout. `c` of filter() is the channel within the group.
-struct Indexer {
-    int64_t C, H, W, K, P, Q, Cg, R, S;
-    bool nhwc;
-
-    explicit Indexer(const ConvProblem& pr)
-        : C(pr.C),
-          H(pr.H),
-          W(pr.W),
-          K(pr.K),
-          P(pr.P()),
-          Q(pr.Q()),
-          Cg(pr.channels_per_group()),
-          R(pr.R),
-          S(pr.S),
-          nhwc(pr.layout == Layout::NHWC) {}
-
-    size_t input(int64_t n, int64_t c, int64_t h, int64_t w) const {
-        return static_cast<size_t>(nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w);
-    }
-    size_t filter(int64_t k, int64_t c, int64_t r, int64_t s) const {
-        return static_cast<size_t>(nhwc ? ((k * R + r) * S + s) * Cg + c : ((k * Cg + c) * R + r) * S + s);
-    }
-    size_t output(int64_t n, int64_t k, int64_t p, int64_t q) const {
-        return static_cast<size_t>(nhwc ? ((n * P + p) * Q + q) * K + k : ((n * K + k) * P + p) * Q + q);
-    }
-};
-
 // Calls tap(input offset, filter offset, output offset) for every multiply-add of the convolution; taps that
 // fall into the padding are skipped, as they multiply a zero.
 template <class Tap>
 void for_each_tap(const ConvProblem& pr, Tap&& tap) {
-    const Indexer ix(pr);
+    const detail::ConvIndexer ix(pr);
     const int64_t Cg = pr.channels_per_group(), Kg = pr.filters_per_group();
     for (int64_t n = 0; n < pr.N; ++n)
         for (int64_t k = 0; k < pr.K; ++k) {
@@ -95,7 +68,7 @@ std::vector<double> forward(const ConvProblem& problem, std::span<const float> i
 
     std::vector<double> y = zeros(problem.output_elements());
     if (problem.has_bias) {
-        const Indexer ix(problem);
+        const detail::ConvIndexer ix(problem);
         for (int64_t n = 0; n < problem.N; ++n)
             for (int64_t k = 0; k < problem.K; ++k)
                 for (int64_t p = 0; p < ix.P; ++p)
@@ -137,7 +110,7 @@ std::vector<double> backward_bias(const ConvProblem& problem, std::span<const fl
     problem.validate();
     check_size("backward_bias", "grad_output", grad_output.size(), problem.output_elements());
 
-    const Indexer ix(problem);
+    const detail::ConvIndexer ix(problem);
     std::vector<double> db = zeros(problem.K);
     for (int64_t n = 0; n < problem.N; ++n)
         for (int64_t k = 0; k < problem.K; ++k)

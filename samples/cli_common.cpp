@@ -53,6 +53,20 @@ bool is_workspace_limit(const std::string& value) {
 
 }  // namespace
 
+void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit) {
+    command
+        .add_option("--workspace-limit", workspace_limit,
+                    "largest workspace the pass may allocate: bytes (0: no limit) or auto (from the device "
+                    "heap's budget); algorithms run in chunks that fit, or are skipped")
+        ->check(
+            [](const std::string& value) {
+                return is_workspace_limit(value) ? std::string()
+                                                 : "must be a number of bytes or auto, not '" + value + "'";
+            },
+            "BYTES|auto")
+        ->capture_default_str();
+}
+
 void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--stride", stride, "stride S or SH,SW")->capture_default_str();
     command.add_option("--padding", padding, "zero padding P or PH,PW")->capture_default_str();
@@ -65,17 +79,10 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")
         ->check(CLI::IsMember({"auto", "a", "b"}, CLI::ignore_case))
         ->capture_default_str();
-    command
-        .add_option("--workspace-limit", workspace_limit,
-                    "largest workspace the pass may allocate: bytes (0: no limit) or auto (from the device "
-                    "heap's budget); algorithms run in chunks that fit, or are skipped")
-        ->check(
-            [](const std::string& value) {
-                return is_workspace_limit(value) ? std::string()
-                                                 : "must be a number of bytes or auto, not '" + value + "'";
-            },
-            "BYTES|auto")
-        ->capture_default_str();
+    add_workspace_limit_option(command, workspace_limit);
+    command.add_flag("--heuristic", heuristic,
+                     "algo auto: pick by the heuristic instead of measuring every algorithm once (find)");
+    command.add_option("--find-cache", find_cache, "algo auto: keep measured choices in this file across runs");
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
 }
@@ -102,12 +109,14 @@ vkconv::ForwardOptions ConvOptions::forward_options(const vkconv::Context& conte
                                 "--workspace-limit must be a number of bytes or auto, not '" + workspace_limit + "'");
         options.workspace_limit = std::stoull(workspace_limit);
     }
+    if (heuristic) options.auto_choice = vkconv::AutoChoice::Heuristic;
     return options;
 }
 
 vkconv::ContextOptions ConvOptions::context_options() const {
     vkconv::ContextOptions options;
     options.device = device;
+    options.find_cache_path = find_cache;
     return options;
 }
 

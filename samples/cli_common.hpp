@@ -25,6 +25,9 @@ int run_guarded(const std::function<int()>& body);
 // "3" -> {3, 3}; "2,3" -> {2, 3}. Throws InvalidArgument naming `option` otherwise.
 std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option);
 
+// --workspace-limit BYTES|auto, checked while parsing.
+void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit);
+
 // Convolution options shared by the passes: stride, padding, dilation, groups, layout, algorithm, device.
 struct ConvOptions {
     std::string stride = "1", padding = "0", dilation = "1";
@@ -33,6 +36,8 @@ struct ConvOptions {
     std::string algorithm = "auto";
     std::string mec_schedule = "auto";
     std::string workspace_limit = "0";  // bytes, 0 = none, or "auto" (Context::auto_workspace_limit)
+    bool heuristic = false;  // algo auto without measuring
+    std::string find_cache;  // ContextOptions::find_cache_path
     std::string device;
     bool stats = false;
 

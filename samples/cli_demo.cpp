@@ -189,12 +189,13 @@ int run_demo(const DemoArgs& args) {
     if (unsupported) std::printf("%d layer(s) unsupported on this device\n", unsupported);
     std::printf(
         "%zu layers, forward and backward step (GFLOP/s of the step counts both passes), %s; times are the "
-        "median of %d runs (%s)\n",
+        "median of %d runs (%s)%s\n",
         chosen.size(),
         failures        ? "SOME CHECKS FAILED"
         : args.no_check ? "not checked (--no-check)"
                         : "all checked results within fp32 rounding bounds",
-        args.repeat, context.device().timestamps ? "GPU timestamps" : "wall clock");
+        args.repeat, context.device().timestamps ? "GPU timestamps" : "wall clock",
+        algorithm == vkconv::Algorithm::Auto ? "; auto measured every algorithm once per layer and pass (find)" : "");
     return failures ? kRuntimeFailure : kSuccess;
 }
 

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     add(vkconv_cli::add_backward_filter_command);
     add(vkconv_cli::add_bench_command);
     add(vkconv_cli::add_memory_command);
+    add(vkconv_cli::add_find_command);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

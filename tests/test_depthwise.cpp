@@ -319,17 +319,21 @@ TEST_CASE("the pool peak of a depthwise pass is its operands plus the reported w
     }
 }
 
-TEST_CASE("auto picks depthwise for depthwise problems", "[depthwise][gpu]") {
+TEST_CASE("the heuristic picks depthwise for depthwise problems", "[depthwise][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     auto p = depthwise(1, 6, 2, 9, 8, 3, 3, 1);
+    vkconv::ForwardOptions heuristic;
+    heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
+    const auto Auto = Algorithm::Auto;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         p.layout = layout;
         CHECK(vkconv::choose_forward_algorithm(*context, p) == Algorithm::Depthwise);
         vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), y(*context, p.output_shape());
         vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape());
-        CHECK(vkconv::forward(*context, p, x, w, nullptr, y).algorithm == Algorithm::Depthwise);
-        CHECK(vkconv::backward_data(*context, p, y, w, dx).algorithm == Algorithm::Depthwise);
-        CHECK(vkconv::backward_filter(*context, p, x, y, dw).algorithm == Algorithm::Depthwise);
+        CHECK(vkconv::forward(*context, p, x, w, nullptr, y, Auto, heuristic).algorithm == Algorithm::Depthwise);
+        CHECK(vkconv::backward_data(*context, p, y, w, dx, Auto, heuristic).algorithm == Algorithm::Depthwise);
+        CHECK(vkconv::backward_filter(*context, p, x, y, dw, nullptr, Auto, heuristic).algorithm ==
+              Algorithm::Depthwise);
     }
 }
 

@@ -65,6 +65,11 @@ struct ContextOptions {
     // bytes (0 = as reported). For tests: chunking and the paths for tensors too large to bind, on small
     // problems.
     uint64_t max_storage_buffer_range = 0;
+    // A file that keeps Algorithm::Auto's measured choices (find.hpp) across processes. Read when the
+    // context is created (a missing file is fine; a malformed one is Error(InvalidArgument) naming its
+    // line), rewritten whole (through a temporary file and a rename) after every new measurement. Entries
+    // are keyed by device, driver and problem, so one file serves several devices.
+    std::string find_cache_path;
 };
 
 class Context {

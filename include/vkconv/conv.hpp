@@ -1,7 +1,7 @@
 // Convolution passes on the GPU.
 //
 // Each pass takes the problem, its device tensors (shapes checked against the problem) and an algorithm.
-// Algorithm::Auto picks one by the heuristic documented in README.md. The returned RunStats say what ran,
+// Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in README.md. The returned RunStats say what ran,
 // how long the GPU took and what memory it needed.
 #pragma once
 
@@ -32,6 +32,10 @@ Algorithm parse_algorithm(std::string_view text);  // case-insensitive name; thr
 enum class MecSchedule { Auto, A, B };
 const char* to_string(MecSchedule schedule) noexcept;
 
+// How Algorithm::Auto chooses: by measuring (find_algorithms in find.hpp, once per problem, pass and
+// options on a context, cached), or by the heuristic alone (no measuring, no extra memory or time).
+enum class AutoChoice { Measure, Heuristic };
+
 struct ForwardOptions {
     MecSchedule mec_schedule = MecSchedule::Auto;
     // Largest binding (and so lowered chunk) in bytes; 0 = the device's maxStorageBufferRange. Lower it to
@@ -42,6 +46,9 @@ struct ForwardOptions {
     // fit gets Error(Unsupported), and Auto skips it (Error(InvalidArgument) naming the smallest workspace
     // any algorithm needs when none fits).
     uint64_t workspace_limit = 0;
+    AutoChoice auto_choice = AutoChoice::Measure;
+    // Timed runs find makes of each algorithm after its warm-up run (at least 1).
+    uint32_t find_repeats = 2;
 };
 
 struct RunStats {
@@ -65,7 +72,8 @@ struct RunStats {
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const ForwardOptions& options = {});
 
-// The algorithm Auto picks for this problem under `options` (see README.md for the rule).
+// The algorithm the heuristic picks for this problem under `options` (see README.md for the rule); Auto
+// uses it under AutoChoice::Heuristic, and find_algorithms measures instead.
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem,
                                    const ForwardOptions& options = {});
 

@@ -5,6 +5,7 @@
 #include "vkconv/context.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/error.hpp"
+#include "vkconv/find.hpp"
 #include "vkconv/gemm.hpp"
 #include "vkconv/npy.hpp"
 #include "vkconv/pool.hpp"

@@ -1,0 +1,43 @@
+// Measured algorithm choice: find runs every algorithm (and MEC schedule) that fits a pass's workspace
+// limit on the problem, checks each result, and returns them fastest first, as cuDNN's Find does.
+//
+// Algorithm::Auto uses it: the first Auto call for a (pass, problem, options) on a context runs find once
+// and caches the fastest verified choice; later calls reuse it. ContextOptions::find_cache_path keeps the
+// cache in a file across processes (keyed by device and driver). ForwardOptions::auto_choice =
+// AutoChoice::Heuristic skips measuring and uses the rule documented in README.md instead.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "vkconv/backward.hpp"
+
+namespace vkconv {
+
+enum class Pass { Forward, BackwardData, BackwardFilter };
+const char* to_string(Pass pass) noexcept;       // "forward", "backward-data", "backward-filter"
+Pass parse_pass(std::string_view text);          // those names, case-insensitive; throws InvalidArgument
+
+struct AlgorithmPerf {
+    Algorithm algorithm = Algorithm::Auto;
+    MecSchedule mec_schedule = MecSchedule::Auto;  // A or B for forward MEC, Auto otherwise
+    double ms = 0;                   // fastest of the timed runs (GPU timestamps where the queue has them)
+    uint64_t workspace_bytes = 0;    // what the pass allocated for itself
+    uint64_t peak_bytes = 0;         // pool in-use peak during the pass, find's own operands included
+    uint32_t chunks = 1;
+    bool deterministic = false;      // two runs gave bit-identical results
+    bool verified = false;           // sampled outputs within the fp32 summation bound of the CPU reference
+    double error_over_bound = 0;     // worst |gpu - reference| / bound over the sampled outputs (<= 1: verified)
+};
+
+// Runs each applicable algorithm once to warm up (pipelines are built) and `options.find_repeats` more
+// times on synthetic tensors the pool allocates for the call (uniform in [-1, 1), a fixed seed), checks up
+// to 64 sampled outputs of each against a double-precision CPU reference, and returns the algorithms that
+// ran: verified ones first, each group fastest first. An algorithm whose smallest chunk does not fit
+// options.workspace_limit (or the device's binding limits) is left out; none left: Error(InvalidArgument)
+// naming the smallest workspace any algorithm needs, as the passes give. The fastest verified entry goes
+// into the context's Auto cache.
+std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
+                                           const ForwardOptions& options = {});
+
+}  // namespace vkconv

@@ -1,0 +1,244 @@
+// find_algorithms and the measured Algorithm::Auto: results sorted and verified, the Auto cache in memory
+// and in a file, budgets, and bad input.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gpu.hpp"
+#include "sampled_reference.hpp"
+#include "test_util.hpp"
+
+using vkconv::Algorithm;
+using vkconv::ConvProblem;
+using vkconv::Pass;
+
+namespace {
+
+ConvProblem odd_problem() {
+    ConvProblem p;
+    p.N = 2, p.C = 5, p.H = 11, p.W = 9, p.K = 7, p.R = 3, p.S = 2, p.pad_h = 1, p.pad_w = 1, p.stride_h = 2;
+    p.has_bias = true;
+    return p;
+}
+
+uint64_t query_workspace(vkconv::Context& context, Pass pass, const ConvProblem& p, Algorithm algorithm,
+                         vkconv::ForwardOptions options) {
+    switch (pass) {
+        case Pass::Forward:
+            return vkconv::forward_workspace_bytes(context, p, algorithm, options);
+        case Pass::BackwardData:
+            return vkconv::backward_data_workspace_bytes(context, p, algorithm, options);
+        case Pass::BackwardFilter:
+            return vkconv::backward_filter_workspace_bytes(context, p, algorithm, options);
+    }
+    return 0;
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first", "[find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (auto layout : {vkconv::Layout::NCHW, vkconv::Layout::NHWC})
+        for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+            auto p = odd_problem();
+            p.layout = layout;
+            INFO(vkconv::to_string(pass) << " " << p.str());
+            const auto results = vkconv::find_algorithms(*context, pass, p);
+            // direct, im2col, mec (forward: both schedules)
+            REQUIRE(results.size() == (pass == Pass::Forward ? 4u : 3u));
+            for (size_t i = 0; i < results.size(); ++i) {
+                const auto& r = results[i];
+                INFO(vkconv::to_string(r.algorithm) << " " << vkconv::to_string(r.mec_schedule));
+                CHECK(r.verified);
+                CHECK(r.error_over_bound <= 1.0);
+                CHECK(r.deterministic);
+                CHECK(r.ms > 0);
+                if (i) CHECK(results[i - 1].ms <= r.ms);
+                auto options = vkconv::ForwardOptions{};
+                options.mec_schedule = r.mec_schedule;
+                CHECK(r.workspace_bytes == query_workspace(*context, pass, p, r.algorithm, options));
+                CHECK(r.peak_bytes >= r.workspace_bytes);
+            }
+            // Auto now runs the fastest without measuring again, and the workspace query agrees with it.
+            const auto cached = vkconv::find_algorithms(*context, pass, p);  // measured once more, same set
+            CHECK(cached.size() == results.size());
+        }
+}
+
+TEST_CASE("find offers depthwise for depthwise problems", "[find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p;
+    p.N = 2, p.C = 6, p.H = 13, p.W = 10, p.K = 12, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.groups = 6;
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+        const auto results = vkconv::find_algorithms(*context, pass, p);
+        bool depthwise = false;
+        for (const auto& r : results) {
+            CHECK(r.verified);
+            depthwise |= r.algorithm == Algorithm::Depthwise;
+        }
+        CHECK(depthwise);
+    }
+}
+
+TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find][gpu]") {
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    auto p = odd_problem();
+    p.W = 14;  // a problem no other test measured on this context
+    const auto xs = vkt::random_values(p.input_elements(), 5), ws = vkt::random_values(p.filter_elements(), 6);
+    auto x = vkconv::Tensor::from_host(*context, p.input_shape(), xs);
+    auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), ws);
+    auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(p.K, 7));
+    vkconv::Tensor y(*context, p.output_shape());
+    // The first Auto call measures (find's operands come and go), the rest reuse the cached choice.
+    const auto first = vkconv::forward(*context, p, x, w, &b, y);
+    const auto results = vkconv::find_algorithms(*context, Pass::Forward, p);
+    const auto again = vkconv::forward(*context, p, x, w, &b, y);
+    CHECK(again.algorithm == results.front().algorithm);
+    if (again.algorithm == Algorithm::Mec) CHECK(again.mec_schedule == results.front().mec_schedule);
+    CHECK(first.algorithm != Algorithm::Auto);
+    CHECK(vkconv::forward_workspace_bytes(*context, p, Algorithm::Auto) == again.workspace_bytes);
+    // Reusing the cache allocates nothing beyond the pass's workspace.
+    CHECK(again.peak_bytes == again.operand_bytes + again.workspace_bytes);
+
+    // The heuristic, when asked for, is choose_forward_algorithm's pick.
+    vkconv::ForwardOptions heuristic;
+    heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
+    CHECK(vkconv::forward(*context, p, x, w, &b, y, Algorithm::Auto, heuristic).algorithm ==
+          vkconv::choose_forward_algorithm(*context, p, heuristic));
+}
+
+TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    auto p = odd_problem();
+    p.N = 3;
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+        INFO(vkconv::to_string(pass));
+        const auto unlimited = vkconv::find_algorithms(*context, pass, p);
+        uint64_t smallest_lowered = UINT64_MAX;
+        for (const auto& r : unlimited)
+            if (r.algorithm != Algorithm::Direct) smallest_lowered = std::min(smallest_lowered, r.workspace_bytes);
+        vkconv::ForwardOptions options;
+        options.workspace_limit = smallest_lowered - 1;
+        for (const auto& r : vkconv::find_algorithms(*context, pass, p, options)) {
+            INFO(vkconv::to_string(r.algorithm));
+            CHECK(r.workspace_bytes <= options.workspace_limit);
+            CHECK(r.verified);
+        }
+    }
+    // Nothing fits (direct cannot bind this tensor under the lowered binding limit, the lowerings' smallest
+    // chunk is over the limit): the error names the smallest workspace and the limit.
+    auto options = vkt::test_options();
+    options.max_storage_buffer_range = 1024;
+    auto small = vkt::fresh_context(options);
+    if (!small) return;
+    vkconv::ForwardOptions tiny;
+    tiny.workspace_limit = 16;
+    const auto e = vkt::thrown_error([&] { vkconv::find_algorithms(*small, Pass::Forward, p, tiny); });
+    CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+    CHECK_THAT(e.what(), Catch::Contains("smallest workspace") && Catch::Contains("16 bytes"));
+}
+
+TEST_CASE("the auto cache file is written, read back and used", "[find][gpu]") {
+    const vkt::TempDir dir("vkconv find cache");
+    const std::string path = dir.file("find cache.txt");
+    auto options = vkt::test_options();
+    options.find_cache_path = path;
+    auto p = odd_problem();
+    {
+        auto context = vkt::fresh_context(options);
+        if (!context) return;
+        const auto results = vkconv::find_algorithms(*context, Pass::BackwardData, p);
+        const std::string text = read_text(path);
+        CHECK(text.rfind("vkconv-find-cache 1\n", 0) == 0);
+        CHECK_THAT(text, Catch::Contains(p.str()) && Catch::Contains("backward-data") &&
+                             Catch::Contains(vkconv::to_string(results.front().algorithm)));
+    }
+    // Rewrite the cached choice to one the measurement would not have made (direct, or im2col when direct
+    // won): a new context must run it, which shows the choice comes from the file.
+    std::string text = read_text(path);
+    const bool direct_won = text.find("\tdirect\t") != std::string::npos;
+    for (const char* name : {"\tdirect\t", "\tim2col\t", "\tmec\t"}) {
+        const auto at = text.find(name);
+        if (at != std::string::npos) text.replace(at, std::strlen(name), direct_won ? "\tim2col\t" : "\tdirect\t");
+    }
+    std::ofstream(path, std::ios::trunc) << text;
+    {
+        auto context = vkt::fresh_context(options);
+        vkconv::Tensor dy(*context, p.output_shape()), w(*context, p.filter_shape()), dx(*context, p.input_shape());
+        const auto stats = vkconv::backward_data(*context, p, dy, w, dx);
+        CHECK(stats.algorithm == (direct_won ? Algorithm::Im2col : Algorithm::Direct));
+        CHECK(stats.peak_bytes == stats.operand_bytes + stats.workspace_bytes);  // nothing measured
+    }
+}
+
+TEST_CASE("a malformed or unwritable auto cache file is a clear error", "[find][gpu]") {
+    if (!vkt::shared_context()) return;
+    const vkt::TempDir dir("vkconv find cache");
+    const std::string path = dir.file("bad cache.txt");
+    auto options = vkt::test_options();
+    options.find_cache_path = path;
+    auto expect_bad = [&](const std::string& text, const std::string& why) {
+        std::ofstream(path, std::ios::trunc) << text;
+        INFO(text);
+        const auto e = vkt::thrown_error([&] { vkt::fresh_context(options); });
+        CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+        CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains(why));
+    };
+    expect_bad("", "empty");
+    expect_bad("not a cache\n", "line 1");
+    expect_bad("vkconv-find-cache 1\ndevice\tforward\n", "line 2: expected 7");
+    expect_bad("vkconv-find-cache 1\nd\tforward\tlimit=0\tN=1\tfastest\tAuto\t1\n", "unknown algorithm");
+    expect_bad("vkconv-find-cache 1\nd\tsideways\tlimit=0\tN=1\tmec\tA\t1\n", "unknown pass");
+    expect_bad("vkconv-find-cache 1\nd\tforward\tlimit=0\tN=1\tmec\tA\tsoon\n", "not a non-negative number");
+
+    // A cache in a folder that does not exist: the measurement's save fails with the file named, and the
+    // context stays usable.
+    options.find_cache_path = dir.file("no such folder") + "/cache.txt";
+    auto context = vkt::fresh_context(options);
+    const auto e = vkt::thrown_error([&] { vkconv::find_algorithms(*context, Pass::Forward, odd_problem()); });
+    CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+    CHECK_THAT(e.what(), Catch::Contains("cannot write the find cache"));
+    CHECK(context->pool_stats().in_use == 0);
+}
+
+TEST_CASE("find rejects bad options and problems", "[find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ForwardOptions none;
+    none.find_repeats = 0;
+    vkt::invalid_argument_message([&] { vkconv::find_algorithms(*context, Pass::Forward, odd_problem(), none); });
+    auto bad = odd_problem();
+    bad.groups = 2;  // C = 5 is not a multiple
+    vkt::invalid_argument_message([&] { vkconv::find_algorithms(*context, Pass::Forward, bad); });
+    CHECK(vkconv::parse_pass("Backward-Filter") == Pass::BackwardFilter);
+    vkt::invalid_argument_message([&] { vkconv::parse_pass("backward"); });
+}
+
+TEST_CASE("the sampled reference agrees with the full reference and catches a wrong value", "[find]") {
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+        for (auto layout : {vkconv::Layout::NCHW, vkconv::Layout::NHWC}) {
+            auto p = odd_problem();
+            p.layout = layout, p.groups = 1, p.dilation_w = 2, p.W = 12;
+            INFO(vkconv::to_string(pass) << " " << p.str());
+            const auto x = vkt::random_values(p.input_elements(), 1), w = vkt::random_values(p.filter_elements(), 2);
+            const auto dy = vkt::random_values(p.output_elements(), 3), b = vkt::random_values(p.K, 4);
+            std::vector<double> exact;
+            std::vector<float> a_in, b_in, bias;
+            if (pass == Pass::Forward) exact = vkconv::reference::forward(p, x, w, b), a_in = x, b_in = w, bias = b;
+            if (pass == Pass::BackwardData) exact = vkconv::reference::backward_data(p, dy, w), a_in = dy, b_in = w;
+            if (pass == Pass::BackwardFilter) exact = vkconv::reference::backward_filter(p, x, dy), a_in = x, b_in = dy;
+            std::vector<float> result(exact.begin(), exact.end());
+            CHECK(vkconv::detail::sampled_error_over_bound(pass, p, a_in, b_in, bias, result, result.size()) <= 1.0);
+            result.back() += 0.01f;  // the last output is always sampled
+            CHECK(vkconv::detail::sampled_error_over_bound(pass, p, a_in, b_in, bias, result, 8) > 1.0);
+        }
+}
