@@ -6,6 +6,7 @@
 #include "vkconv/conv.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/gemm.hpp"
+#include "vkconv/kernel.hpp"
 #include "vkconv/npy.hpp"
 #include "vkconv/pool.hpp"
 #include "vkconv/problem.hpp"
