@@ -5,6 +5,7 @@
 #include "auto_choice.hpp"
 #include "conv_backward_plan.hpp"
 #include "conv_pass.hpp"
+#include "tensor_storage.hpp"
 #include "vkconv/backward.hpp"
 
 namespace vkconv {
@@ -54,7 +55,7 @@ FilterOperands filter_operands(detail::ContextImpl& impl, const ConvProblem& p, 
                        {}};
     if (grad_bias) {
         ops.db = detail::tensor_operand(impl, *grad_bias, "grad_bias", p.bias_shape());
-        if (grad_bias->storage() == grad_filter.storage())
+        if (detail::overlaps(*grad_bias, grad_filter))
             throw Error(ErrorCategory::InvalidArgument, "grad_bias and grad_filter must be different tensors");
         detail::check_not_aliased(*grad_bias, "grad_bias", {&input, &grad_output});
     }
@@ -171,7 +172,7 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     problem.validate();
     const DataOperands data_ops = data_operands(impl, problem, grad_output, filter, grad_input);
     const FilterOperands filter_ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
-    if (grad_input.storage() == grad_filter.storage() || (grad_bias && grad_bias->storage() == grad_input.storage()))
+    if (detail::overlaps(grad_input, grad_filter) || (grad_bias && detail::overlaps(*grad_bias, grad_input)))
         throw Error(ErrorCategory::InvalidArgument, "grad_input, grad_filter and grad_bias must be different tensors");
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});

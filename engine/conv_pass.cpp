@@ -11,7 +11,7 @@ Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_v
     if (tensor.storage()->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
     ConvProblem::check_shape(role, tensor.shape(), expected);
-    return {tensor.storage()->allocation, static_cast<uint64_t>(tensor.elements())};
+    return {allocation_of(tensor), static_cast<uint64_t>(tensor.elements())};
 }
 
 void check_whole_binding(const ContextImpl& context, const Operand& operand, std::string_view role) {
@@ -25,7 +25,7 @@ void check_whole_binding(const ContextImpl& context, const Operand& operand, std
 
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs) {
     for (const Tensor* t : inputs)
-        if (t && !t->empty() && t->storage() == output.storage())
+        if (t && overlaps(*t, output))
             throw Error(ErrorCategory::InvalidArgument,
                         "the " + std::string(role) + " tensor must not also be one of the pass's inputs");
 }

@@ -26,20 +26,26 @@ void check_whole_binding(const ContextImpl& context, const Operand& operand, std
 // Error(InvalidArgument) when `output` shares memory with one of `inputs` (null entries are skipped).
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs);
 
-// Bytes the pool holds for these operands (empty ones skipped, one tensor passed twice counted once).
-inline uint64_t operand_bytes(std::initializer_list<const Operand*> operands) {
-    uint64_t bytes = 0;
-    std::vector<const PoolAllocation*> seen;
-    for (const Operand* op : operands) {
-        if (!op || !*op) continue;
-        const PoolAllocation& a = op->allocation;
-        if (std::any_of(seen.begin(), seen.end(),
-                        [&](const PoolAllocation* s) { return s->buffer == a.buffer && s->offset == a.offset; }))
-            continue;
-        seen.push_back(&a);
-        bytes += a.size;
+// Bytes the pool holds for these operands (empty ones skipped, bytes shared by several operands, as one
+// tensor passed twice or a tensor and a view of it, counted once).
+inline uint64_t operand_bytes(std::span<const Operand* const> operands) {
+    std::vector<BufferRange> ranges;
+    for (const Operand* op : operands)
+        if (op && *op) ranges.push_back({op->allocation.buffer, op->allocation.offset, op->allocation.size});
+    std::sort(ranges.begin(), ranges.end(), [](const BufferRange& a, const BufferRange& b) {
+        return a.buffer != b.buffer ? a.buffer < b.buffer : a.offset < b.offset;
+    });
+    uint64_t bytes = 0, covered_to = 0;
+    VkBuffer buffer = VK_NULL_HANDLE;
+    for (const BufferRange& r : ranges) {
+        if (r.buffer != buffer) buffer = r.buffer, covered_to = 0;
+        const uint64_t end = r.offset + r.size;
+        if (end > covered_to) bytes += end - std::max(r.offset, covered_to), covered_to = end;
     }
     return bytes;
+}
+inline uint64_t operand_bytes(std::initializer_list<const Operand*> operands) {
+    return operand_bytes(std::span<const Operand* const>(operands.begin(), operands.size()));
 }
 
 // Pool memory for a pass's workspace, handed back on every exit path.

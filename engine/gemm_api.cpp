@@ -46,7 +46,7 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     if (c.shape()[o] != M || c.shape()[o + 1] != N)
         throw bad("c has shape " + shape_string(c.shape()) + ", expected " + std::to_string(M) + "x" +
                   std::to_string(N));
-    if (a.storage() == c.storage() || b.storage() == c.storage()) throw bad("c must not be a or b");
+    if (detail::overlaps(a, c) || detail::overlaps(b, c)) throw bad("c must not share memory with a or b");
     if (a.elements() > UINT32_MAX || b.elements() > UINT32_MAX || c.elements() > UINT32_MAX)
         throw Error(ErrorCategory::Unsupported, "gemm: operands beyond 2^32 elements");
 
@@ -57,7 +57,7 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
         if (!config) throw bad("unknown configuration '" + options.configuration + "'");
     }
     auto range = [](const Tensor& t) {
-        const auto& alloc = t.storage()->allocation;
+        const auto alloc = detail::allocation_of(t);
         return detail::BufferRange{alloc.buffer, alloc.offset, alloc.size};
     };
     detail::GemmProblem p;

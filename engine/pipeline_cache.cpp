@@ -26,7 +26,8 @@ PipelineCache::~PipelineCache() {
 
 VkShaderModule PipelineCache::module(const std::string& shader) {
     if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
-    const auto code = find_spirv(shader);
+    const auto user = user_spirv_.find(shader);
+    const auto code = user != user_spirv_.end() ? std::span<const uint32_t>(user->second) : find_spirv(shader);
     if (code.empty()) throw Error(ErrorCategory::Unsupported, "no embedded shader named '" + shader + "'");
     VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     info.codeSize = code.size_bytes();
@@ -35,6 +36,10 @@ VkShaderModule PipelineCache::module(const std::string& shader) {
     VKC_CHECK(device_.lost_flag(), device_.vk().vkCreateShaderModule(device_.handle(), &info, nullptr, &m));
     modules_.emplace(shader, m);
     return m;
+}
+
+void PipelineCache::add_spirv(const std::string& key, std::vector<uint32_t> words) {
+    user_spirv_.emplace(key, std::move(words));
 }
 
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {

@@ -17,7 +17,8 @@
 namespace vkconv::detail {
 
 struct PipelineDesc {
-    std::string shader;                      // name in the shader registry (file name without .comp)
+    std::string shader;                      // name in the shader registry (file name without .comp), or a user key
+
     std::vector<VkDescriptorType> bindings;  // binding i has type bindings[i]
     uint32_t push_constant_bytes = 0;        // at most 128, the portable minimum
     std::vector<uint32_t> specialization;    // constant_id i = specialization[i]
@@ -43,12 +44,17 @@ public:
     const Pipeline& get(const PipelineDesc& desc);
     size_t size() const { return pipelines_.size(); }
 
+    // User SPIR-V (vkconv::Kernel) under `key`, which the caller makes unique per content: get() then
+    // finds it like an embedded shader. Registering a key again keeps the first words.
+    void add_spirv(const std::string& key, std::vector<uint32_t> words);
+
 private:
     VkShaderModule module(const std::string& shader);
 
     Device& device_;
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     std::map<std::string, VkShaderModule> modules_;
+    std::map<std::string, std::vector<uint32_t>> user_spirv_;
     std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;
 };
 

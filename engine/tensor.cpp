@@ -38,14 +38,41 @@ void Tensor::upload(std::span<const float> values) {
         throw Error(ErrorCategory::InvalidArgument, "upload of " + std::to_string(values.size()) +
                                                         " values to a tensor of shape " + shape_string(shape_) + " (" +
                                                         std::to_string(elements()) + " elements)");
-    storage_->context->staging->upload(storage_->allocation, values.data(), bytes());
+    storage_->context->staging->upload(detail::allocation_of(*this), values.data(), bytes());
 }
 
 std::vector<float> Tensor::download() const {
     if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
     std::vector<float> values(static_cast<size_t>(elements()));
-    storage_->context->staging->download(storage_->allocation, values.data(), bytes());
+    storage_->context->staging->download(detail::allocation_of(*this), values.data(), bytes());
     return values;
+}
+
+Tensor Tensor::images(int64_t first, int64_t count) const {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "view of an empty tensor");
+    const int64_t n = shape_[0];
+    if (first < 0 || count <= 0 || first > n - count)
+        throw Error(ErrorCategory::InvalidArgument, "view of entries [" + std::to_string(first) + ", " +
+                                                        std::to_string(first + count) + ") of dimension 0 of shape " +
+                                                        shape_string(shape_) + " (need 0 <= first, count > 0, first + count <= " +
+                                                        std::to_string(n) + ")");
+    const uint64_t entry_bytes = bytes() / static_cast<uint64_t>(n);
+    const uint64_t offset = offset_ + static_cast<uint64_t>(first) * entry_bytes;
+    // A descriptor or texel view must start on the device's offset alignment; a shader-side element
+    // offset would work for vkconv's own passes but not for kernels users write, so misaligned views are refused.
+    const uint64_t alignment = storage_->context->pool->alignment();
+    if (offset % alignment != 0)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "view of entries [" + std::to_string(first) + ", " + std::to_string(first + count) + ") of shape " +
+                        shape_string(shape_) + " starts at byte " + std::to_string(offset) +
+                        ", not a multiple of the device's storage-buffer offset alignment of " +
+                        std::to_string(alignment) + " bytes (one entry is " + std::to_string(entry_bytes) + " bytes)");
+    Tensor view;
+    view.shape_ = shape_;
+    view.shape_[0] = count;
+    view.storage_ = storage_;
+    view.offset_ = offset;
+    return view;
 }
 
 }  // namespace vkconv

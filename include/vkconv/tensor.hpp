@@ -2,6 +2,10 @@
 //
 // A tensor has a shape (any rank) and no layout of its own: the ConvProblem it is used with says how its
 // dimensions are ordered. Its memory goes back to the pool when the last copy dies (copies share it).
+//
+// A view (images()) is a Tensor over a run of a tensor's leading dimension: it shares the memory, keeps
+// it alive, and is accepted wherever a Tensor is (passes, kernels, upload, download). Its first byte must
+// lie on the device's storage-buffer offset alignment (PoolStats::alignment) so it binds as it is.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +39,19 @@ public:
     int64_t elements() const { return shape_elements(shape_); }
     uint64_t bytes() const { return static_cast<uint64_t>(elements()) * sizeof(float); }
 
+    // A view of entries [first, first + count) of dimension 0 (images of an NCHW or NHWC tensor, frames
+    // of a video): shape {count, shape[1], ...}. Error(InvalidArgument) for an empty tensor, a range
+    // outside dimension 0, or a first byte off the pool's alignment (the message names both).
+    Tensor images(int64_t first, int64_t count) const;
+    // Bytes from the start of the underlying allocation to this tensor's first element (0 unless a view).
+    uint64_t byte_offset() const { return offset_; }
+
     std::shared_ptr<detail::TensorStorage> storage() const { return storage_; }
 
 private:
     Shape shape_;
     std::shared_ptr<detail::TensorStorage> storage_;
+    uint64_t offset_ = 0;
 };
 
 }  // namespace vkconv

@@ -7,6 +7,7 @@
 #include "vkconv/error.hpp"
 #include "vkconv/find.hpp"
 #include "vkconv/gemm.hpp"
+#include "vkconv/kernel.hpp"
 #include "vkconv/npy.hpp"
 #include "vkconv/pool.hpp"
 #include "vkconv/problem.hpp"

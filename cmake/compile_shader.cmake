@@ -1,0 +1,27 @@
+# vkconv_compile_shader(NAME SOURCE OUT_DIR CPP_VAR [DEFINES...]): compiles one GLSL compute shader to
+# SPIR-V at build time (into OUT_DIR, never the source tree; a shader that fails to compile fails the
+# build) and turns it into a C++ source defining `const uint32_t NAME_spv[]` and `size_t NAME_spv_words`.
+# The generated source's path is returned in CPP_VAR. Used by shaders/ and by samples with shaders of their own.
+function(vkconv_compile_shader name src out_dir cpp_var)
+  set(defines)
+  foreach(define IN LISTS ARGN)
+    list(APPEND defines -D${define})
+  endforeach()
+  set(spv ${out_dir}/${name}.spv)
+  set(cpp ${out_dir}/${name}_spv.cpp)
+  add_custom_command(
+    OUTPUT ${spv}
+    COMMAND ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} --quiet --target-env vulkan1.1 -Os -g0 ${defines}
+            --depfile ${out_dir}/${name}.d -o ${spv} ${src}
+    DEPENDS ${src}
+    DEPFILE ${out_dir}/${name}.d
+    COMMENT "Compiling shader ${name}"
+    VERBATIM)
+  add_custom_command(
+    OUTPUT ${cpp}
+    COMMAND ${CMAKE_COMMAND} -DINPUT=${spv} -DOUTPUT=${cpp} -DNAME=${name}
+            -P ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+    DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+    VERBATIM)
+  set(${cpp_var} ${cpp} PARENT_SCOPE)
+endfunction()

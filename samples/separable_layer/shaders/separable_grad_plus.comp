@@ -1,0 +1,24 @@
+#version 450
+// separable_grad_plus — the frame gradients that e3 = backward_data(g, k_plus) reaches, for one clip:
+// df3 = -e3 and df2 += e3 (df2 already holds g + e1).
+//
+// Specialization constants: 0 WORKGROUP_SIZE (set by vkconv::Kernel).
+// Bindings: 0 e3 (readonly), 1 df3 (written), 2 df2 (read and written).
+// Push constants: base, count: this dispatch covers elements [base, base + count).
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1), one invocation per element, each element written
+//   once by its own invocation (no atomics, no scatter).
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer E { float e[]; };
+layout(std430, binding = 1) writeonly buffer DF3 { float df3[]; };
+layout(std430, binding = 2) buffer DF2 { float df2[]; };
+layout(push_constant) uniform Params { uint base, count; } pc;
+
+void main() {
+    if (gl_GlobalInvocationID.x >= pc.count) return;
+    const uint i = pc.base + gl_GlobalInvocationID.x;
+    const float v = e[i];
+    df3[i] = -v;
+    df2[i] += v;
+}
