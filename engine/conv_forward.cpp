@@ -7,6 +7,7 @@
 #include "conv_backward_plan.hpp"
 #include "conv_depthwise.hpp"
 #include "conv_direct.hpp"
+#include "conv_forward_plan.hpp"
 #include "conv_lowered.hpp"
 #include "conv_pass.hpp"
 #include "tensor_storage.hpp"
@@ -51,18 +52,18 @@ Algorithm parse_algorithm(std::string_view text) {
                 "unknown algorithm '" + std::string(text) + "' (expected auto, direct, im2col, mec or depthwise)");
 }
 
-Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const ForwardOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    problem.validate();
+namespace detail {
+
+Algorithm heuristic_forward_algorithm(ContextImpl& impl, const ConvProblem& problem, const ForwardOptions& options) {
     const uint64_t range = impl.device->limits().maxStorageBufferRange;
     const bool direct_fits =
         uint64_t(std::max({problem.input_elements(), problem.output_elements(), problem.filter_elements()})) * 4 <=
         range;
     // One input channel per group (depthwise): a GEMM with a reduction of R*S per group is all overhead;
     // the depthwise kernels run in chunks of images, direct only where one image is too large for them.
-    if (detail::is_depthwise(problem)) {
+    if (is_depthwise(problem)) {
         try {
-            detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options);
+            plan_depthwise(impl, problem, DepthwisePass::Forward, options);
             return Algorithm::Depthwise;
         } catch (const Error& e) {
             if (e.category() != ErrorCategory::Unsupported) throw;
@@ -76,7 +77,7 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     // A lowering that cannot fit even one row of output under the binding limit is out of the running.
     auto workspace = [&](Algorithm algorithm) -> uint64_t {
         try {
-            return detail::plan_lowered(impl, problem, algorithm, options).workspace_bytes;
+            return plan_lowered(impl, problem, algorithm, options).workspace_bytes;
         } catch (const Error& e) {
             if (e.category() != ErrorCategory::Unsupported) throw;
             return UINT64_MAX;
@@ -85,9 +86,73 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     const uint64_t im2col = workspace(Algorithm::Im2col), mec = workspace(Algorithm::Mec);
     if (im2col == UINT64_MAX && mec == UINT64_MAX) {
         if (direct_fits) return Algorithm::Direct;
-        detail::throw_nothing_fits(impl, problem, options);
+        throw_nothing_fits(impl, problem, options);
     }
     return mec < im2col ? Algorithm::Mec : Algorithm::Im2col;
+}
+
+ForwardPlan plan_forward(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
+                         const ForwardOptions& options) {
+    ForwardPlan plan;
+    plan.algorithm = algorithm;
+    switch (algorithm) {
+        case Algorithm::Depthwise:
+            plan.depthwise = plan_depthwise(context, problem, DepthwisePass::Forward, options);
+            plan.slots = {plan.depthwise.workspace_floats, 0};
+            plan.workspace_bytes = plan.depthwise.workspace_bytes;
+            plan.chunks = plan.depthwise.chunks;
+            break;
+        case Algorithm::Direct: {
+            const uint64_t range = context.device->limits().maxStorageBufferRange;
+            for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
+                                                 {problem.filter_elements(), "filter"},
+                                                 {problem.output_elements(), "output"}})
+                if (uint64_t(elements) * 4 > range)
+                    throw Error(ErrorCategory::Unsupported,
+                                std::string(role) + " tensor of " + std::to_string(uint64_t(elements) * 4) +
+                                    " bytes exceeds the device's maxStorageBufferRange of " + std::to_string(range) +
+                                    " bytes (the direct algorithm binds whole tensors; im2col and mec run in chunks)");
+            break;
+        }
+        case Algorithm::Im2col:
+        case Algorithm::Mec:
+            plan.lowered = plan_lowered(context, problem, algorithm, options);
+            plan.slots = {plan.lowered.scratch_floats, plan.lowered.filter_floats};
+            plan.workspace_bytes = plan.lowered.workspace_bytes;
+            plan.chunks = plan.lowered.chunks;
+            break;
+        case Algorithm::Auto:
+            throw Error(ErrorCategory::InvalidArgument, "plan_forward: the algorithm must be resolved");
+    }
+    return plan;
+}
+
+void record_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const ForwardPlan& plan,
+                    const ForwardOperands& ops, std::span<const Operand> workspace) {
+    switch (plan.algorithm) {
+        case Algorithm::Direct:
+            record_direct_forward(context, stream, problem, ops);
+            break;
+        case Algorithm::Depthwise:
+            record_depthwise_forward(context, stream, problem, ops, plan.depthwise);
+            break;
+        case Algorithm::Im2col:
+            record_im2col_forward(context, stream, problem, ops, plan.lowered, workspace[0]);
+            break;
+        case Algorithm::Mec:
+            record_mec_forward(context, stream, problem, ops, plan.lowered, workspace[0], workspace[1]);
+            break;
+        case Algorithm::Auto:
+            break;
+    }
+}
+
+}  // namespace detail
+
+Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const ForwardOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    problem.validate();
+    return detail::heuristic_forward_algorithm(impl, problem, options);
 }
 
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
@@ -95,10 +160,7 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
     const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
-    if (choice.algorithm == Algorithm::Direct) return 0;
-    if (choice.algorithm == Algorithm::Depthwise)
-        return detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options).workspace_bytes;
-    return detail::plan_lowered(impl, problem, choice.algorithm, detail::with_schedule(options, choice))
+    return detail::plan_forward(impl, problem, choice.algorithm, detail::with_schedule(options, choice))
         .workspace_bytes;
 }
 
@@ -122,47 +184,13 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
     stats.algorithm = choice.algorithm;
     stats.operand_bytes = detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output});
-    detail::LoweredPlan plan;
-    detail::DepthwisePlan depthwise;
-    if (stats.algorithm == Algorithm::Depthwise) {
-        depthwise = detail::plan_depthwise(impl, problem, detail::DepthwisePass::Forward, options);
-        stats.workspace_bytes = depthwise.workspace_bytes;
-        stats.chunks = depthwise.chunks;
-    } else if (stats.algorithm == Algorithm::Direct) {
-        for (const auto& [op, role] :
-             {std::pair{&ops.input, "input"}, {&ops.filter, "filter"}, {&ops.output, "output"}})
-            detail::check_whole_binding(impl, *op, role);
-    } else {
-        plan = detail::plan_lowered(impl, problem, stats.algorithm, detail::with_schedule(options, choice));
-        stats.workspace_bytes = plan.workspace_bytes;
-        stats.chunks = plan.chunks;
-        if (stats.algorithm == Algorithm::Mec) stats.mec_schedule = plan.schedule;
-    }
-
-    if (stats.algorithm == Algorithm::Depthwise) {
-        detail::run_pass(context, impl, stats, {depthwise.workspace_floats},
-                         [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
-                             detail::record_depthwise_forward(impl, stream, problem, ops, depthwise);
-                         });
-        return stats;
-    }
-    detail::run_pass(context, impl, stats, {plan.scratch_floats, plan.filter_floats},
+    const auto plan = detail::plan_forward(impl, problem, choice.algorithm, detail::with_schedule(options, choice));
+    stats.workspace_bytes = plan.workspace_bytes;
+    stats.chunks = plan.chunks;
+    if (plan.algorithm == Algorithm::Mec) stats.mec_schedule = plan.lowered.schedule;
+    detail::run_pass(context, impl, stats, {plan.slots.begin(), plan.slots.end()},
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         switch (stats.algorithm) {
-                             case Algorithm::Direct:
-                                 detail::record_direct_forward(impl, stream, problem, ops);
-                                 break;
-                             case Algorithm::Im2col:
-                                 detail::record_im2col_forward(impl, stream, problem, ops, plan, workspace[0]);
-                                 break;
-                             case Algorithm::Mec:
-                                 detail::record_mec_forward(impl, stream, problem, ops, plan, workspace[0],
-                                                            workspace[1]);
-                                 break;
-                             case Algorithm::Auto:
-                             case Algorithm::Depthwise:
-                                 break;
-                         }
+                         detail::record_forward(impl, stream, problem, plan, ops, workspace);
                      });
     return stats;
 }

@@ -20,8 +20,6 @@ namespace vkconv::detail {
 // belongs to `context` and has the `expected` shape (Error(InvalidArgument) naming the role otherwise).
 Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected);
 
-// Error(Unsupported) when a whole-tensor binding would exceed maxStorageBufferRange.
-void check_whole_binding(const ContextImpl& context, const Operand& operand, std::string_view role);
 
 // Error(InvalidArgument) when `output` shares memory with one of `inputs` (null entries are skipped).
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs);
