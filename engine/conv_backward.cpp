@@ -5,6 +5,7 @@
 #include "auto_choice.hpp"
 #include "conv_backward_plan.hpp"
 #include "conv_pass.hpp"
+#include "conv_tiled.hpp"
 #include "tensor_storage.hpp"
 #include "vkconv/backward.hpp"
 
@@ -13,18 +14,29 @@ namespace {
 
 using detail::BackwardPass;
 
+// A backward pass's plan: its algorithm's own, or tiles of it where a tensor is too large to bind
+// (conv_tiled.hpp).
+struct PassPlan {
+    bool tiled = false;
+    detail::BackwardPlan plan;
+    detail::TiledPlan tiles;
+
+    Algorithm algorithm() const { return tiled ? tiles.algorithm : plan.algorithm; }
+    uint64_t workspace_bytes() const { return tiled ? tiles.workspace_bytes : plan.workspace_bytes; }
+    uint32_t chunks() const { return tiled ? tiles.tiles : plan.chunks; }
+    std::vector<uint64_t> slots() const {
+        return tiled ? tiles.slots : std::vector<uint64_t>(plan.slots.begin(), plan.slots.end());
+    }
+};
+
 // What a pass's stats know before it runs.
-RunStats planned_stats(const detail::BackwardPlan& plan, uint64_t operand_bytes) {
+RunStats planned_stats(const PassPlan& plan, uint64_t operand_bytes) {
     RunStats stats;
-    stats.algorithm = plan.algorithm;
-    stats.workspace_bytes = plan.workspace_bytes;
-    stats.chunks = plan.chunks;
+    stats.algorithm = plan.algorithm();
+    stats.workspace_bytes = plan.workspace_bytes();
+    stats.chunks = plan.chunks();
     stats.operand_bytes = operand_bytes;
     return stats;
-}
-
-std::vector<uint64_t> slot_vector(const detail::WorkspaceSlots& slots) {
-    return {slots.begin(), slots.end()};
 }
 
 struct DataOperands {
@@ -63,19 +75,39 @@ FilterOperands filter_operands(detail::ContextImpl& impl, const ConvProblem& p, 
     return ops;
 }
 
-void record_filter_pass(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
-                        const detail::BackwardPlan& plan, const FilterOperands& ops,
-                        std::span<const detail::Operand> workspace) {
-    detail::record_backward_filter(impl, stream, p, plan, ops.x, ops.dy, ops.dw, workspace);
-    if (ops.db) detail::record_bias_grad(impl, stream, p, plan.bias, ops.dy, ops.db, workspace[3]);
+// The plan of `pass` for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp); tiled
+// where the problem's tensors are too large to bind, or when `tiled` asks for it (a layer step whose
+// other pass is tiled shares its workspace slots).
+PassPlan plan_pass(const Context& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+                   const ForwardOptions& options, bool tiled = false) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const Pass public_pass = pass == BackwardPass::Data ? Pass::BackwardData : Pass::BackwardFilter;
+    const auto choice = detail::choose_algorithm(context, public_pass, p, algorithm, options);
+    PassPlan plan;
+    plan.tiled = tiled || detail::needs_tiling(impl, p, choice.algorithm, options);
+    if (plan.tiled)
+        plan.tiles = detail::plan_tiled(impl, p, public_pass, choice.algorithm, options);
+    else
+        plan.plan = detail::plan_backward(impl, p, pass, choice.algorithm, options);
+    return plan;
 }
 
-// The plan of `pass` for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp).
-detail::BackwardPlan plan_pass(const Context& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
-                               const ForwardOptions& options) {
-    const auto choice = detail::choose_algorithm(
-        context, pass == BackwardPass::Data ? Pass::BackwardData : Pass::BackwardFilter, p, algorithm, options);
-    return detail::plan_backward(detail::impl_of(context), p, pass, choice.algorithm, options);
+void record_data_pass(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
+                      const PassPlan& plan, const DataOperands& ops, std::span<const detail::Operand> workspace) {
+    if (plan.tiled)
+        detail::record_tiled_backward_data(impl, stream, p, plan.tiles, ops.dy, ops.w, ops.dx, workspace);
+    else
+        detail::record_backward_data(impl, stream, p, plan.plan, ops.dy, ops.w, ops.dx, workspace);
+}
+
+void record_filter_pass(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
+                        const PassPlan& plan, const FilterOperands& ops, std::span<const detail::Operand> workspace) {
+    if (plan.tiled) {
+        detail::record_tiled_backward_filter(impl, stream, p, plan.tiles, ops.x, ops.dy, ops.dw, ops.db, workspace);
+        return;
+    }
+    detail::record_backward_filter(impl, stream, p, plan.plan, ops.x, ops.dy, ops.dw, workspace);
+    if (ops.db) detail::record_bias_grad(impl, stream, p, plan.plan.bias, ops.dy, ops.db, workspace[3]);
 }
 
 }  // namespace
@@ -83,15 +115,13 @@ detail::BackwardPlan plan_pass(const Context& context, const ConvProblem& p, Bac
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                        const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, BackwardPass::Data, algorithm, options)
-        .workspace_bytes;
+    return plan_pass(context, problem, BackwardPass::Data, algorithm, options).workspace_bytes();
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, BackwardPass::Filter, algorithm, options)
-        .workspace_bytes;
+    return plan_pass(context, problem, BackwardPass::Filter, algorithm, options).workspace_bytes();
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
@@ -102,9 +132,9 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     const DataOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
     const auto plan = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
     RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.dy, &ops.w, &ops.dx}));
-    detail::run_pass(context, impl, stats, slot_vector(plan.slots),
+    detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_backward_data(impl, stream, problem, plan, ops.dy, ops.w, ops.dx, workspace);
+                         record_data_pass(impl, stream, problem, plan, ops, workspace);
                      });
     return stats;
 }
@@ -117,7 +147,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     const FilterOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
     const auto plan = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
     RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db}));
-    detail::run_pass(context, impl, stats, slot_vector(plan.slots),
+    detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_filter_pass(impl, stream, problem, plan, ops, workspace);
                      });
@@ -146,10 +176,28 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
 
 namespace {
 
-detail::WorkspaceSlots shared_slots(const detail::BackwardPlan& data, const detail::BackwardPlan& filter) {
-    detail::WorkspaceSlots slots{};
-    for (size_t i = 0; i < slots.size(); ++i) slots[i] = std::max(data.slots[i], filter.slots[i]);
+// A layer step's two plans, both tiled if either is, and the slots they share (each the larger pass's).
+std::pair<PassPlan, PassPlan> step_plans(const Context& context, const ConvProblem& p, Algorithm algorithm,
+                                         const ForwardOptions& options) {
+    PassPlan data = plan_pass(context, p, BackwardPass::Data, algorithm, options);
+    PassPlan filter = plan_pass(context, p, BackwardPass::Filter, algorithm, options);
+    if (data.tiled && !filter.tiled) filter = plan_pass(context, p, BackwardPass::Filter, algorithm, options, true);
+    if (filter.tiled && !data.tiled) data = plan_pass(context, p, BackwardPass::Data, algorithm, options, true);
+    return {data, filter};
+}
+
+std::vector<uint64_t> shared_slots(const PassPlan& data, const PassPlan& filter) {
+    std::vector<uint64_t> slots = data.slots();
+    const std::vector<uint64_t> other = filter.slots();
+    for (size_t i = 0; i < slots.size(); ++i) slots[i] = std::max(slots[i], other[i]);
     return slots;
+}
+
+uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& slots) {
+    uint64_t bytes = 0;
+    for (uint64_t floats : slots)
+        if (floats) bytes += impl.pool->round(floats * 4);
+    return bytes;
 }
 
 }  // namespace
@@ -158,9 +206,8 @@ uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProble
                                         const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    const auto data = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
-    const auto filter = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
-    return detail::workspace_bytes_of(impl, shared_slots(data, filter));
+    const auto [data, filter] = step_plans(context, problem, algorithm, options);
+    return bytes_of(impl, shared_slots(data, filter));
 }
 
 LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
@@ -177,23 +224,21 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
-    const auto data = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
-    const auto filter_plan = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
+    const auto [data, filter_plan] = step_plans(context, problem, algorithm, options);
     const auto slots = shared_slots(data, filter_plan);
 
     LayerBackwardStats stats;
-    stats.data_algorithm = data.algorithm, stats.filter_algorithm = filter_plan.algorithm;
-    stats.data_workspace_bytes = data.workspace_bytes, stats.filter_workspace_bytes = filter_plan.workspace_bytes;
-    stats.data_chunks = data.chunks, stats.filter_chunks = filter_plan.chunks;
-    stats.step.algorithm = data.algorithm;
-    stats.step.workspace_bytes = detail::workspace_bytes_of(impl, slots);
-    stats.step.chunks = data.chunks + filter_plan.chunks;
+    stats.data_algorithm = data.algorithm(), stats.filter_algorithm = filter_plan.algorithm();
+    stats.data_workspace_bytes = data.workspace_bytes(), stats.filter_workspace_bytes = filter_plan.workspace_bytes();
+    stats.data_chunks = data.chunks(), stats.filter_chunks = filter_plan.chunks();
+    stats.step.algorithm = data.algorithm();
+    stats.step.workspace_bytes = bytes_of(impl, slots);
+    stats.step.chunks = data.chunks() + filter_plan.chunks();
     stats.step.operand_bytes =
         detail::operand_bytes({&filter_ops.x, &data_ops.w, &data_ops.dy, &data_ops.dx, &filter_ops.dw, &filter_ops.db});
-    detail::run_pass(context, impl, stats.step, slot_vector(slots),
+    detail::run_pass(context, impl, stats.step, slots,
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_backward_data(impl, stream, problem, data, data_ops.dy, data_ops.w, data_ops.dx,
-                                                      workspace);
+                         record_data_pass(impl, stream, problem, data, data_ops, workspace);
                          record_filter_pass(impl, stream, problem, filter_plan, filter_ops, workspace);
                      });
     return stats;

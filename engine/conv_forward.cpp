@@ -10,6 +10,7 @@
 #include "conv_forward_plan.hpp"
 #include "conv_lowered.hpp"
 #include "conv_pass.hpp"
+#include "conv_tiled.hpp"
 #include "tensor_storage.hpp"
 #include "vkconv/conv.hpp"
 
@@ -55,6 +56,9 @@ Algorithm parse_algorithm(std::string_view text) {
 namespace detail {
 
 Algorithm heuristic_forward_algorithm(ContextImpl& impl, const ConvProblem& problem, const ForwardOptions& options) {
+    // Too large to bind: the heuristic's algorithm for the tiles.
+    if (needs_tiling(impl, problem, Algorithm::Auto, options))
+        return plan_tiled(impl, problem, Pass::Forward, Algorithm::Auto, options).algorithm;
     const uint64_t range = impl.device->limits().maxStorageBufferRange;
     const bool direct_fits =
         uint64_t(std::max({problem.input_elements(), problem.output_elements(), problem.filter_elements()})) * 4 <=
@@ -160,8 +164,10 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
     detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
     const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
-    return detail::plan_forward(impl, problem, choice.algorithm, detail::with_schedule(options, choice))
-        .workspace_bytes;
+    const ForwardOptions chosen = detail::with_schedule(options, choice);
+    if (detail::needs_tiling(impl, problem, choice.algorithm, chosen))
+        return detail::plan_tiled(impl, problem, Pass::Forward, choice.algorithm, chosen).workspace_bytes;
+    return detail::plan_forward(impl, problem, choice.algorithm, chosen).workspace_bytes;
 }
 
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
@@ -184,7 +190,18 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
     stats.algorithm = choice.algorithm;
     stats.operand_bytes = detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output});
-    const auto plan = detail::plan_forward(impl, problem, choice.algorithm, detail::with_schedule(options, choice));
+    const ForwardOptions chosen = detail::with_schedule(options, choice);
+    if (detail::needs_tiling(impl, problem, choice.algorithm, chosen)) {
+        const auto plan = detail::plan_tiled(impl, problem, Pass::Forward, choice.algorithm, chosen);
+        stats.workspace_bytes = plan.workspace_bytes;
+        stats.chunks = plan.tiles;
+        detail::run_pass(context, impl, stats, plan.slots,
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                             detail::record_tiled_forward(impl, stream, problem, plan, ops, workspace);
+                         });
+        return stats;
+    }
+    const auto plan = detail::plan_forward(impl, problem, choice.algorithm, chosen);
     stats.workspace_bytes = plan.workspace_bytes;
     stats.chunks = plan.chunks;
     if (plan.algorithm == Algorithm::Mec) stats.mec_schedule = plan.lowered.schedule;

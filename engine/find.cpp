@@ -9,6 +9,7 @@
 #include "context_impl.hpp"
 #include "conv_backward_plan.hpp"
 #include "conv_depthwise.hpp"
+#include "conv_tiled.hpp"
 #include "find_cache.hpp"
 #include "sampled_reference.hpp"
 
@@ -31,8 +32,8 @@ Pass parse_pass(std::string_view text) {
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
         if (name == to_string(pass)) return pass;
-    throw Error(ErrorCategory::InvalidArgument, "unknown pass '" + std::string(text) +
-                                                    "' (expected forward, backward-data or backward-filter)");
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown pass '" + std::string(text) + "' (expected forward, backward-data or backward-filter)");
 }
 
 namespace {
@@ -90,9 +91,11 @@ struct Bench {
 
 detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& problem, const ForwardOptions& options) {
     if (pass == Pass::Forward) return {choose_forward_algorithm(context, problem, options), options.mec_schedule};
+    detail::ContextImpl& impl = detail::impl_of(context);
+    if (detail::needs_tiling(impl, problem, Algorithm::Auto, options))
+        return {detail::plan_tiled(impl, problem, pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
     const auto backward_pass = pass == Pass::BackwardData ? detail::BackwardPass::Data : detail::BackwardPass::Filter;
-    return {detail::plan_backward(detail::impl_of(context), problem, backward_pass, Algorithm::Auto, options).algorithm,
-            MecSchedule::Auto};
+    return {detail::plan_backward(impl, problem, backward_pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
 }
 
 }  // namespace
@@ -140,14 +143,13 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
             }
         } catch (const Error& e) {
             // Does not fit the limits, or the memory it needs is not there now: not a candidate.
-            if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::OutOfDeviceMemory)
-                throw;
+            if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::OutOfDeviceMemory) throw;
             continue;
         }
         const std::vector<float> last = bench.result.download();
         perf.deterministic = std::memcmp(first.data(), last.data(), first.size() * sizeof(float)) == 0;
-        perf.error_over_bound = detail::sampled_error_over_bound(pass, problem, bench.a, bench.b, bench.bias, last,
-                                                                 kVerifiedSamples);
+        perf.error_over_bound =
+            detail::sampled_error_over_bound(pass, problem, bench.a, bench.b, bench.bias, last, kVerifiedSamples);
         perf.verified = perf.error_over_bound <= 1.0;
         results.push_back(perf);
     }
@@ -157,9 +159,9 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
     });
     if (results.empty()) {
         heuristic(context, pass, problem, options);  // throws the "nothing fits" error the passes give
-        throw Error(ErrorCategory::OutOfDeviceMemory,
-                    std::string("find: no algorithm could run ") + to_string(pass) + " for " + problem.str() +
-                        " in the device memory available now");
+        throw Error(ErrorCategory::OutOfDeviceMemory, std::string("find: no algorithm could run ") + to_string(pass) +
+                                                          " for " + problem.str() +
+                                                          " in the device memory available now");
     }
     if (results.front().verified)
         impl.find_cache->store(pass, problem, options,
@@ -174,8 +176,7 @@ Choice choose_algorithm(const Context& context, Pass pass, const ConvProblem& pr
     if (algorithm != Algorithm::Auto) return {algorithm, options.mec_schedule};
     if (options.auto_choice == AutoChoice::Heuristic) return heuristic(context, pass, problem, options);
     ContextImpl& impl = impl_of(context);
-    if (auto cached = impl.find_cache->lookup(pass, problem, options))
-        return {cached->algorithm, cached->mec_schedule};
+    if (auto cached = impl.find_cache->lookup(pass, problem, options)) return {cached->algorithm, cached->mec_schedule};
     // Measuring changes only what the context shares behind its impl (pool, pipelines, cache), never the
     // Context object a const caller holds.
     const auto results = find_algorithms(const_cast<Context&>(context), pass, problem, options);

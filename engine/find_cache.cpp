@@ -44,7 +44,8 @@ MecSchedule parse_schedule(const std::string& text) {
 
 }  // namespace
 
-FindCache::FindCache(const Device& device, std::string path) : device_key_(device_key_of(device)), path_(std::move(path)) {
+FindCache::FindCache(const Device& device, std::string path)
+    : device_key_(device_key_of(device)), path_(std::move(path)) {
     if (path_.empty()) return;
     std::ifstream file(path_);
     if (!file) {

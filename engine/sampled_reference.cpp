@@ -75,8 +75,8 @@ Sum backward_data_at(const ConvProblem& p, const ConvIndexer& ix, std::span<cons
     return sum;
 }
 
-Sum backward_filter_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> x,
-                       std::span<const float> dy, uint64_t flat) {
+Sum backward_filter_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> x, std::span<const float> dy,
+                       uint64_t flat) {
     const bool nhwc = p.layout == Layout::NHWC;
     auto at = coordinates(flat, nhwc ? std::array{p.K, p.R, p.S, ix.Cg} : std::array{p.K, ix.Cg, p.R, p.S});
     const int64_t k = at[0], c = nhwc ? at[3] : at[1], r = nhwc ? at[1] : at[2], s = nhwc ? at[2] : at[3];

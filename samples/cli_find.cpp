@@ -90,9 +90,10 @@ int run_find(const FindArgs& args) {
         out << "]}\n";
         if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json");
     }
-    std::printf("times: fastest of %u runs after a warm-up (%s); verified: 64 sampled outputs against the CPU "
-                "reference within the fp32 summation bound\n",
-                args.repeats, context.device().timestamps ? "GPU timestamps" : "wall clock");
+    std::printf(
+        "times: fastest of %u runs after a warm-up (%s); verified: 64 sampled outputs against the CPU "
+        "reference within the fp32 summation bound\n",
+        args.repeats, context.device().timestamps ? "GPU timestamps" : "wall clock");
     return kSuccess;
 }
 

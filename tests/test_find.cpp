@@ -135,8 +135,8 @@ TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
             CHECK(r.verified);
         }
     }
-    // Nothing fits (direct cannot bind this tensor under the lowered binding limit, the lowerings' smallest
-    // chunk is over the limit): the error names the smallest workspace and the limit.
+    // Nothing fits (under a 1 KiB binding limit every algorithm runs in tiles, and even the smallest tiles
+    // need more than 16 bytes of workspace): the error names the smallest workspace and the limit.
     auto options = vkt::test_options();
     options.max_storage_buffer_range = 1024;
     auto small = vkt::fresh_context(options);

@@ -15,19 +15,19 @@
 namespace vkconv {
 
 enum class Pass { Forward, BackwardData, BackwardFilter };
-const char* to_string(Pass pass) noexcept;       // "forward", "backward-data", "backward-filter"
-Pass parse_pass(std::string_view text);          // those names, case-insensitive; throws InvalidArgument
+const char* to_string(Pass pass) noexcept;  // "forward", "backward-data", "backward-filter"
+Pass parse_pass(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
 
 struct AlgorithmPerf {
     Algorithm algorithm = Algorithm::Auto;
     MecSchedule mec_schedule = MecSchedule::Auto;  // A or B for forward MEC, Auto otherwise
-    double ms = 0;                   // fastest of the timed runs (GPU timestamps where the queue has them)
-    uint64_t workspace_bytes = 0;    // what the pass allocated for itself
-    uint64_t peak_bytes = 0;         // pool in-use peak during the pass, find's own operands included
+    double ms = 0;                 // fastest of the timed runs (GPU timestamps where the queue has them)
+    uint64_t workspace_bytes = 0;  // what the pass allocated for itself
+    uint64_t peak_bytes = 0;       // pool in-use peak during the pass, find's own operands included
     uint32_t chunks = 1;
-    bool deterministic = false;      // two runs gave bit-identical results
-    bool verified = false;           // sampled outputs within the fp32 summation bound of the CPU reference
-    double error_over_bound = 0;     // worst |gpu - reference| / bound over the sampled outputs (<= 1: verified)
+    bool deterministic = false;   // two runs gave bit-identical results
+    bool verified = false;        // sampled outputs within the fp32 summation bound of the CPU reference
+    double error_over_bound = 0;  // worst |gpu - reference| / bound over the sampled outputs (<= 1: verified)
 };
 
 // Runs each applicable algorithm once to warm up (pipelines are built) and `options.find_repeats` more

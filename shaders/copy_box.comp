@@ -1,0 +1,61 @@
+#version 450
+// copy_box — dst box (+)= src box, one element an invocation: the tiled path's copies between one image of
+// a tensor too large to bind whole and a compact tile in the workspace, in either direction.
+//
+// A box is channels [c0, c0 + box_c) x rows [h0, h0 + box_h) x columns [0, box_w) of one image in the
+// problem's layout. Source positions outside the source image (a row or channel below 0 or past its
+// extent) read as zero: the padding rows a tile carries instead of asymmetric padding.
+// Each destination element is written by one invocation: no atomics, deterministic.
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (0: NCHW order, w fastest; 1: NHWC, c fastest).
+// Bindings: 0 src (readonly), 1 dst (read when accumulating, written).
+// Push constants: box_c, box_h, box_w; src_c, src_h, src_w (the source image's extents), src_c0, src_h0
+//   (the box's origin in it, signed), src_shift (added, modulo 2^32, to an image-relative index to give
+//   the binding's index: the window's delta minus its first index); the same five for dst; accumulate
+//   (0/1); then the dispatch's slice [base, base + count) of the box's elements.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint NHWC = 0;
+
+layout(std430, binding = 0) readonly buffer Src { float src[]; };
+layout(std430, binding = 1) buffer Dst { float dst[]; };
+
+layout(push_constant) uniform Params {
+    uint box_c, box_h, box_w;
+    uint src_c, src_h, src_w;
+    int src_c0, src_h0;
+    uint src_shift;
+    uint dst_c, dst_h, dst_w;
+    int dst_c0, dst_h0;
+    uint dst_shift;
+    uint accumulate;
+    uint base, count;
+} pc;
+
+uint image_index(uint c, uint h, uint w, uint C, uint H, uint W) {
+    return NHWC != 0 ? (h * W + w) * C + c : (c * H + h) * W + w;
+}
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint e = pc.base + i;
+    uint c, h, w;
+    if (NHWC != 0) {
+        c = e % pc.box_c;
+        w = (e / pc.box_c) % pc.box_w;
+        h = e / (pc.box_c * pc.box_w);
+    } else {
+        w = e % pc.box_w;
+        h = (e / pc.box_w) % pc.box_h;
+        c = e / (pc.box_w * pc.box_h);
+    }
+    const int sc = pc.src_c0 + int(c), sh = pc.src_h0 + int(h);
+    float value = 0.0;
+    if (sc >= 0 && sc < int(pc.src_c) && sh >= 0 && sh < int(pc.src_h))
+        value = src[image_index(uint(sc), uint(sh), w, pc.src_c, pc.src_h, pc.src_w) + pc.src_shift];
+    const uint d = image_index(uint(pc.dst_c0 + int(c)), uint(pc.dst_h0 + int(h)), w, pc.dst_c, pc.dst_h, pc.dst_w) +
+                   pc.dst_shift;
+    dst[d] = pc.accumulate != 0 ? dst[d] + value : value;
+}
