@@ -138,12 +138,14 @@ void throw_nothing_fits(ContextImpl& context, const ConvProblem& p, const Forwar
     const uint64_t im2col = smallest_lowered_workspace(context, p, Algorithm::Im2col);
     const uint64_t mec = smallest_lowered_workspace(context, p, Algorithm::Mec);
     const bool mec_smaller = mec < im2col;
-    throw Error(options.workspace_limit ? ErrorCategory::InvalidArgument : ErrorCategory::Unsupported,
-                "no algorithm fits: the smallest workspace any algorithm needs is " +
-                    std::to_string(std::min(im2col, mec)) + " bytes (" + (mec_smaller ? "mec" : "im2col") +
-                    ", one output row a chunk), the workspace limit is " +
-                    (options.workspace_limit ? std::to_string(options.workspace_limit) + " bytes" : "none") +
-                    ", and direct cannot bind these tensors within maxStorageBufferRange (" + p.str() + ")");
+    throw Error(
+        options.workspace_limit ? ErrorCategory::InvalidArgument : ErrorCategory::Unsupported,
+        "no algorithm fits: the smallest workspace any algorithm needs is " + std::to_string(std::min(im2col, mec)) +
+            " bytes (" + (mec_smaller ? "mec" : "im2col") + ", one output row a chunk), the workspace limit is " +
+            (options.workspace_limit ? std::to_string(options.workspace_limit) + " bytes" : "none") +
+            ", and direct cannot bind these tensors whole within maxStorageBufferRange nor run them in tiles within "
+            "the limit (" +
+            p.str() + ")");
 }
 
 uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots) {

@@ -55,10 +55,23 @@ Algorithm parse_algorithm(std::string_view text) {
 
 namespace detail {
 
+namespace {
+
+Algorithm untiled_heuristic(ContextImpl& impl, const ConvProblem& problem, const ForwardOptions& options);
+
+}  // namespace
+
 Algorithm heuristic_forward_algorithm(ContextImpl& impl, const ConvProblem& problem, const ForwardOptions& options) {
     // Too large to bind: the heuristic's algorithm for the tiles.
     if (needs_tiling(impl, problem, Algorithm::Auto, options))
         return plan_tiled(impl, problem, Pass::Forward, Algorithm::Auto, options).algorithm;
+    return or_tiled_direct(impl, problem, Pass::Forward, options,
+                           [&] { return untiled_heuristic(impl, problem, options); });
+}
+
+namespace {
+
+Algorithm untiled_heuristic(ContextImpl& impl, const ConvProblem& problem, const ForwardOptions& options) {
     const uint64_t range = impl.device->limits().maxStorageBufferRange;
     const bool direct_fits =
         uint64_t(std::max({problem.input_elements(), problem.output_elements(), problem.filter_elements()})) * 4 <=
@@ -94,6 +107,8 @@ Algorithm heuristic_forward_algorithm(ContextImpl& impl, const ConvProblem& prob
     }
     return mec < im2col ? Algorithm::Mec : Algorithm::Im2col;
 }
+
+}  // namespace
 
 ForwardPlan plan_forward(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
                          const ForwardOptions& options) {

@@ -47,6 +47,24 @@ bool needs_tiling(ContextImpl& context, const ConvProblem& problem, Algorithm al
 TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                      const ForwardOptions& options);
 
+// `choose()` (a heuristic), or, where it finds nothing because direct cannot bind the tensors whole,
+// direct in tiles when those fit; otherwise choose()'s error.
+template <typename Choose>
+Algorithm or_tiled_direct(ContextImpl& context, const ConvProblem& problem, Pass pass, const ForwardOptions& options,
+                          Choose&& choose) {
+    try {
+        return choose();
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
+        if (!needs_tiling(context, problem, Algorithm::Direct, options)) throw;
+        try {
+            return plan_tiled(context, problem, pass, Algorithm::Direct, options).algorithm;
+        } catch (const Error&) {
+            throw e;
+        }
+    }
+}
+
 void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                           const TiledPlan& plan, const ForwardOperands& operands, std::span<const Operand> workspace);
 void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,

@@ -95,7 +95,11 @@ detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& p
     if (detail::needs_tiling(impl, problem, Algorithm::Auto, options))
         return {detail::plan_tiled(impl, problem, pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
     const auto backward_pass = pass == Pass::BackwardData ? detail::BackwardPass::Data : detail::BackwardPass::Filter;
-    return {detail::plan_backward(impl, problem, backward_pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
+    return {
+        detail::or_tiled_direct(
+            impl, problem, pass, options,
+            [&] { return detail::plan_backward(impl, problem, backward_pass, Algorithm::Auto, options).algorithm; }),
+        MecSchedule::Auto};
 }
 
 }  // namespace
