@@ -161,12 +161,22 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     const auto dy = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape());
     const auto db = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
-    const detail::BiasPlan plan = detail::plan_bias_grad(impl, problem, 0);
     RunStats stats;
     stats.algorithm = Algorithm::Direct;
+    stats.operand_bytes = detail::operand_bytes({&dy, &db});
+    if (detail::bias_needs_tiling(impl, problem)) {
+        const detail::TiledBiasPlan plan = detail::plan_tiled_bias(impl, problem);
+        stats.workspace_bytes = plan.workspace_bytes;
+        stats.chunks = plan.tiles;
+        detail::run_pass(context, impl, stats, plan.slots,
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                             detail::record_tiled_bias(impl, stream, problem, plan, dy, db, workspace);
+                         });
+        return stats;
+    }
+    const detail::BiasPlan plan = detail::plan_bias_grad(impl, problem, 0);
     stats.workspace_bytes = plan.partial_floats ? impl.pool->round(plan.partial_floats * 4) : 0;
     stats.chunks = static_cast<uint32_t>((problem.N + plan.images - 1) / plan.images);
-    stats.operand_bytes = detail::operand_bytes({&dy, &db});
     detail::run_pass(context, impl, stats, {plan.partial_floats},
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_bias_grad(impl, stream, problem, plan, dy, db, workspace[0]);

@@ -491,4 +491,68 @@ void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, c
     });
 }
 
+namespace {
+
+// A run of `channels` output channels and `rows` output rows of one image, as a problem of its own whose
+// output is that box: what the bias-gradient kernel sums.
+ConvProblem bias_tile(const ConvProblem& p, int64_t channels, int64_t rows) {
+    ConvProblem q;
+    q.N = 1, q.C = 1, q.H = rows, q.W = p.Q(), q.K = channels, q.R = 1, q.S = 1;
+    q.layout = p.layout, q.has_bias = true;
+    return q;
+}
+
+}  // namespace
+
+bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
+    const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
+    return uint64_t(p.K * p.P() * p.Q()) * 4 + align > limit;
+}
+
+TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
+    const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
+    const uint64_t fits = limit > align ? limit - align : 0;
+    auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
+    const int64_t P = p.P(), Q = p.Q();
+    for (int64_t channels = p.K; channels >= 1; channels = channels > 1 ? (channels + 1) / 2 : 0) {
+        for (int64_t band = P; band >= 1; --band) {
+            if (uint64_t(channels * band * Q) * 4 > fits || band_span_bytes(p, p.K, band, Q) > fits) continue;
+            TiledBiasPlan plan;
+            plan.channels = channels, plan.band = band;
+            plan.slots = {uint64_t(channels * band * Q), uint64_t(channels),
+                          plan_bias_grad(context, bias_tile(p, channels, band), 0).partial_floats};
+            for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
+            plan.tiles = uint32_t((p.K + channels - 1) / channels * p.N * ((P + band - 1) / band));
+            return plan;
+        }
+        if (channels == 1) break;
+    }
+    throw Error(ErrorCategory::Unsupported,
+                "backward_bias: one row of one channel of grad_output exceeds the binding "
+                "limit of " +
+                    std::to_string(limit) + " bytes (" + p.str() + ")");
+}
+
+void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledBiasPlan& plan,
+                       const Operand& dy, const Operand& db, std::span<const Operand> workspace) {
+    const uint64_t limit = context.device->limits().maxStorageBufferRange;
+    const int64_t P = p.P(), Q = p.Q();
+    for (int64_t k0 = 0; k0 < p.K; k0 += plan.channels) {
+        const int64_t channels = std::min(plan.channels, p.K - k0);
+        bool first = true;
+        for (int64_t n = 0; n < p.N; ++n)
+            for (int64_t p0 = 0; p0 < P; p0 += plan.band) {
+                const int64_t rows = std::min(plan.band, P - p0);
+                const ConvProblem q = bias_tile(p, channels, rows);
+                const ImageRef dy_image{&dy, n, p.K, P, Q}, dy_tile{&workspace[0], 0, channels, rows, Q};
+                record_box(context, stream, p.layout, dy_image, k0, p0, dy_tile, 0, 0, channels, rows, false, limit);
+                const Operand dy_op{workspace[0].allocation, uint64_t(channels * rows * Q)};
+                const Operand db_tile{workspace[1].allocation, uint64_t(channels)};
+                record_bias_grad(context, stream, q, plan_bias_grad(context, q, 0), dy_op, db_tile, workspace[2]);
+                record_run(context, stream, db_tile, 0, db, uint64_t(k0), uint64_t(channels), !first);
+                first = false;
+            }
+    }
+}
+
 }  // namespace vkconv::detail

@@ -47,6 +47,20 @@ bool needs_tiling(ContextImpl& context, const ConvProblem& problem, Algorithm al
 TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                      const ForwardOptions& options);
 
+// backward_bias alone where one image of dy is too large to bind: tiles of a band of rows and a run of
+// channels, each summed by the bias-gradient kernel and added into db in a fixed order.
+struct TiledBiasPlan {
+    int64_t channels = 1, band = 1;  // per tile
+    std::vector<uint64_t> slots;     // floats: dy' tile, db' tile, the kernel's partial sums
+    uint64_t workspace_bytes = 0;
+    uint32_t tiles = 0;
+};
+bool bias_needs_tiling(ContextImpl& context, const ConvProblem& problem);
+TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& problem);
+void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                       const TiledBiasPlan& plan, const Operand& grad_output, const Operand& grad_bias,
+                       std::span<const Operand> workspace);
+
 // `choose()` (a heuristic), or, where it finds nothing because direct cannot bind the tensors whole,
 // direct in tiles when those fit; otherwise choose()'s error.
 template <typename Choose>

@@ -124,6 +124,12 @@ TEST_CASE("tiled backward passes match the reference when an image or the filter
                 vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm);
                 CHECK(tdw.download() == dw_first);  // sums over tiles in a fixed order
 
+                // The bias gradient alone, in tiles of its own.
+                tdb.upload(vkt::poison(p.K));
+                const auto bias = vkconv::backward_bias(*context, p, tdy, tdb);
+                CHECK(bias.peak_bytes == live + bias.workspace_bytes);
+                vkt::check_close(tdb.download(), db_ref, db_mag, filter_reduction, "tiled backward_bias");
+
                 // The whole step in one submission on shared slots.
                 tdx.upload(vkt::poison(p.input_elements()));
                 tdw.upload(vkt::poison(p.filter_elements()));
