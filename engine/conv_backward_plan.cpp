@@ -5,6 +5,7 @@
 #include <string>
 
 #include "conv_constants.hpp"
+#include "conv_direct.hpp"
 #include "elementwise.hpp"
 
 namespace vkconv::detail {
@@ -27,20 +28,9 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
     const bool filter = pass == BackwardPass::Filter;
     switch (algorithm) {
         case Algorithm::Direct:
-        case Algorithm::Auto: {
-            // Direct binds whole tensors.
-            const uint64_t range = context.device->limits().maxStorageBufferRange;
-            for (const auto& [elements, role] : {std::pair{p.input_elements(), "input-shaped"},
-                                                 {p.output_elements(), "output-shaped"},
-                                                 {p.filter_elements(), "filter-shaped"}})
-                if (uint64_t(elements) * 4 > range)
-                    throw Error(ErrorCategory::Unsupported, "direct: binds whole tensors, and the " +
-                                                                std::string(role) + " one (" +
-                                                                std::to_string(uint64_t(elements) * 4) +
-                                                                " bytes) exceeds the device's maxStorageBufferRange (" +
-                                                                std::to_string(range) + ")");
+        case Algorithm::Auto:
+            check_direct_bindings(context, p);
             break;
-        }
         case Algorithm::Depthwise:
             plan.depthwise = plan_depthwise(context, p, depthwise_pass(pass), options);
             plan.slots[0] = plan.depthwise.workspace_floats;

@@ -1,10 +1,24 @@
 #include "conv_direct.hpp"
 
 #include <array>
+#include <string>
 
 #include "conv_constants.hpp"
 
 namespace vkconv::detail {
+
+void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
+                                         {problem.filter_elements(), "filter"},
+                                         {problem.output_elements(), "output"}})
+        if (uint64_t(elements) * 4 > range)
+            throw Error(ErrorCategory::Unsupported, "direct binds whole tensors, and the " + std::string(role) +
+                                                        "-shaped one (" + std::to_string(uint64_t(elements) * 4) +
+                                                        " bytes) exceeds the device's "
+                                                        "maxStorageBufferRange (" +
+                                                        std::to_string(range) + " bytes): " + problem.str());
+}
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ForwardOperands& operands) {

@@ -5,6 +5,10 @@
 
 namespace vkconv::detail {
 
+// Error(Unsupported) naming the tensor when one of the problem's tensors exceeds maxStorageBufferRange:
+// direct binds whole tensors (the passes then run it in tiles, conv_tiled.hpp).
+void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem);
+
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ForwardOperands& operands);
 

@@ -121,18 +121,9 @@ ForwardPlan plan_forward(ContextImpl& context, const ConvProblem& problem, Algor
             plan.workspace_bytes = plan.depthwise.workspace_bytes;
             plan.chunks = plan.depthwise.chunks;
             break;
-        case Algorithm::Direct: {
-            const uint64_t range = context.device->limits().maxStorageBufferRange;
-            for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
-                                                 {problem.filter_elements(), "filter"},
-                                                 {problem.output_elements(), "output"}})
-                if (uint64_t(elements) * 4 > range)
-                    throw Error(ErrorCategory::Unsupported,
-                                std::string(role) + " tensor of " + std::to_string(uint64_t(elements) * 4) +
-                                    " bytes exceeds the device's maxStorageBufferRange of " + std::to_string(range) +
-                                    " bytes (the direct algorithm binds whole tensors; im2col and mec run in chunks)");
+        case Algorithm::Direct:
+            check_direct_bindings(context, problem);
             break;
-        }
         case Algorithm::Im2col:
         case Algorithm::Mec:
             plan.lowered = plan_lowered(context, problem, algorithm, options);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 namespace vkconv_cli {
@@ -134,6 +135,15 @@ void check_writable(const std::string& path, const std::string& option) {
     if (::access(dir.c_str(), W_OK) != 0)
         throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
                             option + " '" + path + "': directory '" + dir.string() + "' is not writable");
+}
+
+void write_json_rows(const std::string& path, const std::string& option, const std::string& device,
+                     const std::string& header, const std::vector<std::string>& rows) {
+    std::ofstream out(path);
+    out << "{\"device\": " << json_quote(device) << (header.empty() ? "" : ", ") << header << ", \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) out << "  " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
+    out << "]}\n";
+    if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write " + option + " '" + path + "'");
 }
 
 std::vector<float> random_values(int64_t count, uint32_t seed) {

@@ -36,8 +36,8 @@ struct ConvOptions {
     std::string algorithm = "auto";
     std::string mec_schedule = "auto";
     std::string workspace_limit = "0";  // bytes, 0 = none, or "auto" (Context::auto_workspace_limit)
-    bool heuristic = false;  // algo auto without measuring
-    std::string find_cache;  // ContextOptions::find_cache_path
+    bool heuristic = false;             // algo auto without measuring
+    std::string find_cache;             // ContextOptions::find_cache_path
     std::string device;
     bool stats = false;
 
@@ -78,6 +78,11 @@ private:
 };
 
 std::string json_quote(const std::string& text);
+
+// Writes {"device": ..., <header fields>, "rows": [rows...]} to `path` (InvalidArgument naming `option` when
+// it cannot be written). `header` is a JsonObject's fields without braces, or empty.
+void write_json_rows(const std::string& path, const std::string& option, const std::string& device,
+                     const std::string& header, const std::vector<std::string>& rows);
 
 // `count` values uniform in [-1, 1) from a fixed seed: the demo's and the benchmark's inputs.
 std::vector<float> random_values(int64_t count, uint32_t seed);

@@ -84,11 +84,7 @@ int run_find(const FindArgs& args) {
         }
     }
     if (!args.json_file.empty()) {
-        std::ofstream out(args.json_file);
-        out << "{\"device\": " << json_quote(context.device().summary()) << ", \"rows\": [\n";
-        for (size_t i = 0; i < rows.size(); ++i) out << "  " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
-        out << "]}\n";
-        if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json");
+        write_json_rows(args.json_file, "--json", context.device().summary(), "", rows);
     }
     std::printf(
         "times: fastest of %u runs after a warm-up (%s); verified: 64 sampled outputs against the CPU "

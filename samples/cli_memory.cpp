@@ -223,12 +223,9 @@ int run_memory(const MemoryArgs& args) {
         std::fflush(stdout);
     }
     if (!args.json_file.empty()) {
-        std::ofstream out(args.json_file);
-        out << "{\"device\": \"" << context.device().summary() << "\", \"batch\": " << args.batch << ", \"layout\": \""
-            << args.layout << "\", \"rows\": [\n";
-        for (size_t i = 0; i < rows.size(); ++i) out << "  " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
-        out << "]}\n";
-        if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json");
+        const std::string header = JsonObject().add("batch", args.batch).add("layout", args.layout).str();
+        write_json_rows(args.json_file, "--json", context.device().summary(), header.substr(1, header.size() - 2),
+                        rows);
     }
     if (!args.svg_file.empty()) write_svg(args.svg_file, reports, args);
     return kSuccess;
