@@ -7,6 +7,7 @@
 #include "conv_constants.hpp"
 #include "conv_direct.hpp"
 #include "elementwise.hpp"
+#include "shader_limits.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -106,7 +107,8 @@ std::optional<BackwardPlan> try_plan(ContextImpl& context, const ConvProblem& p,
 }
 
 void record_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const char* shader,
-                   const Operand& a, const Operand& b, const Operand& out, uint64_t elements) {
+                   const Operand& a, const Operand& b, const Operand& out, uint64_t elements, uint64_t extent,
+                   uint64_t unit_iterations) {
     PipelineDesc desc;
     desc.shader = shader;
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -114,7 +116,8 @@ void record_direct(ContextImpl& context, CommandStream& stream, const ConvProble
     desc.specialization = geometry_constants(p);
     const std::array<Binding, 3> bindings{Binding{a.whole(), false}, Binding{b.whole(), false},
                                           Binding{out.whole(), true}};
-    dispatch_elements(context, stream, context.pipelines->get(desc), bindings, direct_sizes(p), elements);
+    dispatch_direct(context, stream, context.pipelines->get(desc), bindings, direct_sizes(p), elements, extent,
+                    unit_iterations);
 }
 
 struct BiasPush {
@@ -167,7 +170,8 @@ void record_backward_data(ContextImpl& context, CommandStream& stream, const Con
     switch (plan.algorithm) {
         case Algorithm::Direct:
         case Algorithm::Auto:
-            record_direct(context, stream, p, "conv2d_backward_data_direct", dy, w, dx, uint64_t(p.input_elements()));
+            record_direct(context, stream, p, "conv2d_backward_data_direct", dy, w, dx, uint64_t(p.input_elements()),
+                          uint64_t(p.filters_per_group()), uint64_t(p.R * p.S));
             break;
         case Algorithm::Depthwise:
             record_depthwise_backward_data(context, stream, p, dy, w, dx, plan.depthwise);
@@ -187,8 +191,8 @@ void record_backward_filter(ContextImpl& context, CommandStream& stream, const C
     switch (plan.algorithm) {
         case Algorithm::Direct:
         case Algorithm::Auto:
-            record_direct(context, stream, p, "conv2d_backward_filter_direct", x, dy, dw,
-                          uint64_t(p.filter_elements()));
+            record_direct(context, stream, p, "conv2d_backward_filter_direct", x, dy, dw, uint64_t(p.filter_elements()),
+                          uint64_t(p.N * p.P() * p.Q()), 1);
             break;
         case Algorithm::Depthwise:
             record_depthwise_backward_filter(context, stream, p, x, dy, dw, plan.depthwise, workspace[0]);
@@ -219,6 +223,8 @@ BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max
     const int64_t wanted = 4 * int64_t(context.gemm_configs().wanted_workgroups) * kElementwiseWorkgroup;
     const int64_t positions = plan.images * p.P() * p.Q();
     plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));
+    // No invocation may loop over more positions than lavapipe lets it (shader_limits.hpp).
+    plan.pieces = std::max<int64_t>(plan.pieces, (positions + kMaxLoopIterations - 1) / kMaxLoopIterations);
     plan.partial_floats = plan.pieces > 1 ? uint64_t(plan.pieces * p.K) : 0;
     return plan;
 }

@@ -29,6 +29,7 @@ inline std::vector<uint32_t> geometry_constants(const ConvProblem& p) {
 struct DirectSizes {
     uint32_t N, C, H, W, K, P, Q;
     uint32_t channels_per_group, filters_per_group;
+    uint32_t reduce_begin, reduce_end, accumulate;  // the piece of the reduction (set per piece)
     uint32_t base, count;
 };
 
@@ -36,7 +37,7 @@ inline DirectSizes direct_sizes(const ConvProblem& p) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
     return {
         u(p.N), u(p.C), u(p.H), u(p.W), u(p.K), u(p.P()), u(p.Q()), u(p.channels_per_group()), u(p.filters_per_group()),
-        0,      0};
+        0,      0,      0,      0,      0};
 }
 
 }  // namespace vkconv::detail

@@ -6,6 +6,7 @@
 
 #include "conv_constants.hpp"
 #include "conv_depthwise_kernels.hpp"
+#include "shader_limits.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -61,6 +62,19 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Depthwi
                                                         " bytes of workspace, above the workspace limit of " +
                                                         std::to_string(options.workspace_limit) + " bytes (" + p.str() +
                                                         ")");
+        // Where the pieces cannot grow (binding or workspace limit), chunks of fewer images keep every
+        // invocation's loop under lavapipe's cap (shader_limits.hpp).
+        const uint64_t per_row = depthwise_filter_row_iterations(p);
+        auto loop_fits = [&] {
+            return ceil_div(uint64_t(plan.images * p.P()), plan.splits) * per_row <= kMaxLoopIterations;
+        };
+        while (!loop_fits() && plan.images > 1) plan.images = (plan.images + 1) / 2;
+        if (!loop_fits())
+            throw Error(ErrorCategory::Unsupported,
+                        "depthwise: backward-filter needs more reduction pieces than the workspace and binding "
+                        "limits allow (" +
+                            p.str() + ")");
+        plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
         plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements());
     }
     plan.workspace_bytes = plan.workspace_floats ? context.pool->round(plan.workspace_floats * 4) : 0;

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "conv_depthwise_kernels.hpp"
+#include "shader_limits.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -64,10 +65,17 @@ uint64_t filter_lanes(const ConvProblem& p, const DepthwiseTiles& t) {
 
 }  // namespace
 
+uint64_t depthwise_filter_row_iterations(const ConvProblem& p) {
+    return ceil_div(p.Q(), filter_tiles(p).tile_w) + 1;
+}
+
 uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int64_t images, uint64_t limit) {
     const uint64_t wanted = context.gemm_configs().wanted_workgroups * kElementwiseWorkgroup;
     const uint64_t lanes = filter_lanes(p, filter_tiles(p));
-    uint64_t splits = std::clamp<uint64_t>((wanted + lanes - 1) / lanes, 1, uint64_t(images * p.P()));
+    const uint64_t rows = uint64_t(images * p.P());
+    uint64_t splits = std::clamp<uint64_t>((wanted + lanes - 1) / lanes, 1, rows);
+    // Enough pieces that no invocation loops past lavapipe's cap (shader_limits.hpp).
+    splits = std::min(rows, std::max(splits, ceil_div(rows * depthwise_filter_row_iterations(p), kMaxLoopIterations)));
     while (splits > 1 && splits * uint64_t(p.filter_elements()) * 4 > limit) --splits;
     return static_cast<uint32_t>(splits);
 }

@@ -39,6 +39,8 @@ std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tile
 // Backward-filter: pieces the N*P*Q reduction of one chunk is cut into (partial sums in the workspace),
 // enough to fill the device, each at least one output row, all of them within the binding limit.
 uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int64_t images, uint64_t limit);
+// Loop iterations backward-filter spends on one output row (its strips, plus the row's own).
+uint64_t depthwise_filter_row_iterations(const ConvProblem& p);
 
 inline VkDescriptorType read_descriptor(bool texel) {
     return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;

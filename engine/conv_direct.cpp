@@ -1,9 +1,11 @@
 #include "conv_direct.hpp"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
 #include "conv_constants.hpp"
+#include "shader_limits.hpp"
 
 namespace vkconv::detail {
 
@@ -18,6 +20,18 @@ void check_direct_bindings(const ContextImpl& context, const ConvProblem& proble
                                                         " bytes) exceeds the device's "
                                                         "maxStorageBufferRange (" +
                                                         std::to_string(range) + " bytes): " + problem.str());
+}
+
+void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
+                     std::span<const Binding> bindings, DirectSizes push, uint64_t elements, uint64_t extent,
+                     uint64_t unit_iterations) {
+    const uint64_t piece = std::max<uint64_t>(1, kMaxLoopIterations / std::max<uint64_t>(1, unit_iterations));
+    for (uint64_t begin = 0; begin < extent; begin += piece) {
+        push.reduce_begin = static_cast<uint32_t>(begin);
+        push.reduce_end = static_cast<uint32_t>(std::min(extent, begin + piece));
+        push.accumulate = begin > 0 ? 1u : 0u;
+        dispatch_elements(context, stream, pipeline, bindings, push, elements);
+    }
 }
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
@@ -35,7 +49,8 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
         Binding{operands.input.whole(), false}, Binding{operands.filter.whole(), false},
         Binding{operands.bias_or(operands.filter), false}, Binding{operands.output.whole(), true}};
     const DirectSizes push = direct_sizes(problem);
-    dispatch_elements(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()));
+    dispatch_direct(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()),
+                    uint64_t(problem.channels_per_group()), uint64_t(problem.R * problem.S));
 }
 
 }  // namespace vkconv::detail

@@ -4,6 +4,8 @@
 #include <array>
 #include <string>
 
+#include "shader_limits.hpp"
+
 namespace vkconv::detail {
 namespace {
 
@@ -37,6 +39,26 @@ const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& pr
 
 void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
     if (p.M == 0 || p.N == 0 || p.batch_i == 0 || p.batch_j == 0) return;
+    // lavapipe ends a shader's loops after 65535 iterations per invocation (shader_limits.hpp): a longer
+    // reduction runs as GEMMs over pieces of K (whole segments of A), in order, each after the first
+    // adding into C.
+    const uint32_t k_unit = p.a_k_segment ? p.a_k_segment : 1;
+    const uint32_t k_piece = std::max(k_unit, kMaxLoopIterations / k_unit * k_unit);
+    if (p.K > kMaxLoopIterations && k_piece < p.K) {
+        for (uint32_t k0 = 0; k0 < p.K; k0 += k_piece) {
+            GemmProblem part = p;
+            part.K = std::min(k_piece, p.K - k0);
+            part.a.offset +=
+                p.a_k_segment ? uint64_t(k0 / k_unit) * p.a_k_segment_stride : uint64_t(k0) * p.a.stride_col;
+            part.b.offset += uint64_t(k0) * p.b.stride_row;
+            if (k0 > 0) {
+                part.beta = 1.0f;
+                part.bias = {};  // added once, with the first piece
+            }
+            record_gemm(context, stream, part, forced);
+        }
+        return;
+    }
     const GemmConfig& config = forced ? *forced : choose_gemm_config(context, p);
     const bool has_bias = p.bias.size > 0;
     const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);

@@ -9,8 +9,9 @@
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC (dy/dx NHWC, w OHWI; else NCHW and OIHW).
 // Bindings: 0 dy (readonly), 1 w (readonly), 2 dx (write).
-// Push constants: N C H W K P Q, channels and filters per group, then the dispatch's slice
-//   [base, base + count) of dx.
+// Push constants: N C H W K P Q, channels and filters per group, the piece of the reduction
+//   [reduce_begin, reduce_end) (filters within the group) and accumulate (0: dx = piece; 1: dx += piece;
+//   see engine/shader_limits.hpp), then the dispatch's slice [base, base + count) of dx.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;
@@ -26,11 +27,12 @@ layout(constant_id = 9) const bool NHWC = false;
 
 layout(std430, binding = 0) readonly buffer GradOutput { float dy[]; };
 layout(std430, binding = 1) readonly buffer Filter { float w[]; };
-layout(std430, binding = 2) writeonly buffer GradInput { float dx[]; };
+layout(std430, binding = 2) buffer GradInput { float dx[]; };
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
+    uint reduce_begin, reduce_end, accumulate;
     uint base, count;
 } pc;
 
@@ -54,7 +56,8 @@ void main() {
     }
     const uint cpg = pc.channels_per_group, kpg = pc.filters_per_group;
     const uint g = c / cpg, cl = c % cpg;
-    float acc = 0.0;
+    float acc = pc.accumulate != 0 ? dx[index] : 0.0;
+    const uint k_begin = pc.reduce_begin, k_end = min(pc.reduce_end, kpg);
     for (uint r = 0; r < R; ++r) {
         const int ph = int(h + PAD_H) - int(r * DIL_H);  // p * STRIDE_H when this tap reaches h
         if (ph < 0 || uint(ph) % STRIDE_H != 0) continue;
@@ -65,7 +68,7 @@ void main() {
             if (qw < 0 || uint(qw) % STRIDE_W != 0) continue;
             const uint q = uint(qw) / STRIDE_W;
             if (q >= pc.Q) continue;
-            for (uint kl = 0; kl < kpg; ++kl) {
+            for (uint kl = k_begin; kl < k_end; ++kl) {
                 const uint k = g * kpg + kl;
                 const uint yi = NHWC ? ((n * pc.P + p) * pc.Q + q) * pc.K + k : ((n * pc.K + k) * pc.P + p) * pc.Q + q;
                 const uint wi = NHWC ? ((k * R + r) * S + s) * cpg + cl : ((k * cpg + cl) * R + r) * S + s;

@@ -8,8 +8,9 @@
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC.
 // Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write).
-// Push constants: N C H W K P Q, channels and filters per group, then the dispatch's slice
-//   [base, base + count) of dw.
+// Push constants: N C H W K P Q, channels and filters per group, the piece of the reduction
+//   [reduce_begin, reduce_end) (positions n*P*Q + p*Q + q) and accumulate (0: dw = piece; 1: dw += piece;
+//   see engine/shader_limits.hpp), then the dispatch's slice [base, base + count) of dw.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;
@@ -25,11 +26,12 @@ layout(constant_id = 9) const bool NHWC = false;
 
 layout(std430, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) readonly buffer GradOutput { float dy[]; };
-layout(std430, binding = 2) writeonly buffer GradFilter { float dw[]; };
+layout(std430, binding = 2) buffer GradFilter { float dw[]; };
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
+    uint reduce_begin, reduce_end, accumulate;
     uint base, count;
 } pc;
 
@@ -57,17 +59,23 @@ void main() {
         k = t / cpg;
     }
     const uint channel = (k / pc.filters_per_group) * cpg + c;
-    float acc = 0.0;
-    for (uint n = 0; n < pc.N; ++n) {
-        for (uint p = 0; p < pc.P; ++p) {
-            const int ih = int(p * STRIDE_H + r * DIL_H) - int(PAD_H);
-            if (uint(ih) >= pc.H) continue;
-            for (uint q = 0; q < pc.Q; ++q) {
-                const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
-                if (uint(iw) >= pc.W) continue;
-                const uint xi = NHWC ? ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + channel
-                                     : ((n * pc.C + channel) * pc.H + uint(ih)) * pc.W + uint(iw);
-                acc += x[xi] * dy[dy_index(n, k, p, q)];
+    float acc = pc.accumulate != 0 ? dw[index] : 0.0;
+    // One loop over the piece's positions, the coordinates stepped along (no division per position).
+    const uint PQ = pc.P * pc.Q;
+    uint n = pc.reduce_begin / PQ, p = pc.reduce_begin % PQ / pc.Q, q = pc.reduce_begin % pc.Q;
+    for (uint position = pc.reduce_begin; position < pc.reduce_end; ++position) {
+        const int ih = int(p * STRIDE_H + r * DIL_H) - int(PAD_H);
+        const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
+        if (uint(ih) < pc.H && uint(iw) < pc.W) {
+            const uint xi = NHWC ? ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + channel
+                                 : ((n * pc.C + channel) * pc.H + uint(ih)) * pc.W + uint(iw);
+            acc += x[xi] * dy[dy_index(n, k, p, q)];
+        }
+        if (++q == pc.Q) {
+            q = 0;
+            if (++p == pc.P) {
+                p = 0;
+                ++n;
             }
         }
     }

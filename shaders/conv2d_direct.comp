@@ -11,9 +11,11 @@
 //   9 NHWC             0: x NCHW, w OIHW, y NCHW;  1: x NHWC, w OHWI, y NHWC
 //  10 HAS_BIAS
 // Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write).
-// Push constants: sizes N C H W K P Q, channels and filters per group, and the dispatch's slice of the
-//   output [base, base + count): large outputs are split over several dispatches so no dispatch exceeds
-//   maxComputeWorkGroupCount.
+// Push constants: sizes N C H W K P Q, channels and filters per group, the piece of the reduction
+//   [reduce_begin, reduce_end) (channels within the group) and accumulate (0: y = bias + piece; 1:
+//   y += piece; long reductions run in pieces, see engine/shader_limits.hpp), and the dispatch's slice
+//   of the output [base, base + count): large outputs are split over several dispatches so no dispatch
+//   exceeds maxComputeWorkGroupCount.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1). Invocation i computes the output at linear index
 //   base + i in the output's own layout, so consecutive invocations write consecutive addresses.
 
@@ -32,11 +34,12 @@ layout(constant_id = 10) const bool HAS_BIAS = false;
 layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer FilterBuffer { float w[]; };
 layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 3) writeonly buffer OutputBuffer { float y[]; };
+layout(std430, binding = 3) buffer OutputBuffer { float y[]; };
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
+    uint reduce_begin, reduce_end, accumulate;
     uint base, count;
 } pc;
 
@@ -65,7 +68,8 @@ void main() {
     const int h0 = int(p * STRIDE_H) - int(PAD_H);
     const int w0 = int(q * STRIDE_W) - int(PAD_W);
 
-    float acc = 0.0;
+    float acc = pc.accumulate != 0 ? y[index] : (HAS_BIAS ? bias[k] : 0.0);
+    const uint c_begin = pc.reduce_begin, c_end = min(pc.reduce_end, cpg);
     for (uint r = 0; r < R; ++r) {
         const int ih = h0 + int(r * DIL_H);
         if (uint(ih) >= pc.H) continue;  // one unsigned compare rejects negatives too
@@ -75,15 +79,14 @@ void main() {
             if (NHWC) {
                 const uint xi = ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + c0;
                 const uint wi = ((k * R + r) * S + s) * cpg;
-                for (uint c = 0; c < cpg; ++c) acc += x[xi + c] * w[wi + c];
+                for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c] * w[wi + c];
             } else {
                 const uint plane = pc.H * pc.W;
                 const uint xi = (n * pc.C + c0) * plane + uint(ih) * pc.W + uint(iw);
                 const uint wi = k * cpg * R * S + r * S + s;
-                for (uint c = 0; c < cpg; ++c) acc += x[xi + c * plane] * w[wi + c * R * S];
+                for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c * plane] * w[wi + c * R * S];
             }
         }
     }
-    if (HAS_BIAS) acc += bias[k];
     y[index] = acc;
 }
