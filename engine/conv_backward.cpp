@@ -186,21 +186,31 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
 
 namespace {
 
-// A layer step's two plans, both tiled if either is, and the slots they share (each the larger pass's).
-std::pair<PassPlan, PassPlan> step_plans(const Context& context, const ConvProblem& p, Algorithm algorithm,
-                                         const ForwardOptions& options) {
-    PassPlan data = plan_pass(context, p, BackwardPass::Data, algorithm, options);
-    PassPlan filter = plan_pass(context, p, BackwardPass::Filter, algorithm, options);
-    if (data.tiled && !filter.tiled) filter = plan_pass(context, p, BackwardPass::Filter, algorithm, options, true);
-    if (filter.tiled && !data.tiled) data = plan_pass(context, p, BackwardPass::Data, algorithm, options, true);
-    return {data, filter};
-}
+// A layer step's two plans. They share one workspace (each slot the larger pass's) and one submission
+// where their slots mean the same (both tiled, or neither) and the shared sum fits the workspace limit;
+// otherwise they run one after the other, each with its own workspace.
+struct StepPlan {
+    PassPlan data, filter;
+    bool shared = true;
+    std::vector<uint64_t> slots;  // shared only
+    uint64_t workspace_bytes = 0;
+};
 
-std::vector<uint64_t> shared_slots(const PassPlan& data, const PassPlan& filter) {
-    std::vector<uint64_t> slots = data.slots();
-    const std::vector<uint64_t> other = filter.slots();
-    for (size_t i = 0; i < slots.size(); ++i) slots[i] = std::max(slots[i], other[i]);
-    return slots;
+uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& slots);
+
+StepPlan step_plan(const Context& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
+    StepPlan step{plan_pass(context, p, BackwardPass::Data, algorithm, options),
+                  plan_pass(context, p, BackwardPass::Filter, algorithm, options)};
+    step.shared = step.data.tiled == step.filter.tiled;
+    if (step.shared) {
+        step.slots = step.data.slots();
+        const std::vector<uint64_t> other = step.filter.slots();
+        for (size_t i = 0; i < step.slots.size(); ++i) step.slots[i] = std::max(step.slots[i], other[i]);
+        step.workspace_bytes = bytes_of(detail::impl_of(context), step.slots);
+        step.shared = !options.workspace_limit || step.workspace_bytes <= options.workspace_limit;
+    }
+    if (!step.shared) step.workspace_bytes = std::max(step.data.workspace_bytes(), step.filter.workspace_bytes());
+    return step;
 }
 
 uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& slots) {
@@ -214,10 +224,8 @@ uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& 
 
 uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                         const ForwardOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
     problem.validate();
-    const auto [data, filter] = step_plans(context, problem, algorithm, options);
-    return bytes_of(impl, shared_slots(data, filter));
+    return step_plan(context, problem, algorithm, options).workspace_bytes;
 }
 
 LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
@@ -234,23 +242,43 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
-    const auto [data, filter_plan] = step_plans(context, problem, algorithm, options);
-    const auto slots = shared_slots(data, filter_plan);
+    const StepPlan plan = step_plan(context, problem, algorithm, options);
+    const PassPlan &data = plan.data, &filter_plan = plan.filter;
 
     LayerBackwardStats stats;
     stats.data_algorithm = data.algorithm(), stats.filter_algorithm = filter_plan.algorithm();
     stats.data_workspace_bytes = data.workspace_bytes(), stats.filter_workspace_bytes = filter_plan.workspace_bytes();
     stats.data_chunks = data.chunks(), stats.filter_chunks = filter_plan.chunks();
     stats.step.algorithm = data.algorithm();
-    stats.step.workspace_bytes = bytes_of(impl, slots);
+    stats.step.workspace_bytes = plan.workspace_bytes;
     stats.step.chunks = data.chunks() + filter_plan.chunks();
     stats.step.operand_bytes =
         detail::operand_bytes({&filter_ops.x, &data_ops.w, &data_ops.dy, &data_ops.dx, &filter_ops.dw, &filter_ops.db});
-    detail::run_pass(context, impl, stats.step, slots,
+    if (plan.shared) {
+        detail::run_pass(context, impl, stats.step, plan.slots,
+                         [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                             record_data_pass(impl, stream, problem, data, data_ops, workspace);
+                             record_filter_pass(impl, stream, problem, filter_plan, filter_ops, workspace);
+                         });
+        return stats;
+    }
+    // One pass after the other, each on its own workspace: the step's figures are their sums and maxima.
+    RunStats first, second;
+    detail::run_pass(context, impl, first, data.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_data_pass(impl, stream, problem, data, data_ops, workspace);
+                     });
+    detail::run_pass(context, impl, second, filter_plan.slots(),
+                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_filter_pass(impl, stream, problem, filter_plan, filter_ops, workspace);
                      });
+    stats.step.gpu_ms = first.gpu_ms + second.gpu_ms;
+    stats.step.gpu_timed = first.gpu_timed && second.gpu_timed;
+    stats.step.wall_ms = first.wall_ms + second.wall_ms;
+    stats.step.peak_bytes = std::max(first.peak_bytes, second.peak_bytes);
+    stats.step.peak_reserved_bytes = std::max(first.peak_reserved_bytes, second.peak_reserved_bytes);
+    stats.step.driver_allocations = first.driver_allocations + second.driver_allocations;
+    stats.step.dispatches = first.dispatches + second.dispatches;
     return stats;
 }
 

@@ -201,6 +201,7 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
         const auto plan = detail::plan_tiled(impl, problem, Pass::Forward, choice.algorithm, chosen);
         stats.workspace_bytes = plan.workspace_bytes;
         stats.chunks = plan.tiles;
+        stats.mec_schedule = plan.mec_schedule;
         detail::run_pass(context, impl, stats, plan.slots,
                          [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                              detail::record_tiled_forward(impl, stream, problem, plan, ops, workspace);

@@ -152,11 +152,16 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 }  // namespace
 
 bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
-    if (algorithm == Algorithm::Direct) {
-        const uint64_t range = context.device->limits().maxStorageBufferRange;
-        return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4 > range;
-    }
     const uint64_t limit = binding_limit(context, options), align = context.pool->alignment();
+    if (algorithm == Algorithm::Direct) {
+        // Direct binds whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
+        // time within the (possibly lowered) binding limit.
+        const uint64_t range = context.device->limits().maxStorageBufferRange;
+        const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * 4;
+        return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4 > range ||
+               (p.has_bias &&
+                dy_image + align > std::min(range, options.max_binding_bytes ? options.max_binding_bytes : range));
+    }
     const uint64_t image = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4;
     return image + align > limit || uint64_t(p.filter_elements()) * 4 > limit;
 }
@@ -221,6 +226,9 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
         }
         if (!ok) continue;
         plan.band = band;
+        if (pass == Pass::Forward && plan.algorithm == Algorithm::Mec)
+            plan.mec_schedule =
+                plan_forward(context, shapes.front(), plan.algorithm, plan.tile_options).lowered.schedule;
         plan.slots = {largest.in, largest.filter, largest.bias, largest.out};
         plan.slots.insert(plan.slots.end(), own.begin(), own.end());
         // The tile pass's slots were each planned under the limit alone; their largest together must fit.
@@ -519,18 +527,23 @@ TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
             if (uint64_t(channels * band * Q) * 4 > fits || band_span_bytes(p, p.K, band, Q) > fits) continue;
             TiledBiasPlan plan;
             plan.channels = channels, plan.band = band;
-            plan.slots = {uint64_t(channels * band * Q), uint64_t(channels),
-                          plan_bias_grad(context, bias_tile(p, channels, band), 0).partial_floats};
+            // The partial sums of the largest of the four tile shapes (full or last run of channels, full
+            // or last band): a narrower run can take more pieces.
+            uint64_t partials = 0;
+            for (int64_t c : {channels, p.K - (p.K - 1) / channels * channels})
+                for (int64_t b : {band, P - (P - 1) / band * band})
+                    partials = std::max(partials, plan_bias_grad(context, bias_tile(p, c, b), 0).partial_floats);
+            plan.slots = {uint64_t(channels * band * Q), uint64_t(channels), partials};
             for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
             plan.tiles = uint32_t((p.K + channels - 1) / channels * p.N * ((P + band - 1) / band));
             return plan;
         }
         if (channels == 1) break;
     }
-    throw Error(ErrorCategory::Unsupported,
-                "backward_bias: one row of one channel of grad_output exceeds the binding "
-                "limit of " +
-                    std::to_string(limit) + " bytes (" + p.str() + ")");
+    throw Error(ErrorCategory::Unsupported, std::string("backward_bias: one row of grad_output (") +
+                                                (p.layout == Layout::NHWC ? "all channels" : "one channel") +
+                                                ") exceeds the binding limit of " + std::to_string(limit) + " bytes (" +
+                                                p.str() + ")");
 }
 
 void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledBiasPlan& plan,

@@ -26,7 +26,8 @@ struct TilePiece {
 
 struct TiledPlan {
     Pass pass = Pass::Forward;
-    Algorithm algorithm = Algorithm::Direct;  // what runs each tile; never Auto
+    Algorithm algorithm = Algorithm::Direct;       // what runs each tile; never Auto
+    MecSchedule mec_schedule = MecSchedule::Auto;  // forward MEC: the schedule of the largest tile
     std::vector<TilePiece> pieces;
     int64_t band = 1;             // rows a tile covers: output rows (forward, backward-filter) or dx rows (data)
     ForwardOptions tile_options;  // how tiles plan: the workspace limit less the tile buffers

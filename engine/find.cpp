@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "auto_choice.hpp"
@@ -124,7 +126,11 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
     }
 
     Bench bench(context, pass, problem);
+    // NaN before every candidate: an algorithm that leaves outputs unwritten cannot pass on the values
+    // the previous one wrote.
+    const std::vector<float> poison(size_t(bench.result.elements()), std::numeric_limits<float>::quiet_NaN());
     std::vector<AlgorithmPerf> results;
+    std::optional<Error> last_error;
     for (const auto& [algorithm, schedule] : candidates) {
         ForwardOptions run_options = options;
         run_options.mec_schedule = schedule;
@@ -133,6 +139,7 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
         perf.mec_schedule = schedule;
         std::vector<float> first;
         try {
+            bench.result.upload(poison);
             const RunStats warm = bench.run(algorithm, run_options);  // builds the pipelines
             first = bench.result.download();
             perf.ms = std::numeric_limits<double>::infinity();
@@ -143,13 +150,19 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
                 perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
                 perf.workspace_bytes = stats.workspace_bytes;
                 perf.chunks = stats.chunks;
-                if (algorithm == Algorithm::Mec && pass == Pass::Forward) perf.mec_schedule = stats.mec_schedule;
+                if (stats.mec_schedule != MecSchedule::Auto) perf.mec_schedule = stats.mec_schedule;
             }
         } catch (const Error& e) {
             // Does not fit the limits, or the memory it needs is not there now: not a candidate.
             if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::OutOfDeviceMemory) throw;
+            last_error = e;
             continue;
         }
+        // A schedule asked for may give way to the other (banded NCHW runs B): one entry for what ran.
+        if (std::any_of(results.begin(), results.end(), [&](const AlgorithmPerf& r) {
+                return r.algorithm == perf.algorithm && r.mec_schedule == perf.mec_schedule;
+            }))
+            continue;
         const std::vector<float> last = bench.result.download();
         perf.deterministic = std::memcmp(first.data(), last.data(), first.size() * sizeof(float)) == 0;
         perf.error_over_bound =
@@ -163,24 +176,46 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
     });
     if (results.empty()) {
         heuristic(context, pass, problem, options);  // throws the "nothing fits" error the passes give
-        throw Error(ErrorCategory::OutOfDeviceMemory, std::string("find: no algorithm could run ") + to_string(pass) +
-                                                          " for " + problem.str() +
-                                                          " in the device memory available now");
+        throw *last_error;                           // else why the last candidate could not run
     }
     if (results.front().verified)
         impl.find_cache->store(pass, problem, options,
                                {results.front().algorithm, results.front().mec_schedule, results.front().ms});
+    else  // nothing to trust a time of: the heuristic's choice, kept in memory so Auto does not measure again
+        impl.find_cache->remember(pass, problem, options,
+                                  {heuristic(context, pass, problem, options).algorithm, MecSchedule::Auto, 0});
     return results;
 }
 
 namespace detail {
+namespace {
+
+bool plannable(const Context& context, Pass pass, const ConvProblem& problem, const Choice& choice,
+               const ForwardOptions& options) {
+    try {
+        const ForwardOptions chosen = with_schedule(options, choice);
+        if (pass == Pass::Forward) forward_workspace_bytes(context, problem, choice.algorithm, chosen);
+        if (pass == Pass::BackwardData) backward_data_workspace_bytes(context, problem, choice.algorithm, chosen);
+        if (pass == Pass::BackwardFilter) backward_filter_workspace_bytes(context, problem, choice.algorithm, chosen);
+        return true;
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
+        return false;
+    }
+}
+
+}  // namespace
 
 Choice choose_algorithm(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                         const ForwardOptions& options) {
     if (algorithm != Algorithm::Auto) return {algorithm, options.mec_schedule};
     if (options.auto_choice == AutoChoice::Heuristic) return heuristic(context, pass, problem, options);
     ContextImpl& impl = impl_of(context);
-    if (auto cached = impl.find_cache->lookup(pass, problem, options)) return {cached->algorithm, cached->mec_schedule};
+    // A cached choice that cannot plan here (a file written under other limits) is measured again.
+    if (auto cached = impl.find_cache->lookup(pass, problem, options)) {
+        const Choice choice{cached->algorithm, cached->mec_schedule};
+        if (plannable(context, pass, problem, choice, options)) return choice;
+    }
     // Measuring changes only what the context shares behind its impl (pool, pipelines, cache), never the
     // Context object a const caller holds.
     const auto results = find_algorithms(const_cast<Context&>(context), pass, problem, options);

@@ -1,7 +1,11 @@
 // Algorithm::Auto's cache of measured choices, in memory and optionally in a file.
 #include "find_cache.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,8 +27,10 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 std::string device_key_of(const Device& device) {
     const VkPhysicalDeviceProperties& props = device.properties();
-    char ids[64];
-    std::snprintf(ids, sizeof ids, " [%04x:%04x driver %u] ", props.vendorID, props.deviceID, props.driverVersion);
+    char ids[128];
+    // The binding limits as this context sees them (ContextOptions can lower them): choices depend on them.
+    std::snprintf(ids, sizeof ids, " [%04x:%04x driver %u range %u texels %u] ", props.vendorID, props.deviceID,
+                  props.driverVersion, props.limits.maxStorageBufferRange, props.limits.maxTexelBufferElements);
     std::string key = std::string(props.deviceName) + ids;
     for (uint8_t byte : props.pipelineCacheUUID) {
         char hex[3];
@@ -47,6 +53,15 @@ MecSchedule parse_schedule(const std::string& text) {
 FindCache::FindCache(const Device& device, std::string path)
     : device_key_(device_key_of(device)), path_(std::move(path)) {
     if (path_.empty()) return;
+    {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::path folder = fs::path(path_).parent_path();
+        if (folder.empty()) folder = ".";
+        if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
+            throw Error(ErrorCategory::InvalidArgument,
+                        "find cache " + path_ + ": folder '" + folder.string() + "' does not exist or is not writable");
+    }
     std::ifstream file(path_);
     if (!file) {
         if (std::FILE* probe = std::fopen(path_.c_str(), "r")) {  // exists but unreadable
@@ -102,24 +117,34 @@ std::string FindCache::key(Pass pass, const ConvProblem& problem, const ForwardO
 
 std::optional<CachedChoice> FindCache::lookup(Pass pass, const ConvProblem& problem,
                                               const ForwardOptions& options) const {
-    const auto found = entries_.find(key(pass, problem, options));
-    if (found == entries_.end()) return std::nullopt;
-    return found->second;
+    const std::string k = key(pass, problem, options);
+    if (const auto found = entries_.find(k); found != entries_.end()) return found->second;
+    if (const auto found = unmeasured_.find(k); found != unmeasured_.end()) return found->second;
+    return std::nullopt;
 }
 
 void FindCache::store(Pass pass, const ConvProblem& problem, const ForwardOptions& options,
                       const CachedChoice& choice) {
-    entries_[key(pass, problem, options)] = choice;
-    if (!path_.empty()) save();
+    auto entries = entries_;
+    entries[key(pass, problem, options)] = choice;
+    if (!path_.empty()) save(entries);  // throws before anything changes
+    entries_ = std::move(entries);
 }
 
-void FindCache::save() const {
-    const std::string temporary = path_ + ".tmp";
+void FindCache::remember(Pass pass, const ConvProblem& problem, const ForwardOptions& options,
+                         const CachedChoice& choice) {
+    unmeasured_[key(pass, problem, options)] = choice;
+}
+
+void FindCache::save(const std::map<std::string, CachedChoice>& entries) const {
+    static std::atomic<unsigned> counter{0};
+    const std::string temporary =
+        path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     {
         std::ofstream file(temporary, std::ios::trunc);
         file << kHeader << '\n';
         for (const auto& line : other_devices_) file << line << '\n';
-        for (const auto& [key, choice] : entries_) {
+        for (const auto& [key, choice] : entries) {
             std::ostringstream ms;
             ms.precision(6);
             ms << choice.ms;

@@ -3,8 +3,9 @@
 //
 // The file is text, one entry a line after a version header, tab-separated:
 //   device  pass  options  problem  algorithm  mec_schedule  ms
-// `device` names the device, its PCI ids, driver version and pipeline-cache UUID, so a driver update
-// measures again. Lines of other devices are kept as they were when the file is rewritten.
+// `device` names the device, its PCI ids, driver version, pipeline-cache UUID and binding limits, so a
+// driver update (or a context with lowered limits) measures again. Lines of other devices are kept as they were when
+// the file is rewritten.
 #pragma once
 
 #include <map>
@@ -26,25 +27,30 @@ struct CachedChoice {
 
 class FindCache {
 public:
-    // Reads `path` when it is non-empty and exists; Error(InvalidArgument) naming the file and line when it
-    // cannot be parsed, Error(InvalidArgument) when it exists but cannot be read.
+    // Reads `path` when it is non-empty and exists; Error(InvalidArgument) naming the file (and line) when it
+    // cannot be parsed or read, or when its folder does not exist or cannot be written.
     FindCache(const Device& device, std::string path);
 
     std::optional<CachedChoice> lookup(Pass pass, const ConvProblem& problem, const ForwardOptions& options) const;
-    // Stores the choice, and rewrites the file (if any) whole: written to a temporary beside it, then
-    // renamed over it, so a crash never leaves half a file. Error(InvalidArgument) naming the file on failure.
+    // Stores the choice and rewrites the file (if any) whole: written to a temporary of its own beside it,
+    // then renamed over it, so a crash never leaves half a file. On failure, Error(InvalidArgument) naming
+    // the file, and the cache is as before. One writer per file at a time: concurrent writers keep the last
+    // complete file, not the union.
     void store(Pass pass, const ConvProblem& problem, const ForwardOptions& options, const CachedChoice& choice);
+    // In memory only: a choice that was not measured (nothing verified), so Auto does not measure again.
+    void remember(Pass pass, const ConvProblem& problem, const ForwardOptions& options, const CachedChoice& choice);
 
     size_t size() const { return entries_.size(); }
 
 private:
     std::string key(Pass pass, const ConvProblem& problem, const ForwardOptions& options) const;
-    void save() const;
+    void save(const std::map<std::string, CachedChoice>& entries) const;
 
     std::string device_key_;
     std::string path_;
-    std::map<std::string, CachedChoice> entries_;  // this device's, keyed by pass, options and problem
-    std::vector<std::string> other_devices_;       // file lines of other devices, written back unchanged
+    std::map<std::string, CachedChoice> entries_;     // this device's, keyed by pass, options and problem
+    std::vector<std::string> other_devices_;          // file lines of other devices, written back unchanged
+    std::map<std::string, CachedChoice> unmeasured_;  // remember(): never written to the file
 };
 
 }  // namespace vkconv::detail

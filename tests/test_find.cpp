@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gpu.hpp"
+#include "conv_cases.hpp"
 #include "sampled_reference.hpp"
 #include "test_util.hpp"
 
@@ -201,14 +202,49 @@ TEST_CASE("a malformed or unwritable auto cache file is a clear error", "[find][
     expect_bad("vkconv-find-cache 1\nd\tsideways\tlimit=0\tN=1\tmec\tA\t1\n", "unknown pass");
     expect_bad("vkconv-find-cache 1\nd\tforward\tlimit=0\tN=1\tmec\tA\tsoon\n", "not a non-negative number");
 
-    // A cache in a folder that does not exist: the measurement's save fails with the file named, and the
-    // context stays usable.
+    // A cache in a folder that does not exist: refused when the context is made, naming the file.
     options.find_cache_path = dir.file("no such folder") + "/cache.txt";
-    auto context = vkt::fresh_context(options);
-    const auto e = vkt::thrown_error([&] { vkconv::find_algorithms(*context, Pass::Forward, odd_problem()); });
+    const auto e = vkt::thrown_error([&] { vkt::fresh_context(options); });
     CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
-    CHECK_THAT(e.what(), Catch::Contains("cannot write the find cache"));
-    CHECK(context->pool_stats().in_use == 0);
+    CHECK_THAT(e.what(), Catch::Contains("no such folder") && Catch::Contains("does not exist or is not writable"));
+}
+
+TEST_CASE("a cached choice is measured again where it cannot run", "[find][gpu]") {
+    // A file written by a context with the device's own limits, read by one whose binding limit is 4 KiB:
+    // the device key differs (limits are part of it), so the second context measures for itself.
+    const vkt::TempDir dir("vkconv find cache");
+    auto options = vkt::test_options();
+    options.find_cache_path = dir.file("cache.txt");
+    ConvProblem p;
+    p.N = 1, p.C = 4, p.H = 30, p.W = 40, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    {
+        auto context = vkt::fresh_context(options);
+        if (!context) return;
+        vkconv::find_algorithms(*context, Pass::Forward, p);
+    }
+    options.max_storage_buffer_range = 4096;
+    auto small = vkt::fresh_context(options);
+    const auto stats = vkt::check_forward(*small, p, Algorithm::Auto, 3);
+    CHECK(stats.algorithm != Algorithm::Auto);
+    CHECK(stats.chunks > 1);  // tiles: one image is beyond 4 KiB
+}
+
+TEST_CASE("find gives a forward MEC schedule per entry, tiled too", "[find][gpu]") {
+    auto options = vkt::test_options();
+    options.max_storage_buffer_range = 4096;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    ConvProblem p;
+    p.N = 2, p.C = 5, p.H = 23, p.W = 17, p.K = 6, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    // Each MEC entry names the schedule that ran (here the tiles' bands run B, whatever was asked), and
+    // no (algorithm, schedule) appears twice.
+    const auto results = vkconv::find_algorithms(*context, Pass::Forward, p);
+    for (size_t i = 0; i < results.size(); ++i) {
+        if (results[i].algorithm == Algorithm::Mec) CHECK(results[i].mec_schedule != vkconv::MecSchedule::Auto);
+        for (size_t j = 0; j < i; ++j)
+            CHECK_FALSE((results[j].algorithm == results[i].algorithm &&
+                         results[j].mec_schedule == results[i].mec_schedule));
+    }
 }
 
 TEST_CASE("find rejects bad options and problems", "[find][gpu]") {

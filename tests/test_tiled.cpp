@@ -159,3 +159,72 @@ TEST_CASE("auto runs tiles and a workspace limit shrinks them", "[tiled][gpu]") 
     CHECK(small.workspace_bytes <= limited.workspace_limit);
     CHECK(small.chunks > stats.chunks);
 }
+
+TEST_CASE("tiled backward_bias sizes its partial sums for the narrower last run of channels", "[tiled][gpu]") {
+    // 63 channels: the last run of channels is narrower and takes more pieces than the full one.
+    auto options = vkt::test_options();
+    options.max_storage_buffer_range = 3u << 20;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    ConvProblem p;
+    p.N = 1, p.C = 1, p.H = 2, p.W = 20000, p.K = 63, p.R = 1, p.S = 1, p.has_bias = true;
+    const auto dy = vkt::random_values(p.output_elements(), 3);
+    auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
+    vkconv::Tensor tdb(*context, p.bias_shape());
+    const uint64_t live = context->pool_stats().in_use;
+    const auto stats = vkconv::backward_bias(*context, p, tdy, tdb);
+    CHECK(stats.peak_bytes == live + stats.workspace_bytes);
+    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
+                     vkconv::reference::backward_bias(p, vkt::absolute(dy)), p.N * p.P() * p.Q(), "tiled bias");
+}
+
+TEST_CASE("direct backward-filter with a bias and a binding cap runs in tiles", "[tiled][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p;
+    p.N = 1, p.C = 2, p.H = 20, p.W = 20, p.K = 4, p.R = 3, p.S = 3, p.has_bias = true;
+    vkconv::ForwardOptions capped;
+    capped.max_binding_bytes = 1024;  // one image of dy (1296 bytes) is beyond it
+    const auto x = vkt::random_values(p.input_elements(), 1), dy = vkt::random_values(p.output_elements(), 2);
+    auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
+    auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
+    vkconv::Tensor tdw(*context, p.filter_shape()), tdb(*context, p.bias_shape());
+    vkconv::ForwardOptions heuristic = capped;
+    heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
+    for (const auto& [algorithm, options] :
+         {std::pair{Algorithm::Direct, capped}, {Algorithm::Auto, heuristic}, {Algorithm::Auto, capped}}) {
+        INFO(vkconv::to_string(algorithm));
+        vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm, options);
+        vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
+                         vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)),
+                         p.N * p.P() * p.Q(), "dw");
+    }
+}
+
+TEST_CASE("a layer step stays within the workspace limit when its passes cannot share slots", "[tiled][gpu]") {
+    auto options = vkt::test_options();
+    options.max_storage_buffer_range = 4096;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    ConvProblem p;
+    p.N = 1, p.C = 3, p.H = 38, p.W = 13, p.K = 3, p.R = 4, p.S = 4, p.pad_h = 2, p.stride_h = 2;
+    p.dilation_h = 3, p.dilation_w = 2, p.has_bias = true;
+    vkconv::ForwardOptions limited;
+    limited.workspace_limit = 4099;
+    const auto x = vkt::random_values(p.input_elements(), 1), w = vkt::random_values(p.filter_elements(), 2);
+    const auto dy = vkt::random_values(p.output_elements(), 3);
+    auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
+    auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
+    auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
+    vkconv::Tensor tdx(*context, p.input_shape()), tdw(*context, p.filter_shape()), tdb(*context, p.bias_shape());
+    const uint64_t live = context->pool_stats().in_use;
+    const auto step = vkconv::layer_backward(*context, p, tx, tw, tdy, tdx, tdw, &tdb, Algorithm::Direct, limited);
+    CHECK(step.step.workspace_bytes <= limited.workspace_limit);
+    CHECK(step.step.workspace_bytes == vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Direct, limited));
+    CHECK(step.step.peak_bytes == live + step.step.workspace_bytes);
+    vkt::check_close(tdx.download(), vkconv::reference::backward_data(p, dy, w),
+                     vkconv::reference::backward_data(p, vkt::absolute(dy), vkt::absolute(w)),
+                     p.filters_per_group() * p.R * p.S, "dx");
+    vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
+                     vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)), p.N * p.P() * p.Q(),
+                     "dw");
+}
