@@ -31,7 +31,7 @@ struct AlgorithmPerf {
 };
 
 // Runs each applicable algorithm once to warm up (pipelines are built) and `options.find_repeats` more
-// times on synthetic tensors the pool allocates for the call (uniform in [-1, 1), a fixed seed), checks up
+// times on synthetic tensors the pool allocates for the call (uniform in [0.5, 1), a fixed seed), checks up
 // to 64 sampled outputs of each against a double-precision CPU reference, and returns the algorithms that
 // ran: verified ones first, each group fastest first. An algorithm whose smallest chunk does not fit
 // options.workspace_limit (or the device's binding limits) is left out; none left: Error(InvalidArgument)
