@@ -261,9 +261,11 @@ TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algo
     }
     // Nothing fits. Under a workspace limit, say what the smallest tiles (one row, one filter) would need.
     const std::string where = " in " + std::string(to_string(pass)) + " (" + p.str() + ")";
-    if (!options.workspace_limit)
-        throw Error(ErrorCategory::Unsupported, "no tiling fits the binding limit of " + std::to_string(limit) +
-                                                    " bytes: one row of one image is too large" + where);
+    const std::string none = std::string("no tiling fits: ") +
+                             (algorithm == Algorithm::Auto ? std::string("no algorithm") : to_string(algorithm)) +
+                             " can run even tiles of one row and one filter whose bindings fit the limit of " +
+                             std::to_string(limit) + " bytes" + where;
+    if (!options.workspace_limit) throw Error(ErrorCategory::Unsupported, none);
     ForwardOptions unlimited = options;
     unlimited.workspace_limit = 0;
     std::optional<TiledPlan> smallest;
@@ -276,9 +278,7 @@ TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algo
         auto plan = plan_with(context, p, pass, a, unlimited, 1, 1);
         if (plan && (!smallest || plan->workspace_bytes < smallest->workspace_bytes)) smallest = plan;
     }
-    if (!smallest)
-        throw Error(ErrorCategory::Unsupported, "no tiling fits the binding limit of " + std::to_string(limit) +
-                                                    " bytes: one row of one image is too large" + where);
+    if (!smallest) throw Error(ErrorCategory::Unsupported, none);
     const std::string need = std::to_string(smallest->workspace_bytes) + " bytes (" + to_string(smallest->algorithm) +
                              ", in tiles of one row and one filter), the workspace limit is " +
                              std::to_string(options.workspace_limit) + " bytes";
