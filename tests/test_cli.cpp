@@ -350,7 +350,10 @@ TEST_CASE("cli: --help of the tool and of each subcommand prints usage and exits
     const std::vector<std::pair<Args, std::string>> cases = {{{"--help"}, "forward"},
                                                              {{"devices", "--help"}, "devices"},
                                                              {{"forward", "--help"}, "--input"},
-                                                             {{"demo", "--help"}, "--layers"}};
+                                                             {{"demo", "--help"}, "--layers"},
+                                                             {{"memory", "--help"}, "--svg"},
+                                                             {{"find", "--help"}, "--find-cache"},
+                                                             {{"forward", "--help"}, "--heuristic"}};
     for (const auto& [args, mention] : cases) {
         const auto r = run_cli(dir, args);
         INFO(r.describe());
