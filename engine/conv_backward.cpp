@@ -81,7 +81,7 @@ FilterOperands filter_operands(detail::ContextImpl& impl, const ConvProblem& p, 
 PassPlan plan_pass(const Context& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
                    const ForwardOptions& options, bool tiled = false) {
     detail::ContextImpl& impl = detail::impl_of(context);
-    const Pass public_pass = pass == BackwardPass::Data ? Pass::BackwardData : Pass::BackwardFilter;
+    const Pass public_pass = detail::public_pass_of(pass);
     const auto choice = detail::choose_algorithm(context, public_pass, p, algorithm, options);
     PassPlan plan;
     plan.tiled = tiled || detail::needs_tiling(impl, p, choice.algorithm, options);

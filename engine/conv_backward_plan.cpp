@@ -12,11 +12,6 @@
 namespace vkconv::detail {
 namespace {
 
-uint64_t binding_limit(const ContextImpl& context, const ForwardOptions& options) {
-    const uint64_t range = context.device->limits().maxStorageBufferRange;
-    return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
-}
-
 DepthwisePass depthwise_pass(BackwardPass pass) {
     return pass == BackwardPass::Data ? DepthwisePass::BackwardData : DepthwisePass::BackwardFilter;
 }
@@ -41,7 +36,8 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             plan.lowered = plan_lowered(context, p, Algorithm::Im2col, options);
             plan.slots[0] = plan.lowered.scratch_floats;
             if (filter) {
-                plan.im2col_splits = backward_filter_splits(context, p, plan.lowered, binding_limit(context, options));
+                plan.im2col_splits =
+                    backward_filter_splits(context, p, plan.lowered, storage_binding_limit(context, options));
                 plan.slots[2] = backward_filter_partial_floats(p, plan.im2col_splits);
                 // Under a workspace limit, fewer split pieces (down to none).
                 while (options.workspace_limit && plan.im2col_splits > 1 &&
@@ -65,7 +61,8 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             // builds an OIHW gradient in OHWI order first.
             plan.slots[1] = filter ? plan.lowered.filter_floats : uint64_t(p.filter_elements());
             if (filter) {
-                plan.mec_split = mec_backward_filter_split(context, p, plan.lowered, binding_limit(context, options));
+                plan.mec_split =
+                    mec_backward_filter_split(context, p, plan.lowered, storage_binding_limit(context, options));
                 plan.slots[2] =
                     plan.mec_split.slots * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group());
                 if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {

@@ -8,10 +8,17 @@
 #include "conv_depthwise.hpp"
 #include "conv_lowered.hpp"
 #include "vkconv/backward.hpp"
+#include "vkconv/find.hpp"
 
 namespace vkconv::detail {
 
 enum class BackwardPass { Data, Filter };
+inline BackwardPass backward_pass_of(Pass pass) {
+    return pass == Pass::BackwardData ? BackwardPass::Data : BackwardPass::Filter;
+}
+inline Pass public_pass_of(BackwardPass pass) {
+    return pass == BackwardPass::Data ? Pass::BackwardData : Pass::BackwardFilter;
+}
 using WorkspaceSlots = std::array<uint64_t, 4>;
 
 // The bias gradient's plan: chunks of whole images whose dy fits one binding, each reduced in `pieces`

@@ -6,6 +6,7 @@
 
 #include "conv_constants.hpp"
 #include "conv_depthwise_kernels.hpp"
+#include "conv_lowered.hpp"
 #include "shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -37,10 +38,7 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Depthwi
     // CPU implementations (lavapipe) read texel buffers much faster than storage buffers; GPUs take the
     // plain storage-buffer path.
     plan.texel = context.device->info().type == "CPU" && texel_reads_supported(*context.device);
-    const auto& limits = context.device->limits();
-    uint64_t limit = limits.maxStorageBufferRange;
-    if (plan.texel) limit = std::min<uint64_t>(limit, uint64_t{limits.maxTexelBufferElements} * 4);
-    if (options.max_binding_bytes) limit = std::min(limit, options.max_binding_bytes);
+    const uint64_t limit = plan.texel ? texel_binding_limit(context, options) : storage_binding_limit(context, options);
     const uint64_t align = context.pool->alignment();
     const uint64_t image = std::max(uint64_t(p.C * p.H * p.W), uint64_t(p.K * p.P() * p.Q())) * 4;
     const uint64_t filter = uint64_t(p.filter_elements()) * 4;

@@ -165,15 +165,38 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     return detail::heuristic_forward_algorithm(impl, problem, options);
 }
 
-uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                 const ForwardOptions& options) {
+namespace {
+
+// The forward pass's plan: its algorithm's own, or tiles of it where a tensor is too large to bind
+// (conv_tiled.hpp). The workspace query and the pass plan alike, so they always agree.
+struct ForwardPassPlan {
+    bool tiled = false;
+    detail::ForwardPlan plan;
+    detail::TiledPlan tiles;
+
+    uint64_t workspace_bytes() const { return tiled ? tiles.workspace_bytes : plan.workspace_bytes; }
+};
+
+ForwardPassPlan plan_pass(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                          const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
-    problem.validate();
     const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
     const ForwardOptions chosen = detail::with_schedule(options, choice);
-    if (detail::needs_tiling(impl, problem, choice.algorithm, chosen))
-        return detail::plan_tiled(impl, problem, Pass::Forward, choice.algorithm, chosen).workspace_bytes;
-    return detail::plan_forward(impl, problem, choice.algorithm, chosen).workspace_bytes;
+    ForwardPassPlan pass;
+    pass.tiled = detail::needs_tiling(impl, problem, choice.algorithm, chosen);
+    if (pass.tiled)
+        pass.tiles = detail::plan_tiled(impl, problem, Pass::Forward, choice.algorithm, chosen);
+    else
+        pass.plan = detail::plan_forward(impl, problem, choice.algorithm, chosen);
+    return pass;
+}
+
+}  // namespace
+
+uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                                 const ForwardOptions& options) {
+    problem.validate();
+    return plan_pass(context, problem, algorithm, options).workspace_bytes();
 }
 
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
@@ -192,29 +215,26 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
     if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
 
+    const ForwardPassPlan pass = plan_pass(context, problem, algorithm, options);
     RunStats stats;
-    const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
-    stats.algorithm = choice.algorithm;
     stats.operand_bytes = detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output});
-    const ForwardOptions chosen = detail::with_schedule(options, choice);
-    if (detail::needs_tiling(impl, problem, choice.algorithm, chosen)) {
-        const auto plan = detail::plan_tiled(impl, problem, Pass::Forward, choice.algorithm, chosen);
-        stats.workspace_bytes = plan.workspace_bytes;
-        stats.chunks = plan.tiles;
-        stats.mec_schedule = plan.mec_schedule;
-        detail::run_pass(context, impl, stats, plan.slots,
+    stats.workspace_bytes = pass.workspace_bytes();
+    if (pass.tiled) {
+        stats.algorithm = pass.tiles.algorithm;
+        stats.mec_schedule = pass.tiles.mec_schedule;
+        stats.chunks = pass.tiles.tiles;
+        detail::run_pass(context, impl, stats, pass.tiles.slots,
                          [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                             detail::record_tiled_forward(impl, stream, problem, plan, ops, workspace);
+                             detail::record_tiled_forward(impl, stream, problem, pass.tiles, ops, workspace);
                          });
         return stats;
     }
-    const auto plan = detail::plan_forward(impl, problem, choice.algorithm, chosen);
-    stats.workspace_bytes = plan.workspace_bytes;
-    stats.chunks = plan.chunks;
-    if (plan.algorithm == Algorithm::Mec) stats.mec_schedule = plan.lowered.schedule;
-    detail::run_pass(context, impl, stats, {plan.slots.begin(), plan.slots.end()},
+    stats.algorithm = pass.plan.algorithm;
+    if (pass.plan.algorithm == Algorithm::Mec) stats.mec_schedule = pass.plan.lowered.schedule;
+    stats.chunks = pass.plan.chunks;
+    detail::run_pass(context, impl, stats, {pass.plan.slots.begin(), pass.plan.slots.end()},
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_forward(impl, stream, problem, plan, ops, workspace);
+                         detail::record_forward(impl, stream, problem, pass.plan, ops, workspace);
                      });
     return stats;
 }

@@ -54,6 +54,12 @@ void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alig
     }
 }
 
+// Bytes one storage-buffer binding may span: maxStorageBufferRange, or options.max_binding_bytes if lower.
+uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions& options);
+// The same, also readable through an r32f texel view (4 * maxTexelBufferElements): the limit of what the
+// lowered algorithms and the tiles bind.
+uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options);
+
 // Throws Unsupported when not even one output row of one image fits the binding limit.
 // Under options.workspace_limit the chunks shrink until the plan's workspace plus `fixed_workspace_bytes`
 // (what the pass needs besides the lowered matrix and MEC's OIHW filter copy) fits; Unsupported when even

@@ -21,6 +21,16 @@ uint64_t lowered_floats(const ConvProblem& p, Algorithm algorithm, int64_t image
 
 }  // namespace
 
+uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions& options) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
+}
+
+uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options) {
+    return std::min(storage_binding_limit(context, options),
+                    uint64_t{context.device->limits().maxTexelBufferElements} * 4);
+}
+
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, Algorithm algorithm) {
     // One output row of one image, MEC's Solution B (nothing parked), plus MEC's OIHW filter copy.
     const uint64_t filter = algorithm == Algorithm::Mec && p.layout == Layout::NCHW
@@ -31,10 +41,8 @@ uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, 
 
 LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options,
                          uint64_t fixed_workspace_bytes) {
-    const auto& limits = context.device->limits();
     // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
-    uint64_t limit = std::min<uint64_t>(limits.maxStorageBufferRange, uint64_t{limits.maxTexelBufferElements} * 4);
-    if (options.max_binding_bytes) limit = std::min(limit, options.max_binding_bytes);
+    const uint64_t limit = texel_binding_limit(context, options);
     const uint64_t align = context.pool->alignment();
     const int64_t P = p.P(), Q = p.Q();
     const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);

@@ -11,13 +11,6 @@
 namespace vkconv::detail {
 namespace {
 
-uint64_t binding_limit(ContextImpl& context, const ForwardOptions& options) {
-    const auto& limits = context.device->limits();
-    uint64_t limit = std::min<uint64_t>(limits.maxStorageBufferRange, uint64_t{limits.maxTexelBufferElements} * 4);
-    if (options.max_binding_bytes) limit = std::min(limit, options.max_binding_bytes);
-    return limit;
-}
-
 int64_t ceil_div_nonnegative(int64_t a, int64_t b) {
     return a <= 0 ? 0 : (a + b - 1) / b;
 }
@@ -113,8 +106,7 @@ bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algo
             const ForwardPlan plan = plan_forward(context, q, algorithm, options);
             slots.assign(plan.slots.begin(), plan.slots.end());
         } else {
-            const BackwardPlan plan = plan_backward(
-                context, q, pass == Pass::BackwardData ? BackwardPass::Data : BackwardPass::Filter, algorithm, options);
+            const BackwardPlan plan = plan_backward(context, q, backward_pass_of(pass), algorithm, options);
             slots.assign(plan.slots.begin(), plan.slots.end());
         }
         return true;
@@ -126,9 +118,7 @@ bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algo
 
 Algorithm heuristic_for_tile(ContextImpl& context, const ConvProblem& q, Pass pass, const ForwardOptions& options) {
     if (pass == Pass::Forward) return heuristic_forward_algorithm(context, q, options);
-    return plan_backward(context, q, pass == Pass::BackwardData ? BackwardPass::Data : BackwardPass::Filter,
-                         Algorithm::Auto, options)
-        .algorithm;
+    return plan_backward(context, q, backward_pass_of(pass), Algorithm::Auto, options).algorithm;
 }
 
 std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_piece) {
@@ -152,15 +142,14 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 }  // namespace
 
 bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
-    const uint64_t limit = binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
     if (algorithm == Algorithm::Direct) {
         // Direct binds whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
         // time within the (possibly lowered) binding limit.
         const uint64_t range = context.device->limits().maxStorageBufferRange;
         const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * 4;
         return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4 > range ||
-               (p.has_bias &&
-                dy_image + align > std::min(range, options.max_binding_bytes ? options.max_binding_bytes : range));
+               (p.has_bias && dy_image + align > storage_binding_limit(context, options));
     }
     const uint64_t image = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4;
     return image + align > limit || uint64_t(p.filter_elements()) * 4 > limit;
@@ -172,7 +161,7 @@ namespace {
 // nothing.
 std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                                    const ForwardOptions& options, int64_t filters, int64_t max_band) {
-    const uint64_t limit = binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;  // a binding's bytes, offset rounding included
     auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
     TiledPlan plan;
@@ -246,7 +235,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
 
 TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                      const ForwardOptions& options) {
-    const uint64_t limit = binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(p.channels_per_group() * p.R * p.S) * 4;
     if (per_filter + align > limit)
         throw Error(ErrorCategory::Unsupported, "one filter (" + std::to_string(per_filter) +
@@ -310,6 +299,15 @@ struct BoxPush {
     uint32_t base, count;
 };
 
+const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout) {
+    PipelineDesc desc;
+    desc.shader = "copy_box";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(BoxPush);
+    desc.specialization = {kElementwiseWorkgroup, layout == Layout::NHWC ? 1u : 0u};
+    return context.pipelines->get(desc);
+}
+
 // Image-relative flat range [lo, hi) that channels [c0, c1) x rows [h0, h1) span (all columns).
 std::pair<uint64_t, uint64_t> span_of(Layout layout, const ImageRef& r, int64_t c0, int64_t c1, int64_t h0,
                                       int64_t h1) {
@@ -325,12 +323,7 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
                 bool accumulate, uint64_t limit) {
     if (box_c <= 0 || box_h <= 0) return;
     const uint64_t align = context.pool->alignment();
-    PipelineDesc desc;
-    desc.shader = "copy_box";
-    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    desc.push_constant_bytes = sizeof(BoxPush);
-    desc.specialization = {kElementwiseWorkgroup, layout == Layout::NHWC ? 1u : 0u};
-    const Pipeline& pipeline = context.pipelines->get(desc);
+    const Pipeline& pipeline = copy_box_pipeline(context, layout);
 
     // Runs that keep both windows within the limit: of channels in NCHW (m channels of a box span
     // ((m - 1) * H + box_h) * W floats), of rows in NHWC (m rows span at most m * W * C).
@@ -388,16 +381,11 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
                 uint64_t dst_first, uint64_t count, bool accumulate) {
     const uint64_t align = context.pool->alignment();
     const Window sw = window(src, src_first, count, align), dw = window(dst, dst_first, count, align);
-    PipelineDesc desc;
-    desc.shader = "copy_box";
-    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    desc.push_constant_bytes = sizeof(BoxPush);
-    desc.specialization = {kElementwiseWorkgroup, 0u};
     const uint32_t n = uint32_t(count);
     const BoxPush push{
         1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u, 0, 0};
     const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
-    dispatch_elements(context, stream, context.pipelines->get(desc), bindings, push, count);
+    dispatch_elements(context, stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
 }
 
 std::span<const Operand> tile_pass_workspace(std::span<const Operand> workspace) {
@@ -408,7 +396,7 @@ std::span<const Operand> tile_pass_workspace(std::span<const Operand> workspace)
 
 void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledPlan& plan,
                           const ForwardOperands& ops, std::span<const Operand> workspace) {
-    const uint64_t limit = binding_limit(context, plan.tile_options);
+    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
     const int64_t per_filter = p.channels_per_group() * p.R * p.S;
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::Forward, plan.pieces, plan.band, [&](const Tile& t) {
@@ -437,7 +425,7 @@ void record_tiled_forward(ContextImpl& context, CommandStream& stream, const Con
 void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                 const TiledPlan& plan, const Operand& dy, const Operand& w, const Operand& dx,
                                 std::span<const Operand> workspace) {
-    const uint64_t limit = binding_limit(context, plan.tile_options);
+    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
     const int64_t per_filter = p.channels_per_group() * p.R * p.S;
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::BackwardData, plan.pieces, plan.band, [&](const Tile& t) {
@@ -474,7 +462,7 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
 void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                   const TiledPlan& plan, const Operand& x, const Operand& dy, const Operand& dw,
                                   const Operand& db, std::span<const Operand> workspace) {
-    const uint64_t limit = binding_limit(context, plan.tile_options);
+    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
     const int64_t per_filter = p.channels_per_group() * p.R * p.S;
     for_each_tile(p, Pass::BackwardFilter, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);

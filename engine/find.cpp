@@ -98,7 +98,7 @@ detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& p
     detail::ContextImpl& impl = detail::impl_of(context);
     if (detail::needs_tiling(impl, problem, Algorithm::Auto, options))
         return {detail::plan_tiled(impl, problem, pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
-    const auto backward_pass = pass == Pass::BackwardData ? detail::BackwardPass::Data : detail::BackwardPass::Filter;
+    const auto backward_pass = detail::backward_pass_of(pass);
     return {
         detail::or_tiled_direct(
             impl, problem, pass, options,

@@ -113,18 +113,10 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
     const uint64_t total = elements;
     detail::run_pass(*s.context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
         const detail::Pipeline& pipeline = impl.pipelines->get(s.pipeline);
-        // The shader's block is params followed by {base, count}: pack them contiguously.
+        // The shader's block is params followed by {base, count}.
         std::vector<std::byte> push(s.pipeline.push_constant_bytes);
         if (!params.empty()) std::memcpy(push.data(), params.data(), params.size());
-        const uint64_t per_dispatch = uint64_t{impl.max_workgroups(0)} * detail::kElementwiseWorkgroup;
-        for (uint64_t base = 0; base < total; base += per_dispatch) {
-            const uint32_t tail[2] = {static_cast<uint32_t>(base),
-                                      static_cast<uint32_t>(std::min(per_dispatch, total - base))};
-            std::memcpy(push.data() + params.size(), tail, sizeof tail);
-            stream.dispatch(pipeline, bindings, push.data(),
-                            static_cast<uint32_t>((tail[1] + detail::kElementwiseWorkgroup - 1) /
-                                                  detail::kElementwiseWorkgroup));
-        }
+        detail::dispatch_elements(impl, stream, pipeline, bindings, push, params.size(), total);
     });
     std::vector<const detail::Operand*> ptrs;
     for (const auto& op : operands) ptrs.push_back(&op);
