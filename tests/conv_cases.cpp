@@ -91,6 +91,12 @@ std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed) {
     return out;
 }
 
+std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem) {
+    std::vector<vkconv::Algorithm> list{vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec};
+    if (problem.groups == problem.C) list.push_back(vkconv::Algorithm::Depthwise);
+    return list;
+}
+
 vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProblem& problem,
                                vkconv::Algorithm algorithm, uint32_t seed, const vkconv::ForwardOptions& options) {
     const auto x = random_values(problem.input_elements(), seed);

@@ -21,6 +21,10 @@ std::vector<NamedProblem> odd_problems();
 // with and without bias.
 std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed);
 
+// Every algorithm that runs `problem` in all passes: direct, im2col and mec, and depthwise where each group has
+// one input channel. The one list the pass tests iterate: a new algorithm added here is checked by all of them.
+std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem);
+
 // Runs forward with `algorithm` on poisoned output memory and checks every value against the reference.
 // Returns the RunStats of the pass.
 vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProblem& problem,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 namespace vkt {
@@ -28,14 +29,29 @@ vkconv::ContextOptions test_options() {
     return options;
 }
 
+bool validation_opted_out() {
+    const char* value = std::getenv("VKCONV_TEST_WITHOUT_VALIDATION");
+    return value && std::string(value) == "1";
+}
+
+void require_validation(const vkconv::Context& context) {
+    if (context.validation_enabled() || validation_opted_out()) return;
+    FAIL(
+        "VK_LAYER_KHRONOS_validation is not installed, and the suite requires it: install the Debian package "
+        "vulkan-validationlayers (or set VKCONV_TEST_WITHOUT_VALIDATION=1 to run the suite without validation)");
+}
+
 std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options) {
+    std::unique_ptr<vkconv::Context> context;
     try {
-        return std::make_unique<vkconv::Context>(options);
+        context = std::make_unique<vkconv::Context>(options);
     } catch (const vkconv::Error& e) {
         if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
         mark_skipped(e.what());
         return nullptr;
     }
+    if (options.validation.value_or(false)) require_validation(*context);
+    return context;
 }
 
 vkconv::Context* shared_context() {
@@ -53,6 +69,11 @@ void release_shared_context() {
 
 void mark_skipped(const std::string& reason) {
     g_skip_reason = reason;
+}
+void skip_case(const std::string& reason) {
+    WARN("skipped: " << reason);
+    std::printf("SKIPPED (this case): %s\n", reason.c_str());
+    mark_skipped(reason);
 }
 bool skipped() {
     return !g_skip_reason.empty();

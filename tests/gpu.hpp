@@ -1,9 +1,10 @@
 // Test helpers for GPU cases: a shared validated context, skip-when-no-device, tolerance checks.
 //
-// Every context the suite makes has VK_LAYER_KHRONOS_validation on (when installed) and routes its
-// messages here: any validation error makes the test binary exit non-zero (see test_main.cpp), so the
-// test that provoked it fails in ctest. Without a Vulkan device, GPU tests return early and the binary
-// exits with kSkipReturnCode, which ctest reports as skipped (SKIP_RETURN_CODE), never as a pass.
+// Every context the suite makes has VK_LAYER_KHRONOS_validation on and routes its messages here: any
+// validation error makes the test binary exit non-zero (see test_main.cpp), so the test that provoked it
+// fails in ctest. A missing layer fails the test too, unless VKCONV_TEST_WITHOUT_VALIDATION=1. Without a Vulkan device,
+// GPU tests return early and the binary exits with kSkipReturnCode, which ctest reports as skipped (SKIP_RETURN_CODE),
+// never as a pass.
 #pragma once
 
 #include <cmath>
@@ -23,6 +24,10 @@ constexpr int kSkipReturnCode = 77;
 
 // Options every test context starts from: validation on, messages counted.
 vkconv::ContextOptions test_options();
+// The suite requires VK_LAYER_KHRONOS_validation: a context made with validation requested but running
+// without it FAILs the test, naming the package, unless VKCONV_TEST_WITHOUT_VALIDATION=1 opts out.
+bool validation_opted_out();
+void require_validation(const vkconv::Context& context);
 // The process-wide context, created on first use; nullptr (and the test marked skipped) without a device.
 vkconv::Context* shared_context();
 // Destroys the shared context, so messages the validation layer prints at teardown (leaked objects)
@@ -32,6 +37,9 @@ void release_shared_context();
 std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options = test_options());
 
 void mark_skipped(const std::string& reason);
+// Marks the running test case as skipped on this device, with the reason printed: the test binary then exits
+// with kSkipReturnCode (when nothing failed), so ctest lists the case as skipped, never as passed.
+void skip_case(const std::string& reason);
 bool skipped();
 const std::string& skip_reason();
 int validation_errors();

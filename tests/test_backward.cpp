@@ -57,11 +57,11 @@ vkconv::RunStats check_backward(vkconv::Context& context, const vkconv::ConvProb
 
 }  // namespace
 
-TEST_CASE("direct, im2col and mec backward passes match the reference on the named odd cases", "[backward][gpu]") {
+TEST_CASE("every algorithm's backward passes match the reference on the named odd cases", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 900;
-    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
-        for (const auto& named : vkt::odd_problems()) {
+    for (const auto& named : vkt::odd_problems()) {
+        for (auto algorithm : vkt::algorithms_for(named.problem)) {
             for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
                 auto problem = named.problem;
                 problem.layout = layout;
@@ -72,15 +72,14 @@ TEST_CASE("direct, im2col and mec backward passes match the reference on the nam
     }
 }
 
-TEST_CASE("direct, im2col and mec backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
+TEST_CASE("every algorithm's backward passes match the reference on a seeded random sweep", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 12000;
-    const vkconv::Algorithm algorithms[] = {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col,
-                                            vkconv::Algorithm::Mec};
     int i = 0;
     for (auto problem : vkt::random_problems(120, 4242)) {
         problem.has_bias = false;
-        check_backward(*context, problem, seed += 3, algorithms[i++ % 3]);
+        const auto algorithms = vkt::algorithms_for(problem);  // each problem one of them, in turn
+        check_backward(*context, problem, seed += 3, algorithms[size_t(i++) % algorithms.size()]);
     }
 }
 
@@ -150,12 +149,22 @@ TEST_CASE("backward passes are bit-identical from run to run", "[backward][gpu]"
     auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
     auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
     vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
-    for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+    for (auto algorithm : vkt::algorithms_for(p)) {
         INFO(vkconv::to_string(algorithm));
+        dx.upload(poison(p.input_elements()));
+        dw.upload(poison(p.filter_elements()));
+        db.upload(poison(p.K));
         vkconv::backward_data(*context, p, dy, w, dx, algorithm);
         vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
         const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+        CHECK(vkt::all_written(dx1));
+        CHECK(vkt::all_written(dw1));
+        CHECK(vkt::all_written(db1));
         for (int run = 0; run < 3; ++run) {
+            // Poisoned first: a rerun that writes nothing must not pass as identical.
+            dx.upload(poison(p.input_elements()));
+            dw.upload(poison(p.filter_elements()));
+            db.upload(poison(p.K));
             vkconv::backward_data(*context, p, dy, w, dx, algorithm);
             vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
             CHECK(dx.download() == dx1);
@@ -213,48 +222,55 @@ TEST_CASE("finite differences of the GPU forward agree with both GPU backward pa
         vkconv::Tensor ty(*context, p.output_shape()), tdx(*context, p.input_shape()), tdw(*context, p.filter_shape());
         auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
         auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
-        vkconv::backward_data(*context, p, tdy, tw, tdx);
-        vkconv::backward_filter(*context, p, tx, tdy, tdw);
-        const auto dx = tdx.download(), dw = tdw.download();
-        // The backward results' own fp32 summation bounds.
-        const auto dx_magnitude = vkconv::reference::backward_data(p, absolute(g), absolute(w));
-        const auto dw_magnitude = vkconv::reference::backward_filter(p, absolute(x), absolute(g));
+        for (auto algorithm : vkt::algorithms_for(p)) {
+            INFO(vkconv::to_string(algorithm));
+            tx.upload(x);
+            tw.upload(w);
+            tdx.upload(poison(p.input_elements()));
+            tdw.upload(poison(p.filter_elements()));
+            vkconv::backward_data(*context, p, tdy, tw, tdx, algorithm);
+            vkconv::backward_filter(*context, p, tx, tdy, tdw, nullptr, algorithm);
+            const auto dx = tdx.download(), dw = tdw.download();
+            // The backward results' own fp32 summation bounds.
+            const auto dx_magnitude = vkconv::reference::backward_data(p, absolute(g), absolute(w));
+            const auto dw_magnitude = vkconv::reference::backward_filter(p, absolute(x), absolute(g));
 
-        const double u = std::ldexp(1.0, -24), eps = 0.25;
-        const double reduction = double(p.channels_per_group() * p.R * p.S + 2);
-        auto loss = [&](const std::vector<float>& xs, const std::vector<float>& ws, double& bound) {
-            tx.upload(xs);
-            tw.upload(ws);
-            vkconv::forward(*context, p, tx, tw, nullptr, ty, vkconv::Algorithm::Direct);
-            const auto y = ty.download();
-            const auto magnitude = vkconv::reference::forward(p, absolute(xs), absolute(ws));
-            double sum = 0;
-            bound = 0;
-            for (size_t j = 0; j < y.size(); ++j) {
-                sum += double(y[j]) * g[j];
-                bound += std::fabs(g[j]) * reduction * u * magnitude[j];
-            }
-            return sum;
-        };
-        std::mt19937 rng(7);
-        for (int trial = 0; trial < 12; ++trial) {
-            for (bool wrt_x : {true, false}) {
-                auto& values = wrt_x ? x : w;
-                const size_t i = rng() % values.size();
-                const float original = values[i];
-                double bound_plus = 0, bound_minus = 0;
-                values[i] = original + float(eps);
-                const double plus = loss(x, w, bound_plus);
-                values[i] = original - float(eps);
-                const double minus = loss(x, w, bound_minus);
-                values[i] = original;
-                const double fd = (plus - minus) / (2 * eps);
-                const double gradient = wrt_x ? dx[i] : dw[i];
-                const double gradient_bound = wrt_x
-                                                  ? double(p.filters_per_group() * p.R * p.S + 2) * u * dx_magnitude[i]
-                                                  : double(p.N * p.P() * p.Q() + 2) * u * dw_magnitude[i];
-                INFO((wrt_x ? "dx[" : "dw[") << i << "]: finite difference " << fd << ", backward " << gradient);
-                CHECK(std::fabs(fd - gradient) <= (bound_plus + bound_minus) / (2 * eps) + gradient_bound);
+            const double u = std::ldexp(1.0, -24), eps = 0.25;
+            const double reduction = double(p.channels_per_group() * p.R * p.S + 2);
+            auto loss = [&](const std::vector<float>& xs, const std::vector<float>& ws, double& bound) {
+                tx.upload(xs);
+                tw.upload(ws);
+                vkconv::forward(*context, p, tx, tw, nullptr, ty, vkconv::Algorithm::Direct);
+                const auto y = ty.download();
+                const auto magnitude = vkconv::reference::forward(p, absolute(xs), absolute(ws));
+                double sum = 0;
+                bound = 0;
+                for (size_t j = 0; j < y.size(); ++j) {
+                    sum += double(y[j]) * g[j];
+                    bound += std::fabs(g[j]) * reduction * u * magnitude[j];
+                }
+                return sum;
+            };
+            std::mt19937 rng(7);
+            for (int trial = 0; trial < 12; ++trial) {
+                for (bool wrt_x : {true, false}) {
+                    auto& values = wrt_x ? x : w;
+                    const size_t i = rng() % values.size();
+                    const float original = values[i];
+                    double bound_plus = 0, bound_minus = 0;
+                    values[i] = original + float(eps);
+                    const double plus = loss(x, w, bound_plus);
+                    values[i] = original - float(eps);
+                    const double minus = loss(x, w, bound_minus);
+                    values[i] = original;
+                    const double fd = (plus - minus) / (2 * eps);
+                    const double gradient = wrt_x ? dx[i] : dw[i];
+                    const double gradient_bound =
+                        wrt_x ? double(p.filters_per_group() * p.R * p.S + 2) * u * dx_magnitude[i]
+                              : double(p.N * p.P() * p.Q() + 2) * u * dw_magnitude[i];
+                    INFO((wrt_x ? "dx[" : "dw[") << i << "]: finite difference " << fd << ", backward " << gradient);
+                    CHECK(std::fabs(fd - gradient) <= (bound_plus + bound_minus) / (2 * eps) + gradient_bound);
+                }
             }
         }
     }
@@ -318,10 +334,15 @@ TEST_CASE("layer_backward runs both passes on one shared workspace and matches t
             auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
             auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
             auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
-            vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+            auto dx = vkconv::Tensor::from_host(*context, p.input_shape(), poison(p.input_elements()));
+            auto dw = vkconv::Tensor::from_host(*context, p.filter_shape(), poison(p.filter_elements()));
+            auto db = vkconv::Tensor::from_host(*context, p.bias_shape(), poison(p.K));
             const auto data = vkconv::backward_data(*context, p, dy, w, dx, algorithm);
             const auto filter = vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
             const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+            CHECK(vkt::all_written(dx1));
+            CHECK(vkt::all_written(dw1));
+            CHECK(vkt::all_written(db1));
             dx.upload(poison(p.input_elements()));
             dw.upload(poison(p.filter_elements()));
             db.upload(poison(p.K));
@@ -373,7 +394,7 @@ TEST_CASE("backward passes handle every input size that gives the same output si
         REQUIRE(sizes.size() == size_t(stride * stride));
         for (auto [h, w] : sizes) {
             p.H = h, p.W = w;
-            for (auto algorithm : {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+            for (auto algorithm : vkt::algorithms_for(p)) {
                 for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
                     p.layout = layout;
                     INFO(p.str());
@@ -413,29 +434,39 @@ TEST_CASE("the bias gradient splits long reductions into pieces and chunks, exac
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         p.layout = layout;
         INFO(p.str());
+        const auto x = vkt::random_values(p.input_elements(), 90);
         const auto dy = vkt::random_values(p.output_elements(), 91);
+        auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
         auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
-        vkconv::Tensor db(*context, p.bias_shape());
+        vkconv::Tensor db(*context, p.bias_shape()), dw(*context, p.filter_shape());
+        const auto db_ref = vkconv::reference::backward_bias(p, dy);
+        const auto db_magnitude = vkconv::reference::backward_bias(p, absolute(dy));
+        const int64_t positions = p.N * p.P() * p.Q();
+        db.upload(poison(p.K));
         const uint64_t in_use = context->pool_stats().in_use;
         const auto stats = vkconv::backward_bias(*context, p, tdy, db);
         CHECK(stats.workspace_bytes > 0);  // the pieces' partial sums
         CHECK(stats.peak_bytes == in_use + stats.workspace_bytes);
         const auto first = db.download();
-        vkt::check_close(first, vkconv::reference::backward_bias(p, dy),
-                         vkconv::reference::backward_bias(p, absolute(dy)), p.N * p.P() * p.Q(), "bias " + p.str());
+        vkt::check_close(first, db_ref, db_magnitude, positions, "bias " + p.str());
+        db.upload(poison(p.K));  // a rerun that writes nothing must not pass
         vkconv::backward_bias(*context, p, tdy, db);
         CHECK(db.download() == first);
 
+        // The bias gradient of a backward-filter whose bias reduction runs in chunks of two images, and its
+        // weight gradient, both from poison.
         vkconv::ForwardOptions two_images;
         two_images.max_binding_bytes = 2 * uint64_t(p.K * p.P() * p.Q()) * 4 + 1024;
-        vkconv::Tensor x(*context, p.input_shape()), dw(*context, p.filter_shape());
+        db.upload(poison(p.K));
+        dw.upload(poison(p.filter_elements()));
         const auto filter =
-            vkconv::backward_filter(*context, p, x, tdy, dw, &db, vkconv::Algorithm::Direct, two_images);
+            vkconv::backward_filter(*context, p, tx, tdy, dw, &db, vkconv::Algorithm::Direct, two_images);
         CHECK(filter.workspace_bytes ==
               vkconv::backward_filter_workspace_bytes(*context, p, vkconv::Algorithm::Direct, two_images));
-        vkt::check_close(db.download(), vkconv::reference::backward_bias(p, dy),
-                         vkconv::reference::backward_bias(p, absolute(dy)), p.N * p.P() * p.Q(),
-                         "chunked bias " + p.str());
+        vkt::check_close(db.download(), db_ref, db_magnitude, positions, "chunked bias " + p.str());
+        vkt::check_close(dw.download(), vkconv::reference::backward_filter(p, x, dy),
+                         vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), positions,
+                         "chunked weight gradient " + p.str());
     }
 }
 

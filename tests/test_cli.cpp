@@ -82,6 +82,9 @@ void check_success(const Result& r) {
     INFO(r.describe());
     CHECK(r.code == 0);
     CHECK_THAT(r.err, !Catch::Contains("validation error", Catch::CaseSensitive::No));
+    // The child asked for validation (VKCONV_VALIDATION=1): it must have run with it.
+    if (!vkt::validation_opted_out())
+        CHECK_THAT(r.err, !Catch::Contains("VK_LAYER_KHRONOS_validation is not installed"));
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -672,8 +675,8 @@ TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JS
     auto p = make(2, 96, 24, 24, 256, 5, 5);
     p.layout = vkconv::Layout::NHWC;
     const uint64_t im2col = vkconv::forward_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
-    CHECK_THAT(json, Catch::Contains("\"algorithm\": \"im2col\", \"forward_workspace_bytes\": " +
-                                     std::to_string(im2col)));
+    CHECK_THAT(json,
+               Catch::Contains("\"algorithm\": \"im2col\", \"forward_workspace_bytes\": " + std::to_string(im2col)));
     const std::string svg = vkt::read_bytes(dir.file("memory.svg"));
     CHECK(svg.rfind("<svg", 0) == 0);
     CHECK_THAT(svg, Catch::Contains("</svg>") && Catch::Contains("cv5"));
@@ -725,8 +728,8 @@ TEST_CASE("cli: find measures a layer's algorithms and keeps the choice in --fin
     VKT_REQUIRE_CONTEXT(context);
     TempDir dir;
     const auto cache = dir.file("find cache.txt");
-    const auto r = run_cli(dir, {"find", "--layer", "cv12", "--batch", "1", "--pass", "backward-data", "--repeats",
-                                 "1", "--json", dir.file("find.json"), "--find-cache", cache});
+    const auto r = run_cli(dir, {"find", "--layer", "cv12", "--batch", "1", "--pass", "backward-data", "--repeats", "1",
+                                 "--json", dir.file("find.json"), "--find-cache", cache});
     check_success(r);
     INFO(r.describe());
     REQUIRE(r.code == 0);

@@ -126,10 +126,9 @@ TEST_CASE("validation messages reach the user callback", "[context][gpu]") {
         vkt::mark_skipped(e.what());
         return;
     }
-    if (!context->validation_enabled()) {
-        WARN("VK_LAYER_KHRONOS_validation is not installed: the message path cannot be exercised");
-        return;
-    }
+    vkt::require_validation(*context);
+    if (!context->validation_enabled())  // opted out of validation: this case cannot run, and says so
+        return vkt::skip_case("VK_LAYER_KHRONOS_validation is not installed: the message path cannot be exercised");
     // A deliberate misuse: a buffer of size 0 violates VUID-VkBufferCreateInfo-size-00912.
     auto& device = *context->impl()->device;
     VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

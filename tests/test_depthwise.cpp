@@ -272,14 +272,25 @@ TEST_CASE("depthwise backward-filter is bit-identical from run to run", "[depthw
     chunked.max_binding_bytes = 2 * uint64_t(p.K * p.P() * p.Q()) * 4 + 1024;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         p.layout = layout;
-        auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
-        auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 2));
+        const auto xs = vkt::random_values(p.input_elements(), 1), dys = vkt::random_values(p.output_elements(), 2);
+        auto x = vkconv::Tensor::from_host(*context, p.input_shape(), xs);
+        auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), dys);
         vkconv::Tensor dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+        const int64_t positions = p.N * p.P() * p.Q();
         for (const auto& options : {vkconv::ForwardOptions{}, chunked}) {
+            dw.upload(poison(p.filter_elements()));
+            db.upload(poison(p.K));
             const auto first = vkconv::backward_filter(*context, p, x, dy, dw, &db, Algorithm::Depthwise, options);
             CHECK(first.workspace_bytes > 0);  // the split reduction's partial sums
             const auto dw1 = dw.download(), db1 = db.download();
+            vkt::check_close(dw1, vkconv::reference::backward_filter(p, xs, dys),
+                             vkconv::reference::backward_filter(p, absolute(xs), absolute(dys)), positions, "dw");
+            vkt::check_close(db1, vkconv::reference::backward_bias(p, dys),
+                             vkconv::reference::backward_bias(p, absolute(dys)), positions, "db");
             for (int run = 0; run < 3; ++run) {
+                // Poisoned first: a rerun that writes nothing must not pass as identical.
+                dw.upload(poison(p.filter_elements()));
+                db.upload(poison(p.K));
                 vkconv::backward_filter(*context, p, x, dy, dw, &db, Algorithm::Depthwise, options);
                 CHECK(dw.download() == dw1);
                 CHECK(db.download() == db1);

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu.hpp"
 #include "conv_cases.hpp"
+#include "gpu.hpp"
 #include "sampled_reference.hpp"
 #include "test_util.hpp"
 
@@ -35,6 +35,58 @@ uint64_t query_workspace(vkconv::Context& context, Pass pass, const ConvProblem&
             return vkconv::backward_filter_workspace_bytes(context, p, algorithm, options);
     }
     return 0;
+}
+
+// Runs `pass` with Algorithm::Auto under `options` on NaN-poisoned outputs, checks every output against the
+// CPU reference, and returns the pass's stats with the bytes the pool held before it (`live`).
+struct AutoRun {
+    vkconv::RunStats stats;
+    uint64_t live = 0;
+};
+AutoRun run_auto_checked(vkconv::Context& context, Pass pass, const ConvProblem& p,
+                         const vkconv::ForwardOptions& options, uint32_t seed) {
+    INFO("Auto " << vkconv::to_string(pass) << " " << p.str());
+    const auto x = vkt::random_values(p.input_elements(), seed), w = vkt::random_values(p.filter_elements(), seed + 1);
+    const auto dy = vkt::random_values(p.output_elements(), seed + 2), b = vkt::random_values(p.K, seed + 3);
+    const auto ax = vkt::absolute(x), aw = vkt::absolute(w), ady = vkt::absolute(dy), ab = vkt::absolute(b);
+    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
+    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+    auto tb = vkconv::Tensor::from_host(context, p.bias_shape(), b);
+    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
+    auto out = vkconv::Tensor::from_host(context,
+                                         pass == Pass::Forward        ? p.output_shape()
+                                         : pass == Pass::BackwardData ? p.input_shape()
+                                                                      : p.filter_shape(),
+                                         vkt::poison(pass == Pass::Forward        ? p.output_elements()
+                                                     : pass == Pass::BackwardData ? p.input_elements()
+                                                                                  : p.filter_elements()));
+    auto tdb = vkconv::Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
+    AutoRun run;
+    run.live = context.pool_stats().in_use;
+    const int64_t positions = p.N * p.P() * p.Q();
+    switch (pass) {
+        case Pass::Forward:
+            run.stats = vkconv::forward(context, p, tx, tw, p.has_bias ? &tb : nullptr, out, Algorithm::Auto, options);
+            vkt::check_close(out.download(), vkconv::reference::forward(p, x, w, b),
+                             vkconv::reference::forward(p, ax, aw, ab), p.channels_per_group() * p.R * p.S + 1, "y");
+            break;
+        case Pass::BackwardData:
+            run.stats = vkconv::backward_data(context, p, tdy, tw, out, Algorithm::Auto, options);
+            vkt::check_close(out.download(), vkconv::reference::backward_data(p, dy, w),
+                             vkconv::reference::backward_data(p, ady, aw), p.filters_per_group() * p.R * p.S, "dx");
+            break;
+        case Pass::BackwardFilter:
+            run.stats = vkconv::backward_filter(context, p, tx, tdy, out, p.has_bias ? &tdb : nullptr, Algorithm::Auto,
+                                                options);
+            vkt::check_close(out.download(), vkconv::reference::backward_filter(p, x, dy),
+                             vkconv::reference::backward_filter(p, ax, ady), positions, "dw");
+            if (p.has_bias)
+                vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
+                                 vkconv::reference::backward_bias(p, ady), positions, "db");
+            break;
+    }
+    CHECK(run.stats.algorithm != Algorithm::Auto);
+    return run;
 }
 
 std::string read_text(const std::string& path) {
@@ -69,9 +121,16 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
                 CHECK(r.workspace_bytes == query_workspace(*context, pass, p, r.algorithm, options));
                 CHECK(r.peak_bytes >= r.workspace_bytes);
             }
-            // Auto now runs the fastest without measuring again, and the workspace query agrees with it.
-            const auto cached = vkconv::find_algorithms(*context, pass, p);  // measured once more, same set
-            CHECK(cached.size() == results.size());
+            // Auto now runs find's fastest choice from the cache: no measuring (the pool holds nothing beyond
+            // the live tensors and the pass's workspace, where measuring would add find's own operands), and
+            // the workspace query agrees with what ran.
+            const auto run = run_auto_checked(*context, pass, p, {}, 40 + uint32_t(pass));
+            CHECK(run.stats.algorithm == results.front().algorithm);
+            if (pass == Pass::Forward && run.stats.algorithm == Algorithm::Mec)
+                CHECK(run.stats.mec_schedule == results.front().mec_schedule);
+            CHECK(run.stats.workspace_bytes == results.front().workspace_bytes);
+            CHECK(run.stats.workspace_bytes == query_workspace(*context, pass, p, Algorithm::Auto, {}));
+            CHECK(run.stats.peak_bytes == run.live + run.stats.workspace_bytes);
         }
 }
 
@@ -130,11 +189,18 @@ TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
             if (r.algorithm != Algorithm::Direct) smallest_lowered = std::min(smallest_lowered, r.workspace_bytes);
         vkconv::ForwardOptions options;
         options.workspace_limit = smallest_lowered - 1;
-        for (const auto& r : vkconv::find_algorithms(*context, pass, p, options)) {
+        const auto limited = vkconv::find_algorithms(*context, pass, p, options);
+        REQUIRE(!limited.empty());
+        for (const auto& r : limited) {
             INFO(vkconv::to_string(r.algorithm));
             CHECK(r.workspace_bytes <= options.workspace_limit);
             CHECK(r.verified);
         }
+        // Auto under the limit runs the fastest choice that fit, within the limit, and gets the right answer.
+        const auto run = run_auto_checked(*context, pass, p, options, 60 + uint32_t(pass));
+        CHECK(run.stats.algorithm == limited.front().algorithm);
+        CHECK(run.stats.workspace_bytes <= options.workspace_limit);
+        CHECK(run.stats.peak_bytes == run.live + run.stats.workspace_bytes);
     }
     // Nothing fits (under a 1 KiB binding limit every algorithm runs in tiles, and even the smallest tiles
     // need more than 16 bytes of workspace): the error names the smallest workspace and the limit.
@@ -242,8 +308,8 @@ TEST_CASE("find gives a forward MEC schedule per entry, tiled too", "[find][gpu]
     for (size_t i = 0; i < results.size(); ++i) {
         if (results[i].algorithm == Algorithm::Mec) CHECK(results[i].mec_schedule != vkconv::MecSchedule::Auto);
         for (size_t j = 0; j < i; ++j)
-            CHECK_FALSE((results[j].algorithm == results[i].algorithm &&
-                         results[j].mec_schedule == results[i].mec_schedule));
+            CHECK_FALSE(
+                (results[j].algorithm == results[i].algorithm && results[j].mec_schedule == results[i].mec_schedule));
     }
 }
 

@@ -155,9 +155,12 @@ TEST_CASE("MEC's workspace is smaller than im2col's by the formula ratio on cv1-
         else  // too large to bind at once (cv4 on lavapipe): bands of rows, each within the limit
             CHECK(im2col <= context->device().max_storage_buffer_range);
         CHECK(mec == (uint64_t(p.Q() * rows_read * p.S * p.C) * 4 + alignment - 1) / alignment * alignment);
-        // im2col / MEC = P*R / rows read (= P*R / H_padded wherever the windows read every padded row).
-        CHECK(double(p.P() * p.Q() * p.R * p.S * p.C) / double(p.Q() * rows_read * p.S * p.C) ==
-              Approx(double(p.P() * p.R) / double(rows_read)).epsilon(1e-12));
+        // The measured ratio im2col / MEC is the paper's P*R / rows read (= P*R / H_padded wherever the windows
+        // read every padded row), up to the pool's rounding of each; where im2col runs in bands its workspace
+        // is one band's, so only the order holds.
+        if (im2col_floats * 4 <= context->device().max_storage_buffer_range)
+            CHECK(double(im2col) / double(mec) ==
+                  Approx(double(p.P() * p.R) / double(rows_read)).epsilon(double(alignment) / double(mec) + 1e-12));
         CHECK(mec < im2col);
     }
 }

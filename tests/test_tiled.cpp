@@ -50,12 +50,6 @@ std::unique_ptr<vkconv::Context> small_binding_context() {
     return vkt::fresh_context(options);
 }
 
-std::vector<Algorithm> algorithms_for(const ConvProblem& p) {
-    std::vector<Algorithm> list{Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec};
-    if (p.groups == p.C) list.push_back(Algorithm::Depthwise);
-    return list;
-}
-
 }  // namespace
 
 TEST_CASE("tiled forward matches the reference when an image or the filter exceeds the binding limit", "[tiled][gpu]") {
@@ -67,7 +61,7 @@ TEST_CASE("tiled forward matches the reference when an image or the filter excee
             auto p = problem;
             p.layout = layout;
             p.has_bias = true;
-            for (Algorithm algorithm : algorithms_for(p)) {
+            for (Algorithm algorithm : vkt::algorithms_for(p)) {
                 INFO(name << ": " << p.str() << " " << vkconv::to_string(algorithm));
                 const auto stats = vkt::check_forward(*context, p, algorithm, seed += 3);
                 CHECK(stats.algorithm == algorithm);
@@ -103,7 +97,7 @@ TEST_CASE("tiled backward passes match the reference when an image or the filter
             const auto db_ref = vkconv::reference::backward_bias(p, dy);
             const auto db_mag = vkconv::reference::backward_bias(p, vkt::absolute(dy));
             const int64_t data_reduction = p.filters_per_group() * p.R * p.S, filter_reduction = p.N * p.P() * p.Q();
-            for (Algorithm algorithm : algorithms_for(p)) {
+            for (Algorithm algorithm : vkt::algorithms_for(p)) {
                 INFO(name << ": " << p.str() << " " << vkconv::to_string(algorithm));
                 tdx.upload(vkt::poison(p.input_elements()));
                 const uint64_t live = context->pool_stats().in_use;  // every tensor above, not just the pass's
@@ -118,11 +112,14 @@ TEST_CASE("tiled backward passes match the reference when an image or the filter
                 const auto filter = vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm);
                 CHECK(filter.workspace_bytes == vkconv::backward_filter_workspace_bytes(*context, p, algorithm));
                 CHECK(filter.peak_bytes == live + filter.workspace_bytes);
-                const auto dw_first = tdw.download();
+                const auto dw_first = tdw.download(), db_first = tdb.download();
                 vkt::check_close(dw_first, dw_ref, dw_mag, filter_reduction, "tiled backward_filter");
-                vkt::check_close(tdb.download(), db_ref, db_mag, filter_reduction, "tiled bias gradient");
+                vkt::check_close(db_first, db_ref, db_mag, filter_reduction, "tiled bias gradient");
+                tdw.upload(vkt::poison(p.filter_elements()));  // a rerun that writes nothing must not pass
+                tdb.upload(vkt::poison(p.K));
                 vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm);
                 CHECK(tdw.download() == dw_first);  // sums over tiles in a fixed order
+                CHECK(tdb.download() == db_first);
 
                 // The bias gradient alone, in tiles of its own.
                 tdb.upload(vkt::poison(p.K));
@@ -133,11 +130,13 @@ TEST_CASE("tiled backward passes match the reference when an image or the filter
                 // The whole step in one submission on shared slots.
                 tdx.upload(vkt::poison(p.input_elements()));
                 tdw.upload(vkt::poison(p.filter_elements()));
+                tdb.upload(vkt::poison(p.K));
                 const auto step = vkconv::layer_backward(*context, p, tx, tw, tdy, tdx, tdw, &tdb, algorithm);
                 CHECK(step.step.workspace_bytes == vkconv::layer_backward_workspace_bytes(*context, p, algorithm));
                 CHECK(step.step.peak_bytes == live + step.step.workspace_bytes);
                 vkt::check_close(tdx.download(), dx_ref, dx_mag, data_reduction, "tiled layer step dx");
                 CHECK(tdw.download() == dw_first);
+                CHECK(tdb.download() == db_first);
             }
         }
 }
@@ -170,7 +169,7 @@ TEST_CASE("tiled backward_bias sizes its partial sums for the narrower last run 
     p.N = 1, p.C = 1, p.H = 2, p.W = 20000, p.K = 63, p.R = 1, p.S = 1, p.has_bias = true;
     const auto dy = vkt::random_values(p.output_elements(), 3);
     auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
-    vkconv::Tensor tdb(*context, p.bias_shape());
+    auto tdb = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::poison(p.K));
     const uint64_t live = context->pool_stats().in_use;
     const auto stats = vkconv::backward_bias(*context, p, tdy, tdb);
     CHECK(stats.peak_bytes == live + stats.workspace_bytes);
@@ -190,13 +189,19 @@ TEST_CASE("direct backward-filter with a bias and a binding cap runs in tiles", 
     vkconv::Tensor tdw(*context, p.filter_shape()), tdb(*context, p.bias_shape());
     vkconv::ForwardOptions heuristic = capped;
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
+    const int64_t positions = p.N * p.P() * p.Q();
     for (const auto& [algorithm, options] :
          {std::pair{Algorithm::Direct, capped}, {Algorithm::Auto, heuristic}, {Algorithm::Auto, capped}}) {
-        INFO(vkconv::to_string(algorithm));
-        vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm, options);
+        INFO(vkconv::to_string(algorithm)
+             << (options.auto_choice == vkconv::AutoChoice::Heuristic ? " (heuristic)" : ""));
+        tdw.upload(vkt::poison(p.filter_elements()));
+        tdb.upload(vkt::poison(p.K));
+        const auto stats = vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm, options);
+        if (algorithm == Algorithm::Direct) CHECK(stats.chunks > 1);  // tiles: dy cannot be bound whole
         vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
-                         vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)),
-                         p.N * p.P() * p.Q(), "dw");
+                         vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)), positions, "dw");
+        vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
+                         vkconv::reference::backward_bias(p, vkt::absolute(dy)), positions, "db");
     }
 }
 
@@ -215,7 +220,9 @@ TEST_CASE("a layer step stays within the workspace limit when its passes cannot 
     auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
     auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
     auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
-    vkconv::Tensor tdx(*context, p.input_shape()), tdw(*context, p.filter_shape()), tdb(*context, p.bias_shape());
+    auto tdx = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::poison(p.input_elements()));
+    auto tdw = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::poison(p.filter_elements()));
+    auto tdb = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::poison(p.K));
     const uint64_t live = context->pool_stats().in_use;
     const auto step = vkconv::layer_backward(*context, p, tx, tw, tdy, tdx, tdw, &tdb, Algorithm::Direct, limited);
     CHECK(step.step.workspace_bytes <= limited.workspace_limit);
@@ -227,4 +234,6 @@ TEST_CASE("a layer step stays within the workspace limit when its passes cannot 
     vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
                      vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)), p.N * p.P() * p.Q(),
                      "dw");
+    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
+                     vkconv::reference::backward_bias(p, vkt::absolute(dy)), p.N * p.P() * p.Q(), "db");
 }

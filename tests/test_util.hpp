@@ -98,4 +98,10 @@ inline std::vector<float> poison(int64_t count) {
     return std::vector<float>(size_t(count), std::numeric_limits<float>::quiet_NaN());
 }
 
+// True when no value is NaN: every value of an output poisoned with poison() was written. (A rerun compared
+// bit for bit with a first run that left NaN behind would fail anyway, since NaN != NaN; this names why.)
+inline bool all_written(const std::vector<float>& values) {
+    return std::none_of(values.begin(), values.end(), [](float v) { return std::isnan(v); });
+}
+
 }  // namespace vkt

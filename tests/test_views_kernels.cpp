@@ -1,8 +1,11 @@
 // Tensor views (Tensor::images) and user compute kernels (vkconv::Kernel).
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "gpu.hpp"
+#include "test_util.hpp"
 #include "tensor_storage.hpp"
 
 extern const uint32_t test_axpy_spv[];
@@ -29,49 +32,54 @@ TEST_CASE("tensor views share memory, start at their own offset and upload and d
           "[views][gpu]") {
     auto* context = vkt::shared_context();
     if (!context) return;
+    // Entries of 4 x `row` floats: 4 * row * 4 bytes, a multiple of the pool's alignment on any device
+    // (128 bytes on most, 1 KiB where the alignment is 256), so every view below is aligned.
     const uint64_t alignment = context->pool_stats().alignment;
-    // Entries of 4 x 8 floats (128 bytes): a multiple of every alignment a device may ask for up to 128.
-    const vkconv::Shape shape{5, 4, 8};
-    const auto values = vkt::random_values(5 * 32, 11);
+    const int64_t row = std::max<int64_t>(8, int64_t(alignment / 16));
+    const int64_t entry = 4 * row;  // floats
+    const uint64_t entry_bytes = uint64_t(entry) * 4;
+    REQUIRE(entry_bytes % alignment == 0);
+    const vkconv::Shape shape{5, 4, row};
+    const auto values = vkt::random_values(size_t(5 * entry), 11);
     Tensor t = Tensor::from_host(*context, shape, values);
-    if (128 % alignment != 0) return;  // the views below would be refused, which the next case covers
     Tensor middle = t.images(1, 3);
-    CHECK(middle.shape() == vkconv::Shape{3, 4, 8});
-    CHECK(middle.byte_offset() == 128);
-    CHECK(middle.download() == slice(values, 32, 96));
+    CHECK(middle.shape() == vkconv::Shape{3, 4, row});
+    CHECK(middle.byte_offset() == entry_bytes);
+    CHECK(middle.download() == slice(values, entry, 3 * entry));
     Tensor inner = middle.images(1, 1);  // a view of a view
-    CHECK(inner.byte_offset() == 256);
-    const auto replacement = vkt::random_values(32, 12);
+    CHECK(inner.byte_offset() == 2 * entry_bytes);
+    const auto replacement = vkt::random_values(size_t(entry), 12);
     inner.upload(replacement);
     auto expected = values;
-    std::copy(replacement.begin(), replacement.end(), expected.begin() + 64);
+    std::copy(replacement.begin(), replacement.end(), expected.begin() + 2 * entry);
     CHECK(t.download() == expected);
     // The view keeps the memory alive after the tensor it came from is gone.
     const uint64_t in_use = context->pool_stats().in_use;
     t = Tensor();
     CHECK(context->pool_stats().in_use == in_use);
-    CHECK(middle.download() == slice(expected, 32, 96));
+    CHECK(middle.download() == slice(expected, entry, 3 * entry));
 }
 
 TEST_CASE("tensor views are refused off the alignment, out of range or of an empty tensor", "[views][gpu]") {
     auto* context = vkt::shared_context();
     if (!context) return;
     const uint64_t alignment = context->pool_stats().alignment;
-    Tensor t(*context, {6, 3});  // 12-byte entries: entry 1 starts off any alignment of 16 or more
-    REQUIRE(alignment >= 16);
+    Tensor t(*context, {6, 3});  // 12-byte entries: entry 1 starts off any alignment the pool may have (>= 16)
     try {
         (void)t.images(1, 2);
         FAIL("a misaligned view was accepted");
     } catch (const vkconv::Error& e) {
         CHECK(e.category() == ErrorCategory::InvalidArgument);
-        CHECK_THAT(e.what(), Catch::Contains("starts at byte 12") && Catch::Contains("alignment of " + std::to_string(alignment)));
+        CHECK_THAT(e.what(), Catch::Contains("starts at byte 12") &&
+                                 Catch::Contains("alignment of " + std::to_string(alignment)));
     }
     CHECK_NOTHROW(t.images(0, 6));
     for (auto [first, count] : {std::pair<int64_t, int64_t>{-1, 1}, {0, 0}, {5, 2}, {6, 1}}) {
         INFO(first << " " << count);
         CHECK_THROWS_MATCHES(t.images(first, count), vkconv::Error,
-                             Catch::Matchers::Predicate<vkconv::Error>(
-                                 [](const vkconv::Error& e) { return e.category() == ErrorCategory::InvalidArgument; }));
+                             Catch::Matchers::Predicate<vkconv::Error>([](const vkconv::Error& e) {
+                                 return e.category() == ErrorCategory::InvalidArgument;
+                             }));
     }
     CHECK_THROWS_AS(Tensor().images(0, 1), vkconv::Error);
 }
@@ -104,15 +112,29 @@ TEST_CASE("views of one tensor alias only where their bytes overlap, and operand
     const auto dw_got = dw.download();
     for (size_t i = 0; i < dw_ref.size(); ++i) REQUIRE(dw_got[i] == Approx(dw_ref[i]).epsilon(1e-4).margin(1e-4));
 
-    // The gemm compares byte ranges too: c may be a view beside a, never over it.
-    Tensor abc = Tensor::from_host(*context, {3, 4, 4}, vkt::random_values(48, 23));
-    if (64 % context->pool_stats().alignment == 0) {
-        Tensor c = abc.images(2, 1);
-        CHECK_NOTHROW(vkconv::gemm(*context, abc.images(0, 1), abc.images(1, 1), c, {}));
-        Tensor over = abc.images(1, 2);
-        Tensor a2 = abc.images(0, 2);
-        CHECK_THROWS_WITH(vkconv::gemm(*context, a2, a2, over, {}), Catch::Contains("must not share memory"));
-    }
+    // The gemm compares byte ranges too: c may be a view beside a, never over it. Square matrices of a side
+    // whose bytes are a multiple of the alignment, so the views are aligned on every device.
+    int64_t side = 4;
+    while (uint64_t(side * side * 4) % context->pool_stats().alignment) side *= 2;
+    const auto abc_values = vkt::random_values(size_t(3 * side * side), 23);
+    Tensor abc = Tensor::from_host(*context, {3, side, side}, abc_values);
+    Tensor c = abc.images(2, 1);
+    c.upload(vkt::poison(side * side));
+    CHECK_NOTHROW(vkconv::gemm(*context, abc.images(0, 1), abc.images(1, 1), c, {}));
+    const auto product = c.download();
+    for (int64_t i = 0; i < side; ++i)
+        for (int64_t j = 0; j < side; ++j) {
+            double sum = 0, magnitude = 0;
+            for (int64_t k = 0; k < side; ++k) {
+                const double term = double(abc_values[i * side + k]) * abc_values[side * side + k * side + j];
+                sum += term, magnitude += std::fabs(term);
+            }
+            INFO("c[" << i << "][" << j << "]");
+            REQUIRE(std::fabs(product[i * side + j] - sum) <= (side + 2) * std::ldexp(1.0, -24) * magnitude);
+        }
+    Tensor over = abc.images(1, 2);
+    Tensor a2 = abc.images(0, 2);
+    CHECK_THROWS_WITH(vkconv::gemm(*context, a2, a2, over, {}), Catch::Contains("must not share memory"));
 }
 
 TEST_CASE("a kernel runs user SPIR-V on tensors and views, split over the workgroup-count limit", "[kernel][gpu]") {
@@ -132,15 +154,18 @@ TEST_CASE("a kernel runs user SPIR-V on tensors and views, split over the workgr
     auto got = y.download();
     for (size_t i = 0; i < n; ++i) REQUIRE(got[i] == 2.0f * x_values[i] + y_values[i]);
 
-    // On views: the second half of y gets the first half of x, the first half stays.
-    Tensor x2 = Tensor::from_host(*context, {2, 500}, x_values);
-    Tensor y2 = Tensor::from_host(*context, {2, 500}, y_values);
-    if (2000 % context->pool_stats().alignment == 0) {
-        axpy.run({x2.images(0, 1), y2.images(1, 1)}, 500, -1.0f);
-        got = y2.download();
-        for (size_t i = 0; i < 500; ++i) REQUIRE(got[i] == y_values[i]);
-        for (size_t i = 0; i < 500; ++i) REQUIRE(got[500 + i] == -x_values[i] + y_values[500 + i]);
-    }
+    // On views: the second half of y gets the first half of x, the first half stays. Halves of at least 500
+    // floats whose bytes are a multiple of the alignment, so the views are aligned on every device.
+    const int64_t floats_aligned = int64_t(context->pool_stats().alignment / 4);
+    const int64_t half = (500 + floats_aligned - 1) / floats_aligned * floats_aligned;
+    const auto x2_values = vkt::random_values(size_t(2 * half), 33),
+               y2_values = vkt::random_values(size_t(2 * half), 34);
+    Tensor x2 = Tensor::from_host(*context, {2, half}, x2_values);
+    Tensor y2 = Tensor::from_host(*context, {2, half}, y2_values);
+    axpy.run({x2.images(0, 1), y2.images(1, 1)}, uint64_t(half), -1.0f);
+    got = y2.download();
+    for (int64_t i = 0; i < half; ++i) REQUIRE(got[i] == y2_values[i]);
+    for (int64_t i = 0; i < half; ++i) REQUIRE(got[half + i] == -x2_values[i] + y2_values[half + i]);
     // A second kernel of the same code shares the cached pipeline.
     vkconv::Kernel again(*context, axpy_desc());
     CHECK_NOTHROW(again.run({x, y}, 1, 0.0f));
