@@ -24,17 +24,23 @@ struct PassPlan {
     Algorithm algorithm() const { return tiled ? tiles.algorithm : plan.algorithm; }
     uint64_t workspace_bytes() const { return tiled ? tiles.workspace_bytes : plan.workspace_bytes; }
     uint32_t chunks() const { return tiled ? tiles.tiles : plan.chunks; }
+    uint32_t partial_products() const { return tiled ? tiles.partial_products : detail::partial_products_of(plan); }
+    uint32_t bias_pieces(const ConvProblem& p) const {
+        return tiled ? tiles.bias_pieces : detail::bias_pieces_of(p, plan);
+    }
     std::vector<uint64_t> slots() const {
         return tiled ? tiles.slots : std::vector<uint64_t>(plan.slots.begin(), plan.slots.end());
     }
 };
 
 // What a pass's stats know before it runs.
-RunStats planned_stats(const PassPlan& plan, uint64_t operand_bytes) {
+RunStats planned_stats(const ConvProblem& p, const PassPlan& plan, uint64_t operand_bytes) {
     RunStats stats;
     stats.algorithm = plan.algorithm();
     stats.workspace_bytes = plan.workspace_bytes();
     stats.chunks = plan.chunks();
+    stats.partial_products = plan.partial_products();
+    stats.bias_pieces = plan.bias_pieces(p);
     stats.operand_bytes = operand_bytes;
     return stats;
 }
@@ -131,7 +137,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     problem.validate();
     const DataOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
     const auto plan = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
-    RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.dy, &ops.w, &ops.dx}));
+    RunStats stats = planned_stats(problem, plan, detail::operand_bytes({&ops.dy, &ops.w, &ops.dx}));
     detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_data_pass(impl, stream, problem, plan, ops, workspace);
@@ -146,7 +152,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     problem.validate();
     const FilterOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
     const auto plan = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
-    RunStats stats = planned_stats(plan, detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db}));
+    RunStats stats = planned_stats(problem, plan, detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db}));
     detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          record_filter_pass(impl, stream, problem, plan, ops, workspace);
@@ -168,6 +174,7 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
         const detail::TiledBiasPlan plan = detail::plan_tiled_bias(impl, problem);
         stats.workspace_bytes = plan.workspace_bytes;
         stats.chunks = plan.tiles;
+        stats.bias_pieces = plan.bias_pieces;
         detail::run_pass(context, impl, stats, plan.slots,
                          [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                              detail::record_tiled_bias(impl, stream, problem, plan, dy, db, workspace);
@@ -177,6 +184,7 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     const detail::BiasPlan plan = detail::plan_bias_grad(impl, problem, 0);
     stats.workspace_bytes = plan.partial_floats ? impl.pool->round(plan.partial_floats * 4) : 0;
     stats.chunks = static_cast<uint32_t>((problem.N + plan.images - 1) / plan.images);
+    stats.bias_pieces = static_cast<uint32_t>(plan.pieces);
     detail::run_pass(context, impl, stats, {plan.partial_floats},
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_bias_grad(impl, stream, problem, plan, dy, db, workspace[0]);
@@ -252,6 +260,8 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     stats.step.algorithm = data.algorithm();
     stats.step.workspace_bytes = plan.workspace_bytes;
     stats.step.chunks = data.chunks() + filter_plan.chunks();
+    stats.step.partial_products = filter_plan.partial_products();
+    stats.step.bias_pieces = filter_plan.bias_pieces(problem);
     stats.step.operand_bytes =
         detail::operand_bytes({&filter_ops.x, &data_ops.w, &data_ops.dy, &data_ops.dx, &filter_ops.dw, &filter_ops.db});
     if (plan.shared) {

@@ -54,6 +54,24 @@ BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, Bac
 
 uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots);
 
+// What RunStats reports of a plan's split reductions (RunStats::partial_products and bias_pieces).
+inline uint32_t partial_products_of(const BackwardPlan& plan) {
+    if (plan.pass != BackwardPass::Filter) return 0;
+    switch (plan.algorithm) {
+        case Algorithm::Im2col:
+            return plan.im2col_splits > 1 ? plan.im2col_splits : 0;
+        case Algorithm::Mec:
+            return static_cast<uint32_t>(plan.mec_split.slots);
+        case Algorithm::Depthwise:
+            return plan.depthwise.splits;
+        default:
+            return 0;
+    }
+}
+inline uint32_t bias_pieces_of(const ConvProblem& problem, const BackwardPlan& plan) {
+    return plan.pass == BackwardPass::Filter && problem.has_bias ? static_cast<uint32_t>(plan.bias.pieces) : 0;
+}
+
 // The error when no algorithm fits a problem under options.workspace_limit (and direct cannot bind it):
 // InvalidArgument stating the smallest workspace any algorithm needs and the limit.
 [[noreturn]] void throw_nothing_fits(ContextImpl& context, const ConvProblem& problem, const ForwardOptions& options);

@@ -98,9 +98,11 @@ TileBuffers buffers_of(const ConvProblem& p, Pass pass, const Tile& t) {
     return b;
 }
 
-// The tile pass's own workspace slots for a tile problem, or false when `algorithm` cannot run it.
+// The tile pass's own workspace slots for a tile problem, or false when `algorithm` cannot run it; for
+// backward passes also its split counts (as RunStats reports them).
 bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algorithm algorithm,
-                     const ForwardOptions& options, std::vector<uint64_t>& slots) {
+                     const ForwardOptions& options, std::vector<uint64_t>& slots, uint32_t& partial_products,
+                     uint32_t& bias_pieces) {
     try {
         if (pass == Pass::Forward) {
             const ForwardPlan plan = plan_forward(context, q, algorithm, options);
@@ -108,6 +110,7 @@ bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algo
         } else {
             const BackwardPlan plan = plan_backward(context, q, backward_pass_of(pass), algorithm, options);
             slots.assign(plan.slots.begin(), plan.slots.end());
+            partial_products = partial_products_of(plan), bias_pieces = bias_pieces_of(q, plan);
         }
         return true;
     } catch (const Error& e) {
@@ -206,12 +209,17 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
             continue;
         }
         std::vector<uint64_t> own(pass == Pass::Forward ? 2 : 4, 0), slots;
+        plan.partial_products = plan.bias_pieces = 0;
         for (const ConvProblem& q : shapes) {
-            if (!tile_pass_slots(context, q, pass, plan.algorithm, plan.tile_options, slots)) {
+            uint32_t partial_products = 0, bias_pieces = 0;
+            if (!tile_pass_slots(context, q, pass, plan.algorithm, plan.tile_options, slots, partial_products,
+                                 bias_pieces)) {
                 ok = false;
                 break;
             }
             for (size_t i = 0; i < own.size(); ++i) own[i] = std::max(own[i], slots[i]);
+            plan.partial_products = std::max(plan.partial_products, partial_products);
+            plan.bias_pieces = std::max(plan.bias_pieces, bias_pieces);
         }
         if (!ok) continue;
         plan.band = band;
@@ -519,8 +527,11 @@ TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
             // or last band): a narrower run can take more pieces.
             uint64_t partials = 0;
             for (int64_t c : {channels, p.K - (p.K - 1) / channels * channels})
-                for (int64_t b : {band, P - (P - 1) / band * band})
-                    partials = std::max(partials, plan_bias_grad(context, bias_tile(p, c, b), 0).partial_floats);
+                for (int64_t b : {band, P - (P - 1) / band * band}) {
+                    const BiasPlan tile = plan_bias_grad(context, bias_tile(p, c, b), 0);
+                    partials = std::max(partials, tile.partial_floats);
+                    plan.bias_pieces = std::max(plan.bias_pieces, static_cast<uint32_t>(tile.pieces));
+                }
             plan.slots = {uint64_t(channels * band * Q), uint64_t(channels), partials};
             for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
             plan.tiles = uint32_t((p.K + channels - 1) / channels * p.N * ((P + band - 1) / band));

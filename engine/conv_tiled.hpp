@@ -37,6 +37,7 @@ struct TiledPlan {
     std::vector<uint64_t> slots;
     uint64_t workspace_bytes = 0;
     uint32_t tiles = 0;
+    uint32_t partial_products = 0, bias_pieces = 0;  // the most any tile's pass uses (RunStats reports them)
 };
 constexpr size_t kTileBufferSlots = 4;
 
@@ -55,6 +56,7 @@ struct TiledBiasPlan {
     std::vector<uint64_t> slots;     // floats: dy' tile, db' tile, the kernel's partial sums
     uint64_t workspace_bytes = 0;
     uint32_t tiles = 0;
+    uint32_t bias_pieces = 1;  // the most pieces any tile's sum takes (RunStats reports it)
 };
 bool bias_needs_tiling(ContextImpl& context, const ConvProblem& problem);
 TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& problem);

@@ -65,6 +65,18 @@ struct RunStats {
     uint32_t driver_allocations = 0;   // vkAllocateMemory calls the pass caused (0 when the pool had room)
     uint32_t dispatches = 0;
     uint32_t chunks = 1;  // pieces (groups of images or bands of rows) the pass ran in
+    // Split reductions, as planned (their workspace is part of workspace_bytes; the counts depend on the
+    // device and on ForwardOptions' limits). Tiled passes report the most any tile uses.
+    // Backward-filter: partial-product slots of the dw reduction: im2col's split-K pieces and MEC's (image,
+    // row piece) slots, each one group's dw (K/G * R*S*C/G floats); depthwise's pieces, each the whole
+    // filter (K*R*S floats; its sums are workspace even as one piece, so it is at least 1 there). 0 = none,
+    // the products add straight into dw. 0 for the other passes.
+    uint32_t partial_products = 0;
+    // The bias gradient (backward_bias; backward-filter and a layer step of a problem with a bias, whose
+    // workspace holds its partial sums even without a grad_bias tensor): pieces of positions its per-channel
+    // sum is cut into; more than 1 means pieces * K floats of partial sums in the workspace, 1 sums straight
+    // into db. 0 for the other passes and problems without a bias.
+    uint32_t bias_pieces = 0;
 };
 
 // Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact: the
