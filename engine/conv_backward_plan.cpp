@@ -79,7 +79,10 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
         plan.bias = plan_bias_grad(context, p, options.max_binding_bytes);
         plan.slots[3] = plan.bias.partial_floats;
         if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
-            plan.bias.pieces = 1, plan.bias.partial_floats = 0;  // one sum per channel, straight into db
+            // No partial sums: the fewest pieces one invocation's loop allows, added straight into db in turn.
+            plan.bias.pieces = bias_pieces_for_loop_limit(p, plan.bias.images);
+            plan.bias.in_place = plan.bias.pieces > 1;
+            plan.bias.partial_floats = 0;
             plan.slots[3] = 0;
         }
     }
@@ -118,7 +121,7 @@ void record_direct(ContextImpl& context, CommandStream& stream, const ConvProble
 }
 
 struct BiasPush {
-    uint32_t dy_offset, positions, piece, accumulate;
+    uint32_t dy_offset, positions, piece, accumulate, first_piece;
     uint32_t base, count;
 };
 
@@ -205,6 +208,11 @@ void record_backward_filter(ContextImpl& context, CommandStream& stream, const C
     }
 }
 
+int64_t bias_pieces_for_loop_limit(const ConvProblem& p, int64_t images) {
+    const int64_t positions = images * p.P() * p.Q();
+    return std::max<int64_t>(1, (positions + kMaxLoopIterations - 1) / kMaxLoopIterations);
+}
+
 BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max_binding_bytes) {
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
     uint64_t limit = context.device->limits().maxStorageBufferRange;
@@ -221,7 +229,7 @@ BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max
     const int64_t positions = plan.images * p.P() * p.Q();
     plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));
     // No invocation may loop over more positions than lavapipe lets it (shader_limits.hpp).
-    plan.pieces = std::max<int64_t>(plan.pieces, (positions + kMaxLoopIterations - 1) / kMaxLoopIterations);
+    plan.pieces = std::max<int64_t>(plan.pieces, bias_pieces_for_loop_limit(p, plan.images));
     plan.partial_floats = plan.pieces > 1 ? uint64_t(plan.pieces * p.K) : 0;
     return plan;
 }
@@ -245,19 +253,24 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
         const int64_t positions = images * p.P() * p.Q();
         const int64_t piece = (positions + plan.pieces - 1) / plan.pieces;
         const int64_t pieces = (positions + piece - 1) / piece;
-        // One piece: straight into db (adding to earlier chunks); several: partial sums, added in order.
-        const bool direct = pieces == 1;
-        const std::array<Binding, 3> bindings{
-            Binding{w.range, false}, Binding{direct ? db.whole() : partials.whole(), true}, Binding{w.range, false}};
-        const BiasPush push{static_cast<uint32_t>(w.delta),
-                            static_cast<uint32_t>(positions),
-                            static_cast<uint32_t>(piece),
-                            direct && n0 > 0 ? 1u : 0u,
-                            0,
-                            0};
-        dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
-        if (!direct)
+        BiasPush push{
+            static_cast<uint32_t>(w.delta), static_cast<uint32_t>(positions), static_cast<uint32_t>(piece), 0, 0, 0, 0};
+        if (pieces == 1 || plan.in_place) {
+            // Straight into db, one piece after another, each adding to the pieces and chunks before it.
+            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{db.whole(), true},
+                                                  Binding{w.range, false}};
+            for (int64_t s = 0; s < pieces; ++s) {
+                push.accumulate = n0 > 0 || s > 0 ? 1u : 0u;
+                push.first_piece = static_cast<uint32_t>(s);
+                dispatch_elements(context, stream, pipeline, bindings, push, lanes);
+            }
+        } else {
+            // Partial sums of every piece at once, added in order.
+            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{partials.whole(), true},
+                                                  Binding{w.range, false}};
+            dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
             record_splitk_reduce(context, stream, partials.whole(), db.whole(), 0, uint64_t(p.K), pieces, n0 > 0);
+        }
     }
 }
 

@@ -27,7 +27,13 @@ struct BiasPlan {
     int64_t images = 1;  // per chunk
     int64_t pieces = 1;
     uint64_t partial_floats = 0;
+    // Under a workspace limit with no room for partial sums: the pieces (as many as one invocation's loop
+    // limit needs, shader_limits.hpp) add straight into db one after another.
+    bool in_place = false;
 };
+// The fewest pieces a chunk of `images` images must be summed in, so that no invocation loops over more
+// positions than shader_limits.hpp allows.
+int64_t bias_pieces_for_loop_limit(const ConvProblem& problem, int64_t images);
 BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& problem, uint64_t max_binding_bytes);
 
 struct BackwardPlan {
@@ -69,7 +75,8 @@ inline uint32_t partial_products_of(const BackwardPlan& plan) {
     }
 }
 inline uint32_t bias_pieces_of(const ConvProblem& problem, const BackwardPlan& plan) {
-    return plan.pass == BackwardPass::Filter && problem.has_bias ? static_cast<uint32_t>(plan.bias.pieces) : 0;
+    if (plan.pass != BackwardPass::Filter || !problem.has_bias) return 0;
+    return plan.bias.in_place ? 1u : static_cast<uint32_t>(plan.bias.pieces);  // in place: no partial sums
 }
 
 // The error when no algorithm fits a problem under options.workspace_limit (and direct cannot bind it):

@@ -11,7 +11,9 @@
 // Bindings: 0 dy (the chunk's window, readonly), 1 out (db or the partial sums; read when accumulating),
 //   2 dy again as vec4 (read only with CHANNELS4).
 // Push constants: dy_offset (floats from the binding's start to the chunk's first image), positions in the
-//   chunk, piece (positions per piece), accumulate (0/1), then the dispatch's slice [base, base + count)
+//   chunk, piece (positions per piece), accumulate (0/1), first_piece (the piece invocation slice 0 sums: a
+//   run of one piece at a time adds pieces straight into db in order, with no partial sums), then the
+//   dispatch's slice [base, base + count)
 //   of the pieces * K invocations (K / 4 with CHANNELS4; k fastest: in NHWC neighbouring invocations read
 //   neighbouring floats).
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
@@ -33,6 +35,7 @@ layout(push_constant) uniform Params {
     uint positions;
     uint piece;
     uint accumulate;
+    uint first_piece;
     uint base, count;
 } pc;
 
@@ -42,7 +45,7 @@ void main() {
     const uint index = pc.base + i;
     const uint lanes = CHANNELS4 ? K / 4 : K;
     const uint k = (index % lanes) * (CHANNELS4 ? 4 : 1), slice = index / lanes;
-    const uint first = slice * pc.piece, last = min(first + pc.piece, pc.positions);
+    const uint first = (pc.first_piece + slice) * pc.piece, last = min(first + pc.piece, pc.positions);
     const uint target = slice * K + k;
     vec4 acc = vec4(0.0);
     if (pc.accumulate != 0) {

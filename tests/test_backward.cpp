@@ -548,3 +548,37 @@ TEST_CASE(
         }
     }
 }
+
+TEST_CASE("a long bias gradient with no room for partial sums adds its pieces straight into db", "[backward][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // 1,210,000 positions a channel: more than one invocation may loop over (engine/shader_limits.hpp; past
+    // lavapipe's cap even with the shader's loop unrolled 16 times), and a workspace limit of one byte leaves
+    // no room for the pieces' partial sums. Integer data keep every sum exact, so the result must equal the
+    // reference exactly.
+    vkconv::ConvProblem p;
+    p.N = 1, p.C = 1, p.H = 1100, p.W = 1100, p.K = 1, p.R = 1, p.S = 1, p.has_bias = true;
+    std::vector<float> x(size_t(p.input_elements())), dy(size_t(p.output_elements()));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2);
+    for (size_t i = 0; i < dy.size(); ++i) dy[i] = float(1 + int(i % 3));  // positive: nothing cancels
+    vkconv::ForwardOptions no_room;
+    no_room.workspace_limit = 1;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        p.layout = layout;
+        INFO(p.str());
+        auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
+        auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
+        auto tdw = vkconv::Tensor::from_host(*context, p.filter_shape(), poison(p.filter_elements()));
+        auto tdb = vkconv::Tensor::from_host(*context, p.bias_shape(), poison(p.K));
+        const auto stats = vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, vkconv::Algorithm::Direct, no_room);
+        CHECK(stats.workspace_bytes == 0);
+        CHECK(stats.bias_pieces == 1);  // no partial sums
+        const auto db = tdb.download(), dw = tdw.download();
+        const auto db_ref = vkconv::reference::backward_bias(p, dy),
+                   dw_ref = vkconv::reference::backward_filter(p, x, dy);
+        for (int64_t k = 0; k < p.K; ++k) {
+            INFO("channel " << k);
+            CHECK(double(db[size_t(k)]) == db_ref[size_t(k)]);
+            CHECK(double(dw[size_t(k)]) == dw_ref[size_t(k)]);
+        }
+    }
+}

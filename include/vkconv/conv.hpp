@@ -75,7 +75,8 @@ struct RunStats {
     // The bias gradient (backward_bias; backward-filter and a layer step of a problem with a bias, whose
     // workspace holds its partial sums even without a grad_bias tensor): pieces of positions its per-channel
     // sum is cut into; more than 1 means pieces * K floats of partial sums in the workspace, 1 sums straight
-    // into db. 0 for the other passes and problems without a bias.
+    // into db (where a workspace limit leaves no room for partial sums, in pieces added one after another, as
+    // many as one shader invocation's loop allows). 0 for the other passes and problems without a bias.
     uint32_t bias_pieces = 0;
 };
 
