@@ -16,14 +16,14 @@ bool overlaps(const BufferRange& a, const BufferRange& b) {
 
 }  // namespace
 
-CommandStream::CommandStream(ContextImpl& context) : context_(context), vk_(context.device->vk()) {
-    context_.device->throw_if_lost();
-    VkDevice dev = context_.device->handle();
+CommandStream::CommandStream(Device& device) : device_(device), vk_(device.vk()) {
+    device_.throw_if_lost();
+    VkDevice dev = device_.handle();
     VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = context_.command_pool;
+    alloc.commandPool = device_.command_pool();
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
-    VKC_CHECK(context_.device->lost_flag(), vk_.vkAllocateCommandBuffers(dev, &alloc, &commands_));
+    VKC_CHECK(device_.lost_flag(), vk_.vkAllocateCommandBuffers(dev, &alloc, &commands_));
     VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkResult result = vk_.vkCreateFence(dev, &fence_info, nullptr, &fence_);
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
@@ -31,7 +31,7 @@ CommandStream::CommandStream(ContextImpl& context) : context_(context), vk_(cont
     if (result == VK_SUCCESS) result = vk_.vkBeginCommandBuffer(commands_, &begin);
     if (result != VK_SUCCESS) {
         release();
-        VKC_CHECK(context_.device->lost_flag(), result);
+        VKC_CHECK(device_.lost_flag(), result);
     }
 }
 
@@ -40,14 +40,14 @@ CommandStream::~CommandStream() {
 }
 
 void CommandStream::release() noexcept {
-    VkDevice dev = context_.device->handle();
+    VkDevice dev = device_.handle();
     for (VkDescriptorPool pool : descriptor_pools_) vk_.vkDestroyDescriptorPool(dev, pool, nullptr);
     descriptor_pools_.clear();
     for (VkBufferView view : views_) vk_.vkDestroyBufferView(dev, view, nullptr);
     views_.clear();
     if (timestamps_) vk_.vkDestroyQueryPool(dev, timestamps_, nullptr);
     if (fence_) vk_.vkDestroyFence(dev, fence_, nullptr);
-    if (commands_) vk_.vkFreeCommandBuffers(dev, context_.command_pool, 1, &commands_);
+    if (commands_) vk_.vkFreeCommandBuffers(dev, device_.command_pool(), 1, &commands_);
     timestamps_ = VK_NULL_HANDLE;
     fence_ = VK_NULL_HANDLE;
     commands_ = VK_NULL_HANDLE;
@@ -79,7 +79,7 @@ void CommandStream::copy(const BufferRange& source, const BufferRange& destinati
 }
 
 VkDescriptorSet CommandStream::allocate_set(VkDescriptorSetLayout layout) {
-    VkDevice dev = context_.device->handle();
+    VkDevice dev = device_.handle();
     if (descriptor_pools_.empty() || sets_in_last_pool_ == kSetsPerPool) {
         const std::array<VkDescriptorPoolSize, 3> sizes{
             VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerType},
@@ -90,7 +90,7 @@ VkDescriptorSet CommandStream::allocate_set(VkDescriptorSetLayout layout) {
         info.poolSizeCount = static_cast<uint32_t>(sizes.size());
         info.pPoolSizes = sizes.data();
         VkDescriptorPool pool = VK_NULL_HANDLE;
-        VKC_CHECK(context_.device->lost_flag(), vk_.vkCreateDescriptorPool(dev, &info, nullptr, &pool));
+        VKC_CHECK(device_.lost_flag(), vk_.vkCreateDescriptorPool(dev, &info, nullptr, &pool));
         descriptor_pools_.push_back(pool);
         sets_in_last_pool_ = 0;
     }
@@ -99,7 +99,7 @@ VkDescriptorSet CommandStream::allocate_set(VkDescriptorSetLayout layout) {
     alloc.descriptorSetCount = 1;
     alloc.pSetLayouts = &layout;
     VkDescriptorSet set = VK_NULL_HANDLE;
-    VKC_CHECK(context_.device->lost_flag(), vk_.vkAllocateDescriptorSets(dev, &alloc, &set));
+    VKC_CHECK(device_.lost_flag(), vk_.vkAllocateDescriptorSets(dev, &alloc, &set));
     ++sets_in_last_pool_;
     return set;
 }
@@ -110,7 +110,7 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
         throw Error(ErrorCategory::VulkanFailure, "internal: shader '" + pipeline.desc.shader + "' takes " +
                                                       std::to_string(pipeline.desc.bindings.size()) +
                                                       " bindings, got " + std::to_string(bindings.size()));
-    const uint64_t max_range = context_.device->limits().maxStorageBufferRange;
+    const uint64_t max_range = device_.limits().maxStorageBufferRange;
     std::vector<Access> accesses;
     std::vector<VkDescriptorBufferInfo> infos(bindings.size());
     std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
@@ -137,7 +137,7 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
         }
         accesses.push_back({r, bindings[i].written});
     }
-    vk_.vkUpdateDescriptorSets(context_.device->handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+    vk_.vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
                                nullptr);
     access(accesses);
     vk_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
@@ -154,10 +154,10 @@ VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format)
     // Rounded up: a range shorter than one rgba32f texel still gets a view (never read, but bound). Pool
     // allocations are whole multiples of an alignment >= 16 bytes, so the last texel stays inside one.
     const uint64_t texels = (range.size + texel - 1) / texel;
-    if (texels == 0 || texels > context_.device->limits().maxTexelBufferElements)
+    if (texels == 0 || texels > device_.limits().maxTexelBufferElements)
         throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
                                                     " texels is outside the device's maxTexelBufferElements (" +
-                                                    std::to_string(context_.device->limits().maxTexelBufferElements) +
+                                                    std::to_string(device_.limits().maxTexelBufferElements) +
                                                     ")");
     VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
     info.buffer = range.buffer;
@@ -165,18 +165,18 @@ VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format)
     info.offset = range.offset;
     info.range = texels * texel;
     VkBufferView view = VK_NULL_HANDLE;
-    VKC_CHECK(context_.device->lost_flag(), vk_.vkCreateBufferView(context_.device->handle(), &info, nullptr, &view));
+    VKC_CHECK(device_.lost_flag(), vk_.vkCreateBufferView(device_.handle(), &info, nullptr, &view));
     views_.push_back(view);
     return view;
 }
 
 void CommandStream::begin_timing() {
-    if (!context_.device->info().timestamps) return;
+    if (!device_.info().timestamps) return;
     VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = 2;
-    VKC_CHECK(context_.device->lost_flag(),
-              vk_.vkCreateQueryPool(context_.device->handle(), &info, nullptr, &timestamps_));
+    VKC_CHECK(device_.lost_flag(),
+              vk_.vkCreateQueryPool(device_.handle(), &info, nullptr, &timestamps_));
     vk_.vkCmdResetQueryPool(commands_, timestamps_, 0, 2);
     vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
 }
@@ -186,7 +186,7 @@ void CommandStream::end_timing() {
 }
 
 void CommandStream::submit_and_wait() {
-    Device& device = *context_.device;
+    Device& device = device_;
     device.throw_if_lost();
     if (!recording_) throw Error(ErrorCategory::VulkanFailure, "internal: command stream submitted twice");
     recording_ = false;

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "context_impl.hpp"
+#include "device.hpp"
 #include "pipeline_cache.hpp"
 
 namespace vkconv::detail {
@@ -32,7 +32,7 @@ struct Binding {
 
 class CommandStream {
 public:
-    explicit CommandStream(ContextImpl& context);
+    explicit CommandStream(Device& device);
     ~CommandStream();
     CommandStream(const CommandStream&) = delete;
     CommandStream& operator=(const CommandStream&) = delete;
@@ -48,6 +48,7 @@ public:
     // Milliseconds between begin_timing and end_timing on the GPU; negative without timestamps.
     double gpu_ms() const { return gpu_ms_; }
     uint32_t dispatch_count() const { return dispatches_; }
+    Device& device() const { return device_; }
 
 private:
     struct Access {
@@ -59,7 +60,7 @@ private:
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
     VkBufferView make_view(const BufferRange& range, VkFormat format);
 
-    ContextImpl& context_;
+    Device& device_;
     const VolkDeviceTable& vk_;
     VkCommandBuffer commands_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;

@@ -4,6 +4,7 @@
 
 #include "context_impl.hpp"
 #include "find_cache.hpp"
+#include "gemm_config.hpp"
 #include "staging.hpp"
 #include "vk_check.hpp"
 #include "vkconv/pool.hpp"
@@ -32,37 +33,20 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
     const uint32_t chosen = select_device(infos, selector);
     device = std::make_unique<Device>(physical[chosen], infos[chosen]);
     if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
+    device->cap_workgroups(options.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.
     find_cache = std::make_unique<FindCache>(*device, options.find_cache_path);
     pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
     pipelines = std::make_unique<PipelineCache>(*device);
-
-    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-    pool_info.queueFamilyIndex = device->queue_family();
-    VKC_CHECK(device->lost_flag(),
-              device->vk().vkCreateCommandPool(device->handle(), &pool_info, nullptr, &command_pool));
-    try {
-        staging = std::make_unique<Staging>(*this);
-    } catch (...) {  // the destructor does not run for a half-made object: the raw handle is ours to free
-        device->vk().vkDestroyCommandPool(device->handle(), command_pool, nullptr);
-        throw;
-    }
+    staging = std::make_unique<Staging>(*device, *pool);
 }
 
 ContextImpl::~ContextImpl() {
     staging.reset();
-    if (command_pool) device->vk().vkDestroyCommandPool(device->handle(), command_pool, nullptr);
     pipelines.reset();
     pool.reset();
     device.reset();
     instance.reset();
-}
-
-uint32_t ContextImpl::max_workgroups(int dimension) const {
-    const uint32_t limit = device->info().max_workgroup_count[dimension];
-    const uint32_t cap = options.max_workgroups_per_dispatch;
-    return cap ? std::min(cap, limit) : limit;
 }
 
 const GemmConfigTable& ContextImpl::gemm_configs() {

@@ -1,12 +1,11 @@
-// What a Context owns, in creation order (destroyed in reverse): instance, device, find cache, pool,
-// pipelines, command pool, staging. Tensors and PeakScopes hold a shared_ptr to it, so it outlives them.
+// What a Context owns, in creation order (destroyed in reverse): instance, device (with its command pool),
+// find cache, pool, pipelines, staging. Tensors and PeakScopes hold a shared_ptr to it, so it outlives them.
 #pragma once
 
 #include <memory>
 
 #include "buffer_pool.hpp"
 #include "device.hpp"
-#include "gemm_config.hpp"
 #include "instance.hpp"
 #include "pipeline_cache.hpp"
 #include "vkconv/context.hpp"
@@ -16,6 +15,7 @@ namespace vkconv::detail {
 
 class Staging;
 class FindCache;
+struct GemmConfigTable;
 
 struct ContextImpl {
     explicit ContextImpl(const ContextOptions& options);
@@ -26,12 +26,8 @@ struct ContextImpl {
     std::unique_ptr<Device> device;
     std::unique_ptr<BufferPool> pool;
     std::unique_ptr<PipelineCache> pipelines;
-    VkCommandPool command_pool = VK_NULL_HANDLE;
     std::unique_ptr<Staging> staging;
     std::unique_ptr<FindCache> find_cache;  // Algorithm::Auto's measured choices
-
-    // Workgroups per dimension a single dispatch may use: the device limit, or the option's lower value.
-    uint32_t max_workgroups(int dimension) const;
 
     // The GEMM configurations valid on this device (made on first use).
     const GemmConfigTable& gemm_configs();

@@ -6,6 +6,7 @@
 
 #include "conv_constants.hpp"
 #include "conv_direct.hpp"
+#include "gemm_config.hpp"
 #include "elementwise.hpp"
 #include "shader_limits.hpp"
 
@@ -262,13 +263,13 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
             for (int64_t s = 0; s < pieces; ++s) {
                 push.accumulate = n0 > 0 || s > 0 ? 1u : 0u;
                 push.first_piece = static_cast<uint32_t>(s);
-                dispatch_elements(context, stream, pipeline, bindings, push, lanes);
+                dispatch_elements(stream, pipeline, bindings, push, lanes);
             }
         } else {
             // Partial sums of every piece at once, added in order.
             const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{partials.whole(), true},
                                                   Binding{w.range, false}};
-            dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
+            dispatch_elements(stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
             record_splitk_reduce(context, stream, partials.whole(), db.whole(), 0, uint64_t(p.K), pieces, n0 > 0);
         }
     }

@@ -132,7 +132,7 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
                                               read1(ops.filter.whole(), plan.texel),
                                               read1(ops.bias_or(ops.filter), plan.texel), Binding{chunk.y.range, true}};
         const ForwardPush push{u32(chunk.x.delta), u32(chunk.y.delta), 0, 0};
-        dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
     });
 }
 

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "conv_depthwise_kernels.hpp"
+#include "gemm_config.hpp"
 #include "shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -97,7 +98,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
         const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
                                               read1(filter.whole(), plan.texel), Binding{chunk.x.range, true}};
         const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), 0, 0};
-        dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
     });
 }
 
@@ -133,10 +134,10 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
                                               read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
                                               Binding{partials, true}};
         const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(rows), u32(per_piece), 0, 0};
-        dispatch_elements(context, stream, partial_pipeline, bindings, push, pieces * lanes);
+        dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes);
         // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic.
         const std::array<Binding, 2> reduce_bindings{Binding{partials, false}, Binding{grad_filter.whole(), true}};
-        dispatch_elements(context, stream, reduce_pipeline, reduce_bindings,
+        dispatch_elements(stream, reduce_pipeline, reduce_bindings,
                           ReducePush{0, u32(filter_floats), u32(pieces), chunk.first ? 0u : 1u, 0, 0}, filter_floats);
     });
 }

@@ -30,7 +30,7 @@ void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline
         push.reduce_begin = static_cast<uint32_t>(begin);
         push.reduce_end = static_cast<uint32_t>(std::min(extent, begin + piece));
         push.accumulate = begin > 0 ? 1u : 0u;
-        dispatch_elements(context, stream, pipeline, bindings, push, elements);
+        dispatch_elements(stream, pipeline, bindings, push, elements);
     }
 }
 

@@ -29,7 +29,7 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
         desc.specialization.push_back(u(v));
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{col, true}};
     const uint64_t floats = uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
-    dispatch_elements(context, stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0},
+    dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0},
                       floats);
 }
 

@@ -56,7 +56,7 @@ void record_splitk_reduce(ContextImpl& context, CommandStream& stream, const Buf
     desc.push_constant_bytes = sizeof(ReducePush);
     desc.specialization = {kElementwiseWorkgroup};
     const std::array<Binding, 2> bindings{Binding{partials, false}, Binding{out, true}};
-    dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+    dispatch_elements(stream, context.pipelines->get(desc), bindings,
                       ReducePush{u(int64_t(out_offset)), u(int64_t(count)), u(splits), accumulate ? 1u : 0u, 0, 0},
                       count);
 }
@@ -105,7 +105,7 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
         desc.specialization = geometry_constants(p);
         for (int64_t value : {p.C, p.H, p.W, Cg, Q, rows, images}) desc.specialization.push_back(u(value));
         const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
-        dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+        dispatch_elements(stream, context.pipelines->get(desc), bindings,
                           Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image);
     });
 }

@@ -40,7 +40,7 @@ void record_permute(ContextImpl& context, CommandStream& stream, const BufferRan
     const Pipeline& pipeline = context.pipelines->get(desc);
     const std::array<Binding, 2> bindings{Binding{in, false}, Binding{out, true}};
     PermutePush push{u(s[0]), u(s[1]), u(s[2]), u(s[3]), u(in_offset), u(out_offset), 0, 0};
-    dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(d[0] * d[1] * d[2] * d[3]));
+    dispatch_elements(stream, pipeline, bindings, push, uint64_t(d[0] * d[1] * d[2] * d[3]));
 }
 
 MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch) {
@@ -79,7 +79,7 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
     desc.specialization = mec_constants(p, lowered_rows, images);
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
     const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
-    dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+    dispatch_elements(stream, context.pipelines->get(desc), bindings,
                       LowerPush{u(p0 * p.stride_h), u(x.delta), 0, 0}, floats);
 }
 

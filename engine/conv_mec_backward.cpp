@@ -50,7 +50,7 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
     desc.specialization.push_back(u(kChannelBlock));
     const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
     const int64_t channels = p.layout == Layout::NHWC ? p.C : (p.C + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
-    dispatch_elements(context, stream, context.pipelines->get(desc), bindings,
+    dispatch_elements(stream, context.pipelines->get(desc), bindings,
                       GatherPush{u(p0 * p.stride_h), u(dx.delta), u(row_first), u(row_count), accumulate, 0, 0},
                       uint64_t(images * channels * row_count * p.W));
 }

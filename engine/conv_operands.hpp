@@ -7,6 +7,7 @@
 
 #include "buffer_pool.hpp"
 #include "command_stream.hpp"
+#include "context_impl.hpp"
 #include "vkconv/problem.hpp"
 
 namespace vkconv::detail {

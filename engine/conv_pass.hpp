@@ -73,7 +73,7 @@ void run_pass(Context& context, ContextImpl& impl, RunStats& stats, const std::v
             scratch.push_back(std::make_unique<Scratch>(*impl.pool, floats));
             workspaces.push_back(scratch.back()->operand);
         }
-        CommandStream stream(impl);
+        CommandStream stream(*impl.device);
         stream.begin_timing();
         record(stream, std::span<const Operand>(workspaces));
         stream.end_timing();

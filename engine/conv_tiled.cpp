@@ -380,7 +380,7 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
                          0,
                          0};
             const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
-            dispatch_elements(context, stream, pipeline, bindings, push, uint64_t(count_c * count_h * src.W));
+            dispatch_elements(stream, pipeline, bindings, push, uint64_t(count_c * count_h * src.W));
         }
 }
 
@@ -393,7 +393,7 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
     const BoxPush push{
         1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u, 0, 0};
     const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
-    dispatch_elements(context, stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
+    dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
 }
 
 std::span<const Operand> tile_pass_workspace(std::span<const Operand> workspace) {

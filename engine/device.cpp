@@ -39,12 +39,22 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info) : physical_(ph
     VKC_CHECK(nullptr, vkCreateDevice(physical_, &device_info, nullptr, &device_));
     volkLoadDeviceTable(&table_, device_);
     table_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    pool_info.queueFamilyIndex = queue_family_;
+    const VkResult result = table_.vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_);
+    if (result != VK_SUCCESS) {  // the destructor does not run for a half-made object
+        table_.vkDestroyDevice(device_, nullptr);
+        VKC_CHECK(nullptr, result);
+    }
 }
 
 Device::~Device() {
     if (device_) {
         // Best effort: a lost device may refuse, and a destructor must not throw.
         table_.vkDeviceWaitIdle(device_);
+        if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr);
         table_.vkDestroyDevice(device_, nullptr);
     }
 }
@@ -53,6 +63,15 @@ void Device::throw_if_lost() const {
     if (lost_.load())
         throw Error(ErrorCategory::DeviceLost, "device '" + info_.name + "' was lost earlier; create a new Context",
                     static_cast<int32_t>(VK_ERROR_DEVICE_LOST));
+}
+
+void Device::cap_workgroups(uint32_t cap) {
+    workgroup_cap_ = cap;
+}
+
+uint32_t Device::max_workgroups(int dimension) const {
+    const uint32_t limit = info_.max_workgroup_count[size_t(dimension)];
+    return workgroup_cap_ ? std::min(workgroup_cap_, limit) : limit;
 }
 
 void Device::lower_binding_limits(uint64_t bytes) {

@@ -21,10 +21,16 @@ public:
     const VolkDeviceTable& vk() const { return table_; }
     VkQueue queue() const { return queue_; }
     uint32_t queue_family() const { return queue_family_; }
+    // The pool of the queue family's command buffers (resettable, transient), made with the device.
+    VkCommandPool command_pool() const { return command_pool_; }
     const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
     const VkPhysicalDeviceProperties& properties() const { return properties_; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
     void lower_binding_limits(uint64_t bytes);
+    // Workgroups per dimension one dispatch may use: the device limit, or a lower cap (0 = none; tests use
+    // a cap to make the splitting large problems need happen on small ones).
+    uint32_t max_workgroups(int dimension) const;
+    void cap_workgroups(uint32_t cap);
     const VkPhysicalDeviceMemoryProperties& memory() const { return memory_; }
     const DeviceInfo& info() const { return info_; }
     uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
@@ -45,6 +51,8 @@ private:
     VolkDeviceTable table_{};
     VkQueue queue_ = VK_NULL_HANDLE;
     uint32_t queue_family_ = 0;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    uint32_t workgroup_cap_ = 0;
     uint32_t timestamp_valid_bits_ = 0;
     VkPhysicalDeviceProperties properties_{};
     VkPhysicalDeviceMemoryProperties memory_{};

@@ -138,8 +138,8 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
 
     // Split the grid where it exceeds the workgroup-count limits: in M and N by moving the operands'
     // origins (tile-sized steps keep vec4 alignment), in the batch by its base index.
-    const uint64_t max_x = context.max_workgroups(0), max_y = context.max_workgroups(1),
-                   max_z = context.max_workgroups(2);
+    const uint64_t max_x = context.device->max_workgroups(0), max_y = context.device->max_workgroups(1),
+                   max_z = context.device->max_workgroups(2);
     const uint64_t step_n = max_x * config.tile_n(), step_m = max_y * config.tile_m();
     const uint64_t batches = uint64_t{p.batch_i} * p.batch_j;
     // A grid split in M must start at a segment boundary so later rows keep their segment positions.

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "command_stream.hpp"
+#include "context_impl.hpp"
 #include "gemm_config.hpp"
 
 namespace vkconv::detail {

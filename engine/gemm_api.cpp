@@ -71,7 +71,7 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     p.alpha = options.alpha, p.beta = options.beta;
     if (!config) config = &detail::choose_gemm_config(impl, p);
 
-    detail::CommandStream stream(impl);
+    detail::CommandStream stream(*impl.device);
     const auto start = std::chrono::steady_clock::now();
     stream.begin_timing();
     detail::record_gemm(impl, stream, p, config);

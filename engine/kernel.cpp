@@ -116,7 +116,7 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
         // The shader's block is params followed by {base, count}.
         std::vector<std::byte> push(s.pipeline.push_constant_bytes);
         if (!params.empty()) std::memcpy(push.data(), params.data(), params.size());
-        detail::dispatch_elements(impl, stream, pipeline, bindings, push, params.size(), total);
+        detail::dispatch_elements(stream, pipeline, bindings, push, params.size(), total);
     });
     std::vector<const detail::Operand*> ptrs;
     for (const auto& op : operands) ptrs.push_back(&op);

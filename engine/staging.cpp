@@ -4,20 +4,19 @@
 #include <cstring>
 
 #include "command_stream.hpp"
-#include "context_impl.hpp"
 #include "vk_check.hpp"
 
 namespace vkconv::detail {
 
-Staging::Staging(ContextImpl& context) : context_(context) {}
+Staging::Staging(Device& device, BufferPool& pool) : device_(device), pool_(pool) {}
 
 Staging::~Staging() {
     release();
 }
 
 void Staging::release() noexcept {
-    const auto& vk = context_.device->vk();
-    VkDevice dev = context_.device->handle();
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
     if (mapped_) vk.vkUnmapMemory(dev, memory_);
     if (buffer_) vk.vkDestroyBuffer(dev, buffer_, nullptr);
     if (memory_) vk.vkFreeMemory(dev, memory_, nullptr);
@@ -25,7 +24,7 @@ void Staging::release() noexcept {
     buffer_ = VK_NULL_HANDLE;
     memory_ = VK_NULL_HANDLE;
     size_ = 0;
-    context_.pool->set_staging_bytes(0);
+    pool_.set_staging_bytes(0);
 }
 
 void Staging::reserve(uint64_t bytes) {
@@ -36,7 +35,7 @@ void Staging::reserve(uint64_t bytes) {
     while (size < wanted) size <<= 1;
     size = std::min(size, kMaxStagingBytes);
 
-    Device& device = *context_.device;
+    Device& device = device_;
     const auto& vk = device.vk();
     VkDevice dev = device.handle();
     VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -65,7 +64,7 @@ void Staging::reserve(uint64_t bytes) {
         VKC_CHECK(device.lost_flag(), result);
     }
     size_ = size;
-    context_.pool->set_staging_bytes(requirements.size);
+    pool_.set_staging_bytes(requirements.size);
 }
 
 void Staging::upload(const PoolAllocation& destination, const void* data, uint64_t bytes) {
@@ -76,10 +75,10 @@ void Staging::upload(const PoolAllocation& destination, const void* data, uint64
         std::memcpy(mapped_, source + done, piece);
         if (!coherent_) {
             VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
-            VKC_CHECK(context_.device->lost_flag(),
-                      context_.device->vk().vkFlushMappedMemoryRanges(context_.device->handle(), 1, &range));
+            VKC_CHECK(device_.lost_flag(),
+                      device_.vk().vkFlushMappedMemoryRanges(device_.handle(), 1, &range));
         }
-        CommandStream stream(context_);
+        CommandStream stream(device_);
         stream.copy({buffer_, 0, piece}, {destination.buffer, destination.offset + done, piece});
         stream.submit_and_wait();
         done += piece;
@@ -91,13 +90,13 @@ void Staging::download(const PoolAllocation& source, void* data, uint64_t bytes)
     auto* target = static_cast<unsigned char*>(data);
     for (uint64_t done = 0; done < bytes;) {
         const uint64_t piece = std::min(size_, bytes - done);
-        CommandStream stream(context_);
+        CommandStream stream(device_);
         stream.copy({source.buffer, source.offset + done, piece}, {buffer_, 0, piece});
         stream.submit_and_wait();
         if (!coherent_) {
             VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
-            VKC_CHECK(context_.device->lost_flag(),
-                      context_.device->vk().vkInvalidateMappedMemoryRanges(context_.device->handle(), 1, &range));
+            VKC_CHECK(device_.lost_flag(),
+                      device_.vk().vkInvalidateMappedMemoryRanges(device_.handle(), 1, &range));
         }
         std::memcpy(target + done, mapped_, piece);
         done += piece;

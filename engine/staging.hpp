@@ -12,13 +12,11 @@
 
 namespace vkconv::detail {
 
-struct ContextImpl;
-
 class Staging {
 public:
     static constexpr uint64_t kMaxStagingBytes = 32ull << 20;
 
-    explicit Staging(ContextImpl& context);
+    Staging(Device& device, BufferPool& pool);
     ~Staging();
     Staging(const Staging&) = delete;
     Staging& operator=(const Staging&) = delete;
@@ -30,7 +28,8 @@ private:
     void reserve(uint64_t bytes);
     void release() noexcept;
 
-    ContextImpl& context_;
+    Device& device_;
+    BufferPool& pool_;
     VkBuffer buffer_ = VK_NULL_HANDLE;
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     void* mapped_ = nullptr;

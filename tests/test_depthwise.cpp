@@ -218,7 +218,7 @@ TEST_CASE("depthwise kernels match the reference through both read paths", "[dep
             const auto filter_plan = plan(d::DepthwisePass::BackwardFilter);
             vkconv::Tensor workspace(*context, {int64_t(filter_plan.workspace_floats)});
             {
-                d::CommandStream stream(impl);
+                d::CommandStream stream(*impl.device);
                 d::record_depthwise_forward(impl, stream, p, ops, plan(d::DepthwisePass::Forward));
                 d::record_depthwise_backward_data(impl, stream, p, operand(tdy), operand(tw), operand(tdx),
                                                   plan(d::DepthwisePass::BackwardData));

@@ -58,7 +58,7 @@ void run_and_check(vkconv::Context& context, HostGemm& h, const GemmConfig* conf
         h.p.bias = range_of(tbias);
     }
     {
-        vkconv::detail::CommandStream stream(impl);
+        vkconv::detail::CommandStream stream(*impl.device);
         vkconv::detail::record_gemm(impl, stream, h.p, config);
         stream.submit_and_wait();
     }
