@@ -1,11 +1,11 @@
 // Context creation, device selection, error mapping, device loss and the validation message path.
 #include <cstdlib>
 
-#include "context_impl.hpp"
+#include "context/context_impl.hpp"
 #include "gpu.hpp"
-#include "instance.hpp"
+#include "vulkan/instance.hpp"
 #include "test_util.hpp"
-#include "vk_check.hpp"
+#include "vulkan/vk_check.hpp"
 
 using vkconv::DeviceInfo;
 using vkconv::ErrorCategory;

@@ -6,10 +6,10 @@
 #include <limits>
 #include <random>
 
-#include "command_stream.hpp"
+#include "vulkan/command_stream.hpp"
 #include "conv_cases.hpp"
-#include "conv_depthwise.hpp"
-#include "tensor_storage.hpp"
+#include "conv/depthwise/depthwise.hpp"
+#include "context/tensor_storage.hpp"
 #include "test_util.hpp"
 
 using vkconv::Algorithm;

@@ -8,7 +8,7 @@
 
 #include "conv_cases.hpp"
 #include "gpu.hpp"
-#include "sampled_reference.hpp"
+#include "select/sampled_reference.hpp"
 #include "test_util.hpp"
 
 using vkconv::Algorithm;

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <limits>
 
-#include "context_impl.hpp"
-#include "gemm.hpp"
+#include "context/context_impl.hpp"
+#include "gemm/gemm.hpp"
 #include "gpu.hpp"
-#include "tensor_storage.hpp"
+#include "context/tensor_storage.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // im2col and MEC forward against the CPU reference: the named odd table, a random sweep, both MEC
 // schedules, chunked runs, and the exact workspace and peak memory of a pass.
-#include "context_impl.hpp"
+#include "context/context_impl.hpp"
 #include "conv_cases.hpp"
 
 using vkconv::Algorithm;

@@ -6,7 +6,7 @@
 
 #include "gpu.hpp"
 #include "test_util.hpp"
-#include "tensor_storage.hpp"
+#include "context/tensor_storage.hpp"
 
 extern const uint32_t test_axpy_spv[];
 extern const size_t test_axpy_spv_words;

@@ -1,0 +1,134 @@
+// Context: options and environment, device choice, and the objects every pass shares.
+#include <cstdlib>
+#include <cstring>
+
+#include "context/context_impl.hpp"
+#include "select/find_cache.hpp"
+#include "gemm/gemm_config.hpp"
+#include "memory/staging.hpp"
+#include "vulkan/vk_check.hpp"
+#include "vkconv/pool.hpp"
+
+namespace vkconv {
+namespace detail {
+namespace {
+
+bool validation_from_environment() {
+    const char* value = std::getenv("VKCONV_VALIDATION");
+    return value && *value && std::strcmp(value, "0") != 0;
+}
+
+}  // namespace
+
+ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
+    const bool want_validation = options.validation.value_or(validation_from_environment());
+    instance = std::make_unique<Instance>(want_validation, options.on_message);
+
+    const auto physical = instance->physical_devices();
+    std::vector<DeviceInfo> infos;
+    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(describe_device(physical[i], i));
+    std::string selector = options.device;
+    if (selector.empty())
+        if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
+    const uint32_t chosen = select_device(infos, selector);
+    device = std::make_unique<Device>(physical[chosen], infos[chosen]);
+    if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
+    device->cap_workgroups(options.max_workgroups_per_dispatch);
+    // Read before any handle that only the destructor frees: a malformed file must not leak them.
+    find_cache = std::make_unique<FindCache>(*device, options.find_cache_path);
+    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
+    pipelines = std::make_unique<PipelineCache>(*device);
+    staging = std::make_unique<Staging>(*device, *pool);
+}
+
+ContextImpl::~ContextImpl() {
+    staging.reset();
+    pipelines.reset();
+    pool.reset();
+    device.reset();
+    instance.reset();
+}
+
+const GemmConfigTable& ContextImpl::gemm_configs() {
+    if (!gemm_configs_) gemm_configs_ = std::make_unique<GemmConfigTable>(make_gemm_configs(*device));
+    return *gemm_configs_;
+}
+
+ContextImpl& impl_of(const Context& context) {
+    auto impl = context.impl();
+    if (!impl) throw Error(ErrorCategory::InvalidArgument, "the context was moved from");
+    return *impl;
+}
+
+}  // namespace detail
+
+Context::Context(const ContextOptions& options) : impl_(std::make_shared<detail::ContextImpl>(options)) {}
+Context::~Context() = default;
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+
+const DeviceInfo& Context::device() const {
+    return detail::impl_of(*this).device->info();
+}
+bool Context::validation_enabled() const {
+    return detail::impl_of(*this).instance->validation_enabled();
+}
+PoolStats Context::pool_stats() const {
+    return detail::impl_of(*this).pool->stats();
+}
+void Context::reset_peak() {
+    detail::impl_of(*this).pool->reset_peak();
+}
+void Context::trim() {
+    detail::impl_of(*this).pool->trim();
+}
+
+std::vector<DeviceInfo> list_devices() {
+    detail::Instance instance(false, {});
+    const auto physical = instance.physical_devices();
+    std::vector<DeviceInfo> infos;
+    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(detail::describe_device(physical[i], i));
+    return infos;
+}
+
+void testing::simulate_device_loss(Context& context) {
+    detail::impl_of(context).device->lost_flag()->store(true);
+}
+
+void testing::inject_allocation_failures(Context& context, uint64_t nth, uint64_t count) {
+    detail::impl_of(context).pool->inject_allocation_failures(nth, count);
+}
+
+struct PeakScope::State {
+    std::shared_ptr<detail::ContextImpl> context;
+    uint64_t baseline = 0;
+    uint64_t driver_allocations = 0;  // the pool's count at construction
+    detail::BufferPool::PeakTracker peak;
+};
+
+PeakScope::PeakScope(Context& context) : state_(std::make_shared<State>()) {
+    state_->context = context.impl();
+    detail::BufferPool& pool = *detail::impl_of(context).pool;
+    state_->baseline = state_->peak.in_use = pool.in_use();
+    state_->peak.reserved = pool.reserved();
+    state_->driver_allocations = pool.driver_allocations();
+    pool.add_peak_tracker(&state_->peak);
+}
+
+PeakScope::~PeakScope() {
+    state_->context->pool->remove_peak_tracker(&state_->peak);
+}
+uint64_t PeakScope::peak() const {
+    return state_->peak.in_use;
+}
+uint64_t PeakScope::peak_reserved() const {
+    return state_->peak.reserved;
+}
+uint64_t PeakScope::driver_allocations() const {
+    return state_->context->pool->driver_allocations() - state_->driver_allocations;
+}
+uint64_t PeakScope::baseline() const {
+    return state_->baseline;
+}
+
+}  // namespace vkconv

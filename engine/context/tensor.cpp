@@ -1,0 +1,78 @@
+// Tensor: pool-backed device memory with upload and download.
+#include "vkconv/tensor.hpp"
+
+#include <string>
+
+#include "memory/staging.hpp"
+#include "context/tensor_storage.hpp"
+
+namespace vkconv {
+
+Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    impl.device->throw_if_lost();
+    if (shape.empty()) throw Error(ErrorCategory::InvalidArgument, "tensor shape is empty");
+    int64_t elements = 1;
+    for (int64_t d : shape) {
+        if (d <= 0)
+            throw Error(ErrorCategory::InvalidArgument,
+                        "tensor shape " + shape_string(shape) + " has a dimension that is not positive");
+        if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60) / 4)
+            throw Error(ErrorCategory::InvalidArgument, "tensor shape " + shape_string(shape) + " is too large");
+    }
+    auto storage = std::make_shared<detail::TensorStorage>();
+    storage->context = context.impl();
+    storage->allocation = impl.pool->allocate(static_cast<uint64_t>(elements) * sizeof(float));
+    storage_ = std::move(storage);
+}
+
+Tensor Tensor::from_host(Context& context, const Shape& shape, std::span<const float> values) {
+    Tensor tensor(context, shape);
+    tensor.upload(values);
+    return tensor;
+}
+
+void Tensor::upload(std::span<const float> values) {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "upload to an empty tensor");
+    if (static_cast<int64_t>(values.size()) != elements())
+        throw Error(ErrorCategory::InvalidArgument, "upload of " + std::to_string(values.size()) +
+                                                        " values to a tensor of shape " + shape_string(shape_) + " (" +
+                                                        std::to_string(elements()) + " elements)");
+    storage_->context->staging->upload(detail::allocation_of(*this), values.data(), bytes());
+}
+
+std::vector<float> Tensor::download() const {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
+    std::vector<float> values(static_cast<size_t>(elements()));
+    storage_->context->staging->download(detail::allocation_of(*this), values.data(), bytes());
+    return values;
+}
+
+Tensor Tensor::images(int64_t first, int64_t count) const {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "view of an empty tensor");
+    const int64_t n = shape_[0];
+    if (first < 0 || count <= 0 || first > n - count)
+        throw Error(ErrorCategory::InvalidArgument, "view of entries [" + std::to_string(first) + ", " +
+                                                        std::to_string(first + count) + ") of dimension 0 of shape " +
+                                                        shape_string(shape_) + " (need 0 <= first, count > 0, first + count <= " +
+                                                        std::to_string(n) + ")");
+    const uint64_t entry_bytes = bytes() / static_cast<uint64_t>(n);
+    const uint64_t offset = offset_ + static_cast<uint64_t>(first) * entry_bytes;
+    // A descriptor or texel view must start on the device's offset alignment; a shader-side element
+    // offset would work for vkconv's own passes but not for kernels users write, so misaligned views are refused.
+    const uint64_t alignment = storage_->context->pool->alignment();
+    if (offset % alignment != 0)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "view of entries [" + std::to_string(first) + ", " + std::to_string(first + count) + ") of shape " +
+                        shape_string(shape_) + " starts at byte " + std::to_string(offset) +
+                        ", not a multiple of the device's storage-buffer offset alignment of " +
+                        std::to_string(alignment) + " bytes (one entry is " + std::to_string(entry_bytes) + " bytes)");
+    Tensor view;
+    view.shape_ = shape_;
+    view.shape_[0] = count;
+    view.storage_ = storage_;
+    view.offset_ = offset;
+    return view;
+}
+
+}  // namespace vkconv

@@ -1,0 +1,145 @@
+// Depthwise backward-data and backward-filter recording (see conv_depthwise.hpp).
+#include <algorithm>
+#include <array>
+
+#include "conv/depthwise/depthwise_kernels.hpp"
+#include "gemm/gemm_config.hpp"
+#include "vulkan/shader_limits.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct DataPush {
+    uint32_t dy_offset, dx_offset;
+    uint32_t base, count;
+};
+
+struct FilterPush {
+    uint32_t x_offset, dy_offset, rows, rows_per_piece;
+    uint32_t base, count;
+};
+
+struct ReducePush {
+    uint32_t out_offset, stride, splits, accumulate;
+    uint32_t base, count;
+};
+
+// The largest multiple of `stride` up to `want`, at least `stride`.
+uint32_t multiple_of(int64_t stride, int64_t want) {
+    return static_cast<uint32_t>(std::max(stride, want / stride * stride));
+}
+
+// Backward-data blocks start on multiples of the strides so that the tap pattern is the same in every
+// block (see the shader); vec4 dy segments also need the block's first dy column on a vec4 boundary.
+DepthwiseTiles data_tiles(const ConvProblem& p) {
+    DepthwiseTiles t;
+    t.channels4 = channels4(p);
+    const bool nchw = p.layout == Layout::NCHW;
+    t.vec4_y = nchw && p.Q() % 4 == 0;
+    t.tile_w = multiple_of(t.vec4_y ? 4 * p.stride_w : p.stride_w, p.W > 8 ? 8 : 4);
+    t.tile_h = multiple_of(p.stride_h, block_rows(p, p.H));
+    t.vec4_x = nchw && p.W % 4 == 0 && t.tile_w % 4 == 0;
+    return t;
+}
+
+// Backward-filter keeps at most kTapsInRegisters accumulators: larger filters are cut into blocks of whole
+// filter rows, one block per invocation.
+uint32_t filter_tap_rows(const ConvProblem& p) {
+    return static_cast<uint32_t>(std::clamp<int64_t>(kTapsInRegisters / p.S, 1, p.R));
+}
+
+DepthwiseTiles filter_tiles(const ConvProblem& p) {
+    DepthwiseTiles t;
+    t.channels4 = channels4(p);
+    const bool nchw = p.layout == Layout::NCHW;
+    // Wider strips load fewer overlapping x columns per dy value (measured on lavapipe).
+    t.tile_w = p.Q() <= 4 ? 4 : nchw && p.Q() >= 16 ? 16 : 8;
+    t.vec4_x = nchw && p.W % 4 == 0;
+    t.vec4_y = nchw && p.Q() % 4 == 0;
+    return t;
+}
+
+// Invocations one piece of the reduction takes: filters (in lanes) times blocks of filter rows.
+uint64_t filter_lanes(const ConvProblem& p, const DepthwiseTiles& t) {
+    return uint64_t(p.K / t.lane_channels()) * ceil_div(p.R, filter_tap_rows(p));
+}
+
+}  // namespace
+
+uint64_t depthwise_filter_row_iterations(const ConvProblem& p) {
+    return ceil_div(p.Q(), filter_tiles(p).tile_w) + 1;
+}
+
+uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int64_t images, uint64_t limit) {
+    const uint64_t wanted = context.gemm_configs().wanted_workgroups * kElementwiseWorkgroup;
+    const uint64_t lanes = filter_lanes(p, filter_tiles(p));
+    const uint64_t rows = uint64_t(images * p.P());
+    uint64_t splits = std::clamp<uint64_t>((wanted + lanes - 1) / lanes, 1, rows);
+    // Enough pieces that no invocation loops past lavapipe's cap (shader_limits.hpp).
+    splits = std::min(rows, std::max(splits, ceil_div(rows * depthwise_filter_row_iterations(p), kMaxLoopIterations)));
+    while (splits > 1 && splits * uint64_t(p.filter_elements()) * 4 > limit) --splits;
+    return static_cast<uint32_t>(splits);
+}
+
+void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                    const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                                    const DepthwisePlan& plan) {
+    const DepthwiseTiles tiles = data_tiles(p);
+    PipelineDesc desc;
+    desc.shader = depthwise_shader("backward_data", tiles, plan.texel);
+    const VkDescriptorType read = read_descriptor(plan.texel);
+    desc.bindings = {read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    desc.push_constant_bytes = sizeof(DataPush);
+    desc.specialization = depthwise_constants(p, tiles);
+    const Pipeline& pipeline = context.pipelines->get(desc);
+    const uint64_t blocks =
+        uint64_t(p.C / tiles.lane_channels()) * ceil_div(p.H, tiles.tile_h) * ceil_div(p.W, tiles.tile_w);
+    for_each_image_chunk(context, p, plan, grad_input, grad_output, [&](const ImageChunk& chunk) {
+        const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
+                                              read1(filter.whole(), plan.texel), Binding{chunk.x.range, true}};
+        const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), 0, 0};
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
+    });
+}
+
+void record_depthwise_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                      const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                      const DepthwisePlan& plan, const Operand& workspace) {
+    const DepthwiseTiles tiles = filter_tiles(p);
+    const VkDescriptorType read = read_descriptor(plan.texel);
+    PipelineDesc desc;
+    desc.shader = depthwise_shader("backward_filter", tiles, plan.texel);
+    desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    desc.push_constant_bytes = sizeof(FilterPush);
+    desc.specialization = depthwise_constants(p, tiles);
+    desc.specialization.push_back(filter_tap_rows(p));
+    const Pipeline& partial_pipeline = context.pipelines->get(desc);
+
+    PipelineDesc reduce;
+    reduce.shader = "splitk_reduce";
+    reduce.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    reduce.push_constant_bytes = sizeof(ReducePush);
+    reduce.specialization = {kElementwiseWorkgroup};
+    const Pipeline& reduce_pipeline = context.pipelines->get(reduce);
+
+    const uint64_t filter_floats = uint64_t(p.filter_elements()), lanes = filter_lanes(p, tiles);
+    for_each_image_chunk(context, p, plan, input, grad_output, [&](const ImageChunk& chunk) {
+        // The chunk's rows in at most plan.splits pieces (fewer where the last chunk is short).
+        const int64_t rows = chunk.images * p.P();
+        const int64_t per_piece = int64_t(ceil_div(rows, plan.splits));
+        const uint64_t pieces = ceil_div(rows, per_piece);
+        const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset,
+                                   pieces * filter_floats * 4};
+        const std::array<Binding, 5> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
+                                              read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
+                                              Binding{partials, true}};
+        const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(rows), u32(per_piece), 0, 0};
+        dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes);
+        // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic.
+        const std::array<Binding, 2> reduce_bindings{Binding{partials, false}, Binding{grad_filter.whole(), true}};
+        dispatch_elements(stream, reduce_pipeline, reduce_bindings,
+                          ReducePush{0, u32(filter_floats), u32(pieces), chunk.first ? 0u : 1u, 0, 0}, filter_floats);
+    });
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,139 @@
+// The depthwise algorithm's chunk plan, exact workspace and forward recording (see conv_depthwise.hpp);
+// the backward passes are in conv_depthwise_backward.cpp.
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "conv/constants.hpp"
+#include "conv/depthwise/depthwise_kernels.hpp"
+#include "conv/lowered/lowered.hpp"
+#include "vulkan/shader_limits.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+bool texel_reads_supported(const Device& device) {
+    for (VkFormat format : {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
+        VkFormatProperties props{};
+        vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
+        if (!(props.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT)) return false;
+    }
+    return true;
+}
+
+struct ForwardPush {
+    uint32_t x_offset, y_offset;
+    uint32_t base, count;
+};
+
+}  // namespace
+
+DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, DepthwisePass pass,
+                             const ForwardOptions& options) {
+    if (!is_depthwise(p))
+        throw Error(
+            ErrorCategory::Unsupported,
+            "depthwise: the problem is not depthwise (it needs one input channel per group, groups == C): " + p.str());
+    DepthwisePlan plan;
+    // CPU implementations (lavapipe) read texel buffers much faster than storage buffers; GPUs take the
+    // plain storage-buffer path.
+    plan.texel = context.device->info().type == "CPU" && texel_reads_supported(*context.device);
+    const uint64_t limit = plan.texel ? texel_binding_limit(context, options) : storage_binding_limit(context, options);
+    const uint64_t align = context.pool->alignment();
+    const uint64_t image = std::max(uint64_t(p.C * p.H * p.W), uint64_t(p.K * p.P() * p.Q())) * 4;
+    const uint64_t filter = uint64_t(p.filter_elements()) * 4;
+    if (filter > limit || image + align > limit)
+        throw Error(ErrorCategory::Unsupported,
+                    "depthwise: " + std::string(filter > limit ? "the filter" : "one image") + " (" +
+                        std::to_string(filter > limit ? filter : image) + " bytes) exceeds the binding limit of " +
+                        std::to_string(limit) + " bytes (" + p.str() + ")");
+    plan.images = std::min<int64_t>(p.N, int64_t((limit - align) / image));
+    plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
+    if (pass == DepthwisePass::BackwardFilter) {
+        plan.splits = depthwise_filter_splits(context, p, plan.images, limit);
+        // Under a workspace limit, fewer pieces; even one piece's sums are workspace.
+        auto bytes = [&](uint64_t splits) { return context.pool->round(splits * uint64_t(p.filter_elements()) * 4); };
+        while (options.workspace_limit && plan.splits > 1 && bytes(plan.splits) > options.workspace_limit)
+            --plan.splits;
+        if (options.workspace_limit && bytes(plan.splits) > options.workspace_limit)
+            throw Error(ErrorCategory::Unsupported, "depthwise: backward-filter needs " + std::to_string(bytes(1)) +
+                                                        " bytes of workspace, above the workspace limit of " +
+                                                        std::to_string(options.workspace_limit) + " bytes (" + p.str() +
+                                                        ")");
+        // Where the pieces cannot grow (binding or workspace limit), chunks of fewer images keep every
+        // invocation's loop under lavapipe's cap (shader_limits.hpp).
+        const uint64_t per_row = depthwise_filter_row_iterations(p);
+        auto loop_fits = [&] {
+            return ceil_div(uint64_t(plan.images * p.P()), plan.splits) * per_row <= kMaxLoopIterations;
+        };
+        while (!loop_fits() && plan.images > 1) plan.images = (plan.images + 1) / 2;
+        if (!loop_fits())
+            throw Error(ErrorCategory::Unsupported,
+                        "depthwise: backward-filter needs more reduction pieces than the workspace and binding "
+                        "limits allow (" +
+                            p.str() + ")");
+        plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
+        plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements());
+    }
+    plan.workspace_bytes = plan.workspace_floats ? context.pool->round(plan.workspace_floats * 4) : 0;
+    return plan;
+}
+
+std::vector<uint32_t> depthwise_constants(const ConvProblem& p, const DepthwiseTiles& tiles) {
+    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+    std::vector<uint32_t> constants = geometry_constants(p);  // ids 0-9
+    for (int64_t v : {p.C, p.H, p.W, p.filters_per_group(), p.P(), p.Q()}) constants.push_back(u(v));
+    for (uint32_t v : {tiles.tile_w, tiles.tile_h, tiles.vec4_x ? 1u : 0u, tiles.vec4_y ? 1u : 0u})
+        constants.push_back(v);
+    return constants;
+}
+
+std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel) {
+    return "depthwise_" + pass + (tiles.channels4 ? "_c4" : "") + (texel ? "_texel" : "_ssbo");
+}
+
+uint32_t block_rows(const ConvProblem& p, int64_t rows) {
+    if (p.R * p.S > kTapsInRegisters) return 1;  // a large filter reuses each loaded row across its taps
+    return rows > 8 ? 4 : 2;
+}
+
+bool channels4(const ConvProblem& p) {
+    return p.layout == Layout::NHWC && p.filters_per_group() == 1 && p.C % 4 == 0;
+}
+
+DepthwiseTiles forward_tiles(const ConvProblem& p) {
+    DepthwiseTiles t;
+    t.channels4 = channels4(p);
+    t.tile_w = p.Q() > 8 ? 8 : 4;
+    t.tile_h = static_cast<uint32_t>(std::min<int64_t>(block_rows(p, p.P()), p.P()));
+    if (p.layout == Layout::NCHW) {
+        t.vec4_x = p.W % 4 == 0;  // tile_w % 4 == 0: every block's first column, times the stride, too
+        t.vec4_y = p.Q() % 4 == 0;
+    }
+    return t;
+}
+
+void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                              const ForwardOperands& ops, const DepthwisePlan& plan) {
+    const DepthwiseTiles tiles = forward_tiles(p);
+    PipelineDesc desc;
+    desc.shader = depthwise_shader("forward", tiles, plan.texel);
+    const VkDescriptorType read = read_descriptor(plan.texel);
+    desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    desc.push_constant_bytes = sizeof(ForwardPush);
+    desc.specialization = depthwise_constants(p, tiles);
+    desc.specialization.push_back(p.has_bias ? 1u : 0u);
+    const Pipeline& pipeline = context.pipelines->get(desc);
+    const uint64_t blocks =
+        uint64_t(p.K / tiles.lane_channels()) * ceil_div(p.P(), tiles.tile_h) * ceil_div(p.Q(), tiles.tile_w);
+    for_each_image_chunk(context, p, plan, ops.input, ops.output, [&](const ImageChunk& chunk) {
+        // Without a bias the shader never reads binding 3, but Vulkan wants it bound: the filter stands in.
+        const std::array<Binding, 5> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
+                                              read1(ops.filter.whole(), plan.texel),
+                                              read1(ops.bias_or(ops.filter), plan.texel), Binding{chunk.y.range, true}};
+        const ForwardPush push{u32(chunk.x.delta), u32(chunk.y.delta), 0, 0};
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
+    });
+}
+
+}  // namespace vkconv::detail

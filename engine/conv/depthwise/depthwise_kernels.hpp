@@ -1,0 +1,83 @@
+// What the depthwise passes' recording shares (conv_depthwise.cpp, conv_depthwise_backward.cpp): the
+// kernels' tile shapes, their specialization constants and shader names, operand bindings for the two read
+// paths, and the loop over chunks of whole images.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "conv/depthwise/depthwise.hpp"
+#include "vulkan/dispatch.hpp"
+
+namespace vkconv::detail {
+
+// One kernel's tile shape (the shaders' constants 16..19, see shaders/depthwise_common.glsl).
+struct DepthwiseTiles {
+    uint32_t tile_w = 8, tile_h = 1;  // values per invocation along W and H
+    bool vec4_x = false;              // NCHW x (or dx) rows as aligned vec4
+    bool vec4_y = false;              // NCHW y (or dy) rows as aligned vec4
+    bool channels4 = false;           // NHWC, 4 adjacent channels per invocation (the _c4 shaders)
+    uint32_t lane_channels() const { return channels4 ? 4 : 1; }
+};
+
+// Filter taps an invocation holds in registers before the kernels shrink their blocks (forward and
+// backward-data) or split the taps (backward-filter).
+constexpr int64_t kTapsInRegisters = 25;
+
+// NHWC with one filter per channel and C % 4 == 0: values move as vec4 along C.
+bool channels4(const ConvProblem& p);
+// Rows per block of a kernel whose blocks span `rows` rows: taller blocks reuse more of each loaded row,
+// but unroll into more code and leave invocations idle on small images.
+uint32_t block_rows(const ConvProblem& p, int64_t rows);
+DepthwiseTiles forward_tiles(const ConvProblem& p);
+
+// Constant ids 0..19 shared by the depthwise shaders.
+std::vector<uint32_t> depthwise_constants(const ConvProblem& p, const DepthwiseTiles& tiles);
+// "depthwise_<pass>[_c4]_<texel|ssbo>", as shaders/CMakeLists.txt names the variants.
+std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel);
+
+// Backward-filter: pieces the N*P*Q reduction of one chunk is cut into (partial sums in the workspace),
+// enough to fill the device, each at least one output row, all of them within the binding limit.
+uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int64_t images, uint64_t limit);
+// Loop iterations backward-filter spends on one output row (its strips, plus the row's own).
+uint64_t depthwise_filter_row_iterations(const ConvProblem& p);
+
+inline VkDescriptorType read_descriptor(bool texel) {
+    return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+}
+// A read-only operand bound as vec4 (rgba32f view) or as float (r32f view); plain ranges without texels.
+inline Binding read4(const BufferRange& range, bool texel) {
+    return {range, false, texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED};
+}
+inline Binding read1(const BufferRange& range, bool texel) {
+    return {range, false, texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED};
+}
+
+inline uint64_t ceil_div(int64_t a, int64_t b) {
+    return uint64_t((a + b - 1) / b);
+}
+inline uint32_t u32(uint64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+// One chunk of whole images [n0, n0 + images), with windows over its input-shaped (x or dx) and
+// output-shaped (y or dy) images.
+struct ImageChunk {
+    int64_t n0, images;
+    Window x, y;
+    bool first;
+};
+
+template <typename Visit>
+void for_each_image_chunk(ContextImpl& context, const ConvProblem& p, const DepthwisePlan& plan,
+                          const Operand& input_like, const Operand& output_like, Visit&& visit) {
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * p.P() * p.Q());
+    const uint64_t align = context.pool->alignment();
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        visit(ImageChunk{n0, images, window(input_like, n0 * x_image, images * x_image, align),
+                         window(output_like, n0 * y_image, images * y_image, align), n0 == 0});
+    }
+}
+
+}  // namespace vkconv::detail

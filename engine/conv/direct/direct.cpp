@@ -1,0 +1,56 @@
+#include "conv/direct/direct.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "conv/constants.hpp"
+#include "vulkan/shader_limits.hpp"
+
+namespace vkconv::detail {
+
+void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
+                                         {problem.filter_elements(), "filter"},
+                                         {problem.output_elements(), "output"}})
+        if (uint64_t(elements) * 4 > range)
+            throw Error(ErrorCategory::Unsupported, "direct binds whole tensors, and the " + std::string(role) +
+                                                        "-shaped one (" + std::to_string(uint64_t(elements) * 4) +
+                                                        " bytes) exceeds the device's "
+                                                        "maxStorageBufferRange (" +
+                                                        std::to_string(range) + " bytes): " + problem.str());
+}
+
+void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
+                     std::span<const Binding> bindings, DirectSizes push, uint64_t elements, uint64_t extent,
+                     uint64_t unit_iterations) {
+    const uint64_t piece = std::max<uint64_t>(1, kMaxLoopIterations / std::max<uint64_t>(1, unit_iterations));
+    for (uint64_t begin = 0; begin < extent; begin += piece) {
+        push.reduce_begin = static_cast<uint32_t>(begin);
+        push.reduce_end = static_cast<uint32_t>(std::min(extent, begin + piece));
+        push.accumulate = begin > 0 ? 1u : 0u;
+        dispatch_elements(stream, pipeline, bindings, push, elements);
+    }
+}
+
+void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                           const ForwardOperands& operands) {
+    PipelineDesc desc;
+    desc.shader = "conv2d_direct";
+    desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(DirectSizes);
+    desc.specialization = geometry_constants(problem);
+    desc.specialization.push_back(problem.has_bias ? 1u : 0u);
+    const Pipeline& pipeline = context.pipelines->get(desc);
+
+    // Without a bias the shader never reads binding 2, but Vulkan wants it bound: the filter stands in.
+    const std::array<Binding, 4> bindings{
+        Binding{operands.input.whole(), false}, Binding{operands.filter.whole(), false},
+        Binding{operands.bias_or(operands.filter), false}, Binding{operands.output.whole(), true}};
+    const DirectSizes push = direct_sizes(problem);
+    dispatch_direct(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()),
+                    uint64_t(problem.channels_per_group()), uint64_t(problem.R * problem.S));
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,23 @@
+// The direct algorithm: conv2d_direct.comp, one invocation per output value, no workspace.
+#pragma once
+
+#include "conv/constants.hpp"
+#include "conv/operands.hpp"
+
+namespace vkconv::detail {
+
+// Error(Unsupported) naming the tensor when one of the problem's tensors exceeds maxStorageBufferRange:
+// direct binds whole tensors (the passes then run it in tiles, conv_tiled.hpp).
+void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem);
+
+// Dispatches a direct kernel over `elements` outputs in pieces of its reduction ([0, extent) in units
+// that each cost `unit_iterations` loop iterations), so no invocation loops past kMaxLoopIterations;
+// pieces after the first add into the output, in order.
+void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
+                     std::span<const Binding> bindings, DirectSizes push, uint64_t elements, uint64_t extent,
+                     uint64_t unit_iterations);
+
+void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                           const ForwardOperands& operands);
+
+}  // namespace vkconv::detail

@@ -1,0 +1,40 @@
+// im2col: a chunk of the input lowered into col[g][m][k] (m = (n, p, q), k = the filter's taps in its own
+// order) and one batched GEMM per group against the filter as the user gave it, in the chunks of
+// lowered/lowered.hpp; the backward passes on the same matrix.
+#pragma once
+
+#include "conv/lowered/lowered.hpp"
+#include "conv/shared/splitk_reduce.hpp"
+
+namespace vkconv::detail {
+
+// Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats).
+void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                           const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch);
+// The im2col lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows
+// [p0, p0 + rows)) into `col` ([g][m][k], or [g][k][m] when `transposed`).
+void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, bool transposed,
+                            const Window& x, const BufferRange& col, int64_t p0, int64_t rows, int64_t images);
+
+// im2col backward passes, in the forward's chunks. Backward-data: dcol = dy * w per group through the
+// GEMM, then col2im gathers dx (bands of rows add into it in order). Backward-filter: dw = dy^T * col(x)
+// per group, accumulated over chunks in order (beta = 1 after the first): deterministic.
+void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                                 const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                                 const LoweredPlan& plan, const Operand& scratch);
+void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                                   const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                   const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
+                                   const Operand& partials);
+
+// Deterministic split-K for im2col backward-filter: the product dw = dy^T * col(x) is only (K/G) x
+// (R*S*C/G) but reduces over a chunk's N*P*Q positions, so one GEMM fills few workgroups. The reduction is
+// cut into `splits` pieces whose partial products (splits * K/G * R*S*C/G floats of workspace) are added
+// in a fixed order by splitk_reduce. 1 = no split.
+uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
+                                uint64_t binding_limit);
+inline uint64_t backward_filter_partial_floats(const ConvProblem& p, uint32_t splits) {
+    return splits > 1 ? uint64_t(splits) * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group()) : 0;
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,157 @@
+// im2col backward-data and backward-filter (see conv_lowered.hpp).
+#include <algorithm>
+#include <array>
+
+#include "conv/constants.hpp"
+#include "conv/im2col/im2col.hpp"
+#include "conv/lowered/lowered.hpp"
+#include "gemm/gemm.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct Col2imPush {
+    uint32_t first_row;
+    uint32_t dx_offset;
+    uint32_t accumulate;
+    uint32_t base, count;
+};
+
+uint32_t u(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+// dy as a GEMM operand over the chunk's rows m = (n, p - p0, q): A(m, k) for backward-data (rows = m),
+// or its transpose A(k, m) for backward-filter (reduction = m). NCHW dy jumps between images, which the
+// GEMM takes as segments of rows * Q.
+struct GradOutputView {
+    uint64_t offset, m_stride, k_stride, segment, segment_stride;
+};
+
+GradOutputView grad_output_view(const ConvProblem& p, const Window& dy, int64_t g, int64_t p0, int64_t rows) {
+    const int64_t P = p.P(), Q = p.Q(), Kg = p.filters_per_group();
+    if (p.layout == Layout::NHWC) return {dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, 0, 0};
+    return {dy.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), uint64_t(rows * Q),
+            uint64_t(p.K * P * Q)};
+}
+
+// Positions per split: any count where the positions are uniformly strided (NHWC, or one NCHW image);
+// whole images where NCHW's positions jump from image to image.
+int64_t split_unit(const ConvProblem& p, int64_t rows, int64_t images) {
+    return p.layout == Layout::NHWC || images == 1 ? 1 : rows * p.Q();
+}
+
+}  // namespace
+
+uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
+                                uint64_t binding_limit) {
+    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(p.channels_per_group() * p.R * p.S);
+    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfig& config = pick_gemm_config(table, kg, k_red, 1);
+    const uint64_t tiles =
+        (kg + config.tile_m() - 1) / config.tile_m() * ((k_red + config.tile_n() - 1) / config.tile_n());
+    const uint64_t positions = uint64_t(plan.images * plan.rows * p.Q());
+    const uint64_t units = positions / uint64_t(split_unit(p, plan.rows, plan.images));
+    uint64_t splits = (table.wanted_workgroups + tiles - 1) / tiles;
+    splits = std::min({splits, units, std::max<uint64_t>(1, positions / 64)});  // at least 64 positions a split
+    while (splits > 1 && splits * kg * k_red * 4 > binding_limit) --splits;
+    return static_cast<uint32_t>(std::max<uint64_t>(splits, 1));
+}
+
+void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                 const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                                 const LoweredPlan& plan, const Operand& scratch) {
+    const int64_t Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W);
+    for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const Window& dy = chunk.output;
+        const Window& dx = chunk.input;
+        const uint64_t m_chunk = uint64_t(images * rows * Q);
+        const BufferRange dcol{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
+        for (int64_t g = 0; g < G; ++g) {
+            const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
+            GemmProblem gp;
+            gp.M = u(m_chunk), gp.N = u(k_red), gp.K = u(Kg);
+            gp.a = {dy.range, v.offset, v.m_stride, v.k_stride, 0, 0};
+            gp.a_m_segment = u(v.segment), gp.a_m_segment_stride = u(v.segment_stride);
+            gp.b = {filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+            gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0};
+            record_gemm(context, stream, gp);
+        }
+        PipelineDesc desc;
+        desc.shader = "col2im";
+        desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+        desc.push_constant_bytes = sizeof(Col2imPush);
+        desc.specialization = geometry_constants(p);
+        for (int64_t value : {p.C, p.H, p.W, Cg, Q, rows, images}) desc.specialization.push_back(u(value));
+        const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
+        dispatch_elements(stream, context.pipelines->get(desc), bindings,
+                          Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image);
+    });
+}
+
+void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                   const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                   const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
+                                   const Operand& partials) {
+    const int64_t Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const bool first = chunk.first;
+        const Window& x = chunk.input;
+        const Window& dy = chunk.output;
+        const uint64_t m_chunk = uint64_t(images * rows * Q);
+        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
+        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+        // Split the chunk's positions into pieces of `piece` (whole NCHW images), the last one shorter.
+        const int64_t unit = split_unit(p, rows, images);
+        const int64_t units = int64_t(m_chunk) / unit;
+        const int64_t piece = (units + splits - 1) / splits * unit;
+        const int64_t full = int64_t(m_chunk) / piece, rest = int64_t(m_chunk) - full * piece;
+        const bool split = splits > 1 && full + (rest > 0) > 1;
+        for (int64_t g = 0; g < G; ++g) {
+            const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
+            GemmProblem gp;
+            gp.M = u(Kg), gp.N = u(k_red), gp.K = u(m_chunk);
+            // A = dy^T: rows are filters, the reduction runs over the chunk's output positions.
+            gp.a = {dy.range, v.offset, v.k_stride, v.m_stride, 0, 0};
+            gp.a_k_segment = u(v.segment), gp.a_k_segment_stride = u(v.segment_stride);
+            const uint64_t col_base = uint64_t(g) * m_chunk * k_red;
+            if (plan.transposed)
+                gp.b = {col, col_base, 1, m_chunk, 0, 0};
+            else
+                gp.b = {col, col_base, k_red, 1, 0, 0};
+            const GemmMatrix dw{grad_filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+            if (!split) {
+                gp.c = dw;
+                gp.beta = first ? 0.0f : 1.0f;  // chunks add up in order
+                record_gemm(context, stream, gp);
+                continue;
+            }
+            // Offsets of one piece along the reduction, in A (dy) and B (col).
+            const uint64_t a_piece =
+                unit == 1 ? uint64_t(piece) * v.m_stride : uint64_t(piece / unit) * v.segment_stride;
+            const uint64_t b_piece = plan.transposed ? uint64_t(piece) : uint64_t(piece) * k_red;
+            const uint64_t product = uint64_t(Kg) * k_red;
+            gp.c = {partials.whole(), 0, k_red, 1, product, 0};
+            GemmProblem pieces = gp;
+            pieces.K = u(piece), pieces.batch_i = u(full);
+            pieces.a.batch_i = a_piece, pieces.b.batch_i = b_piece;
+            record_gemm(context, stream, pieces);
+            if (rest > 0) {
+                GemmProblem last = gp;
+                last.K = u(rest);
+                last.a.offset += uint64_t(full) * a_piece, last.b.offset += uint64_t(full) * b_piece;
+                last.c.offset = uint64_t(full) * product;
+                record_gemm(context, stream, last);
+            }
+            record_splitk_reduce(context, stream, partials.whole(), dw.range, dw.offset, product, full + (rest > 0),
+                                 !first);
+        }
+    });
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,75 @@
+// im2col forward: lower a chunk into col[g][m][k], then one batched GEMM per group writes the output.
+#include <array>
+
+#include "conv/constants.hpp"
+#include "conv/im2col/im2col.hpp"
+#include "conv/lowered/lowered.hpp"
+#include "vulkan/dispatch.hpp"
+#include "gemm/gemm.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct LowerPush {
+    uint32_t first_row;
+    uint32_t x_offset;
+    uint32_t base, count;
+};
+
+}  // namespace
+
+void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, bool transposed,
+                            const Window& x, const BufferRange& col, int64_t p0, int64_t rows, int64_t images) {
+    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+    PipelineDesc desc;
+    desc.shader = "im2col";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(LowerPush);
+    desc.specialization = geometry_constants(p);
+    for (int64_t v : {int64_t(transposed), p.C, p.H, p.W, p.channels_per_group(), p.Q(), rows, images})
+        desc.specialization.push_back(u(v));
+    const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{col, true}};
+    const uint64_t floats = uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
+    dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0},
+                      floats);
+}
+
+void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                           const ForwardOperands& ops, const LoweredPlan& plan, const Operand& scratch) {
+    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+    for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const Window& x = chunk.input;
+        const Window& y = chunk.output;
+        const uint64_t m_chunk = uint64_t(images * rows * Q);
+        const uint64_t col_floats = m_chunk * k_red * G;
+        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
+        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+
+        // One image per batch entry: an NCHW output is not one matrix across images.
+        const bool transposed = plan.transposed;  // the layout the lowering wrote
+        for (int64_t g = 0; g < G; ++g) {
+            GemmProblem gp;
+            gp.M = u(rows * Q), gp.N = u(Kg), gp.K = u(k_red);
+            gp.batch_i = u(images);
+            const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
+            if (transposed)
+                gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0};
+            else
+                gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
+            gp.b = {ops.filter.whole(), uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+            if (nhwc)
+                gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
+            else
+                gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
+            if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+            record_gemm(context, stream, gp);
+        }
+    });
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,72 @@
+// The chunk plan of the lowered algorithms, im2col and MEC (im2col/, mec/), and its exact workspace.
+//
+// Both lower a chunk of the input into a workspace matrix and run the tiled GEMM against the filter as
+// the user gave it (im2col lowers in the filter's own tap order; MEC needs (r, s, c) order and so copies
+// OIHW filters into OHWI, a copy counted in the workspace). A chunk is a run of whole images, or, when one
+// image's lowered matrix is too large to bind, a band of output rows of one image: every binding stays
+// within maxStorageBufferRange (or ForwardOptions::max_binding_bytes) and maxTexelBufferElements.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "conv/operands.hpp"
+#include "vkconv/conv.hpp"
+
+namespace vkconv::detail {
+
+struct LoweredPlan {
+    Algorithm algorithm = Algorithm::Im2col;
+    MecSchedule schedule = MecSchedule::B;  // MEC only: A or B
+    bool transposed = false;                // im2col only: col stored [g][k][m] (when K % 4 != 0 but M % 4 == 0)
+    int64_t images = 1;                     // images per chunk
+    int64_t rows = 1;                       // output rows per chunk (< P only when images == 1)
+    uint64_t lowered_floats = 0;            // the lowered matrix of a full chunk
+    uint64_t scratch_floats = 0;            // its allocation (Solution A also parks the chunk's output there)
+    uint64_t filter_floats = 0;             // MEC with OIHW filters: the OHWI copy
+    uint64_t workspace_bytes = 0;           // both allocations as the pool counts them
+    uint32_t chunks = 1;
+};
+
+// One chunk of a plan: images [n0, n0 + images), output rows [p0, p0 + rows), and windows over the
+// chunk's images of an input-shaped and an output-shaped operand.
+struct Chunk {
+    int64_t n0, images, p0, rows;
+    Window input, output;
+    bool first;  // the plan's first chunk (passes that add up over chunks start from it)
+};
+
+// Calls visit(chunk) for every chunk of `plan`, in order.
+template <typename Visit>
+void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alignment, const Operand& input_like,
+                    const Operand& output_like, Visit&& visit) {
+    const int64_t P = p.P();
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * p.Q());
+    bool first = true;
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        for (int64_t p0 = 0; p0 < P; p0 += plan.rows) {
+            visit(Chunk{n0, images, p0, std::min(plan.rows, P - p0),
+                        window(input_like, n0 * x_image, images * x_image, alignment),
+                        window(output_like, n0 * y_image, images * y_image, alignment), first});
+            first = false;
+        }
+    }
+}
+
+// Bytes one storage-buffer binding may span: maxStorageBufferRange, or options.max_binding_bytes if lower.
+uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions& options);
+// The same, also readable through an r32f texel view (4 * maxTexelBufferElements): the limit of what the
+// lowered algorithms and the tiles bind.
+uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options);
+
+// Throws Unsupported when not even one output row of one image fits the binding limit.
+// Under options.workspace_limit the chunks shrink until the plan's workspace plus `fixed_workspace_bytes`
+// (what the pass needs besides the lowered matrix and MEC's OIHW filter copy) fits; Unsupported when even
+// one output row of one image does not.
+LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
+                         const ForwardOptions& options, uint64_t fixed_workspace_bytes = 0);
+// The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
+uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
+
+}  // namespace vkconv::detail

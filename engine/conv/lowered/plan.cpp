@@ -1,0 +1,125 @@
+// Chunk planning and exact workspace sizes for im2col and MEC.
+#include <algorithm>
+#include <string>
+
+#include "conv/lowered/lowered.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+constexpr int64_t kMecSolutionAMaxQ = 100;  // the paper's threshold T, as public implementations use it
+
+// Padded input rows the windows of `rows` consecutive output rows read.
+int64_t mec_rows_read(const ConvProblem& p, int64_t rows) {
+    return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+}
+
+uint64_t lowered_floats(const ConvProblem& p, Algorithm algorithm, int64_t images, int64_t rows) {
+    if (algorithm == Algorithm::Im2col) return uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
+    return uint64_t(images * p.Q() * mec_rows_read(p, rows)) * uint64_t(p.S * p.C);
+}
+
+}  // namespace
+
+uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions& options) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
+}
+
+uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options) {
+    return std::min(storage_binding_limit(context, options),
+                    uint64_t{context.device->limits().maxTexelBufferElements} * 4);
+}
+
+uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, Algorithm algorithm) {
+    // One output row of one image, MEC's Solution B (nothing parked), plus MEC's OIHW filter copy.
+    const uint64_t filter = algorithm == Algorithm::Mec && p.layout == Layout::NCHW
+                                ? context.pool->round(uint64_t(p.filter_elements()) * 4)
+                                : 0;
+    return context.pool->round(lowered_floats(p, algorithm, 1, 1) * 4) + filter;
+}
+
+LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options,
+                         uint64_t fixed_workspace_bytes) {
+    // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
+    const uint64_t limit = texel_binding_limit(context, options);
+    const uint64_t align = context.pool->alignment();
+    const int64_t P = p.P(), Q = p.Q();
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
+
+    LoweredPlan plan;
+    plan.algorithm = algorithm;
+    if (algorithm == Algorithm::Mec) {
+        const bool a_allowed = options.mec_schedule != MecSchedule::B;
+        const bool paper_rule = Q <= kMecSolutionAMaxQ && y_image <= lowered_floats(p, algorithm, 1, P);
+        plan.schedule =
+            options.mec_schedule == MecSchedule::A || (a_allowed && paper_rule) ? MecSchedule::A : MecSchedule::B;
+        if (p.layout == Layout::NCHW) plan.filter_floats = uint64_t(p.filter_elements());
+    }
+    auto scratch_for = [&](int64_t images, int64_t rows) {
+        uint64_t floats = lowered_floats(p, algorithm, images, rows);
+        if (plan.schedule == MecSchedule::A && algorithm == Algorithm::Mec)
+            floats = std::max(floats, uint64_t(images * rows * Q * p.K));
+        return floats;
+    };
+    const uint64_t filter_bytes = plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0;
+    auto workspace_fits = [&](int64_t images, int64_t rows) {
+        return !options.workspace_limit ||
+               context.pool->round(scratch_for(images, rows) * 4) + filter_bytes + fixed_workspace_bytes <=
+                   options.workspace_limit;
+    };
+    auto binding_fits = [&](int64_t images, int64_t rows) {
+        return images * x_image * 4 + align <= limit && images * y_image * 4 + align <= limit &&
+               scratch_for(images, rows) * 4 <= limit;
+    };
+    auto fits = [&](int64_t images, int64_t rows) {
+        return binding_fits(images, rows) && workspace_fits(images, rows);
+    };
+    // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
+    if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.mec_schedule == MecSchedule::Auto &&
+        !fits(1, P))
+        plan.schedule = MecSchedule::B;
+    if (uint64_t(p.filter_elements()) * 4 > limit)
+        throw Error(ErrorCategory::Unsupported, "the filter (" + std::to_string(p.filter_elements() * 4) +
+                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
+                                                    " bytes");
+    if (fits(1, P)) {
+        int64_t images = 1;
+        while (images < p.N && fits(images + 1, P)) ++images;
+        plan.images = images;
+        plan.rows = P;
+        plan.chunks = static_cast<uint32_t>((p.N + images - 1) / images);
+    } else {
+        if (!binding_fits(1, 1))
+            throw Error(ErrorCategory::Unsupported,
+                        std::string(to_string(algorithm)) +
+                            ": one output row of one image needs bindings beyond the limit of " +
+                            std::to_string(limit) + " bytes (" + p.str() + ")");
+        if (!workspace_fits(1, 1))
+            throw Error(
+                ErrorCategory::Unsupported,
+                std::string(to_string(algorithm)) + ": its smallest chunk (one output row of one image) needs " +
+                    std::to_string(context.pool->round(scratch_for(1, 1) * 4) + filter_bytes + fixed_workspace_bytes) +
+                    " bytes of workspace, above the workspace limit of " + std::to_string(options.workspace_limit) +
+                    " bytes (" + p.str() + ")");
+        int64_t rows = 1;
+        while (rows < P && fits(1, rows + 1)) ++rows;
+        plan.images = 1;
+        plan.rows = rows;
+        plan.chunks = static_cast<uint32_t>(p.N * ((P + rows - 1) / rows));
+        // Solution A parks a chunk's output in (P, N, Q, K) order inside the output window; a band of an NCHW
+        // output is not contiguous, so banded NCHW runs Solution B.
+        if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW) plan.schedule = MecSchedule::B;
+    }
+    plan.lowered_floats = lowered_floats(p, algorithm, plan.images, plan.rows);
+    plan.scratch_floats = scratch_for(plan.images, plan.rows);
+    if (algorithm == Algorithm::Im2col) {
+        const int64_t k = p.channels_per_group() * p.R * p.S, m = plan.images * plan.rows * Q;
+        plan.transposed = k % 4 != 0 && m % 4 == 0 && (plan.rows * Q) % 4 == 0;
+    }
+    plan.workspace_bytes = context.pool->round(plan.scratch_floats * 4) +
+                           (plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0);
+    return plan;
+}
+
+}  // namespace vkconv::detail

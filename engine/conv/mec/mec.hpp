@@ -1,0 +1,56 @@
+// MEC (Cho & Brand 2017): a chunk of the input lowered into L[g][n][q][h][s][c], and every output row a GEMM
+// over an overlapping window of L, in the chunks of lowered/lowered.hpp; the backward passes on L.
+#pragma once
+
+#include "conv/lowered/lowered.hpp"
+#include "conv/shared/permute.hpp"
+#include "conv/shared/splitk_reduce.hpp"
+
+namespace vkconv::detail {
+
+// Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats) and, for OIHW
+// filters, `filter_copy` (plan.filter_floats).
+// MEC's lowered matrix of one chunk within the scratch: L[g][n][q][h][s][c] over `rows` lowered rows
+// (the padded input rows the chunk's output rows read).
+struct MecLowered {
+    int64_t rows = 0;
+    uint64_t image_floats = 0;  // L[g][n] of one image
+    uint64_t group_floats = 0;  // L[g] of the chunk's images
+    BufferRange range;          // all groups
+};
+MecLowered mec_lowered(const ConvProblem& problem, const Chunk& chunk, const Operand& scratch);
+// Specialization constants 0-13 of mec_lower and mec_gather for a chunk of `images` images whose
+// lowered matrix has `lowered_rows` rows.
+std::vector<uint32_t> mec_constants(const ConvProblem& problem, int64_t lowered_rows, int64_t images);
+
+// MEC's lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows [p0, p0 + rows))
+// into L[g][n][q][h][s][c] at `lowered`.
+void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Window& x,
+                         const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images);
+
+void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                        const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch,
+                        const Operand& filter_copy);
+
+// MEC backward passes, in the forward's chunks (plan_lowered with Solution B: the lowered buffer holds L or
+// dL, `filter_copy` a copy of the filter or gradient in the order the GEMM needs). Backward-data: dL = dy * w
+// into L-shaped scratch, without two invocations ever adding into one value (conv_mec_backward.cpp), then
+// mec_gather sums dL into dx.
+// Backward-filter: dw = sum over (p, q) of window(p)^T * dy(p, q), reduced over a chunk's images and row
+// pieces through `partials` (split.slots products) in a fixed order.
+struct MecFilterSplit {
+    int64_t piece_rows = 1;      // output rows per reduction piece
+    int64_t images_at_once = 1;  // images whose pieces one GEMM computes
+    uint64_t slots = 0;          // partial products (0: no split, the GEMMs add into dw in order)
+};
+MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
+                                         uint64_t binding_limit);
+void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                              const Operand& grad_output, const Operand& filter, const Operand& grad_input,
+                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy);
+void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
+                                const Operand& input, const Operand& grad_output, const Operand& grad_filter,
+                                const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
+                                const MecFilterSplit& split, const Operand& partials);
+
+}  // namespace vkconv::detail

@@ -1,0 +1,148 @@
+// MEC forward (Cho & Brand 2017): lower a chunk into L[g][n][q][h][s][c], then every output row is a GEMM
+// over an overlapping window of L, all rows of all images in one strided-batched dispatch per group.
+//   Solution B: batch (image, output row), each writing its Q x K/G block straight into the output.
+//   Solution A: batch (output row), each a (images*Q) x K/G GEMM, the result in (P, N, Q, K) order parked
+//   in the output, copied into L's buffer (no longer needed) and transposed back into place.
+#include <array>
+
+#include "conv/mec/mec.hpp"
+#include "conv/lowered/lowered.hpp"
+#include "vulkan/dispatch.hpp"
+#include "gemm/gemm.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct LowerPush {
+    uint32_t first_padded_row;
+    uint32_t x_offset;
+    uint32_t base, count;
+};
+
+uint32_t u(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch) {
+    MecLowered l;
+    l.rows = (chunk.rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+    l.image_floats = uint64_t(p.Q() * l.rows * p.S * p.channels_per_group());
+    l.group_floats = uint64_t(chunk.images) * l.image_floats;
+    l.range = {scratch.allocation.buffer, scratch.allocation.offset, l.group_floats * uint64_t(p.groups) * 4};
+    return l;
+}
+
+std::vector<uint32_t> mec_constants(const ConvProblem& p, int64_t lowered_rows, int64_t images) {
+    return {kElementwiseWorkgroup,
+            u(p.S),
+            u(p.stride_w),
+            u(p.pad_h),
+            u(p.pad_w),
+            u(p.dilation_w),
+            p.layout == Layout::NHWC,
+            u(p.C),
+            u(p.H),
+            u(p.W),
+            u(p.channels_per_group()),
+            u(p.Q()),
+            u(lowered_rows),
+            u(images)};
+}
+
+void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& x,
+                         const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images) {
+    const int64_t lowered_rows = (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+    PipelineDesc desc;
+    desc.shader = "mec_lower";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(LowerPush);
+    desc.specialization = mec_constants(p, lowered_rows, images);
+    const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
+    const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
+    dispatch_elements(stream, context.pipelines->get(desc), bindings,
+                      LowerPush{u(p0 * p.stride_h), u(x.delta), 0, 0}, floats);
+}
+
+void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ForwardOperands& ops,
+                        const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t R = p.R, S = p.S;
+    const uint64_t k_red = uint64_t(R * S * Cg);
+
+    // The GEMM reads filter taps in L's (r, s, c) order: OHWI as given, OIHW through a copy.
+    BufferRange filter = ops.filter.whole();
+    if (!nhwc) {
+        filter = filter_copy.whole();
+        record_permute(context, stream, ops.filter.whole(), 0, filter, 0, {p.K, R, S, Cg}, {Cg * R * S, S, 1, R * S});
+    }
+
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+    const uint64_t row_floats = uint64_t(S * Cg);  // one lowered row of one group
+    for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
+        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
+        const Window& x = chunk.input;
+        const Window& y = chunk.output;
+        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const int64_t lowered_rows = l.rows;
+        const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
+        const BufferRange& lowered = l.range;
+        record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
+
+        const bool solution_a = plan.schedule == MecSchedule::A;
+        for (int64_t g = 0; g < G; ++g) {
+            GemmProblem gp;
+            gp.N = u(Kg), gp.K = u(k_red);
+            const uint64_t lda = uint64_t(lowered_rows) * row_floats;
+            const uint64_t window_step = uint64_t(p.stride_h) * row_floats;  // next output row's window
+            if (p.dilation_h > 1) gp.a_k_segment = u(row_floats), gp.a_k_segment_stride = u(p.dilation_h * row_floats);
+            gp.b = {filter, uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+            if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+            if (solution_a) {
+                // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
+                gp.M = u(images * Q), gp.batch_i = u(rows);
+                gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, window_step, 0};
+                if (images == 1) {
+                    // One image: the P row products are Q rows each; stacking them as row segments of one
+                    // product fills the tiles, and (P, 1, Q, K) order is unchanged.
+                    gp.M = u(rows * Q), gp.batch_i = 1;
+                    gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
+                }
+                // (p0 > 0 only for a band of one NHWC image, where (P, N, Q, K) order is already the final one.)
+                gp.c = {
+                    y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K),
+                    0};
+            } else {
+                // One Q-row GEMM per (image, output row). The rows of an image go in one product's M
+                // dimension (row segments of Q, one window each) rather than the batch, so late layers
+                // with a handful of output columns still fill whole tiles.
+                gp.M = u(rows * Q), gp.batch_i = u(images);
+                gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
+                gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, image_floats, 0};
+                if (nhwc)
+                    gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
+                else
+                    gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
+            }
+            record_gemm(context, stream, gp);
+        }
+        if (solution_a && !(nhwc && images == 1)) {
+            // The chunk's output sits in (P, N, Q, K) order; move it through L's buffer into place.
+            const uint64_t floats = uint64_t(images) * y_image;
+            const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
+            const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
+            stream.copy(parked, copy);
+            const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
+            if (nhwc)
+                record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K},
+                               {Q * p.K, row_stride, p.K, 1});
+            else
+                record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q},
+                               {Q * p.K, 1, row_stride, p.K});
+        }
+    });
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,88 @@
+#include "conv/shared/bias_grad.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "conv/shared/splitk_reduce.hpp"
+#include "gemm/gemm_config.hpp"
+#include "vulkan/dispatch.hpp"
+#include "vulkan/shader_limits.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct BiasPush {
+    uint32_t dy_offset, positions, piece, accumulate, first_piece;
+    uint32_t base, count;
+};
+
+}  // namespace
+
+int64_t bias_pieces_for_loop_limit(const ConvProblem& p, int64_t images) {
+    const int64_t positions = images * p.P() * p.Q();
+    return std::max<int64_t>(1, (positions + kMaxLoopIterations - 1) / kMaxLoopIterations);
+}
+
+BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max_binding_bytes) {
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
+    uint64_t limit = context.device->limits().maxStorageBufferRange;
+    if (max_binding_bytes) limit = std::min(limit, max_binding_bytes);
+    if (y_image * 4 + align > limit)
+        throw Error(ErrorCategory::Unsupported, "one image of grad_output (" + std::to_string(y_image * 4) +
+                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
+                                                    " bytes");
+    BiasPlan plan;
+    plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
+    // Enough (piece, channel) invocations to fill the device four times over (measured on lavapipe: fewer
+    // leave the long per-invocation sums latency-bound), each summing at least 256 positions.
+    const int64_t wanted = 4 * int64_t(context.gemm_configs().wanted_workgroups) * kElementwiseWorkgroup;
+    const int64_t positions = plan.images * p.P() * p.Q();
+    plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));
+    // No invocation may loop over more positions than lavapipe lets it (shader_limits.hpp).
+    plan.pieces = std::max<int64_t>(plan.pieces, bias_pieces_for_loop_limit(p, plan.images));
+    plan.partial_floats = plan.pieces > 1 ? uint64_t(plan.pieces * p.K) : 0;
+    return plan;
+}
+
+void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BiasPlan& plan,
+                      const Operand& dy, const Operand& db, const Operand& partials) {
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
+    PipelineDesc desc;
+    desc.shader = "bias_grad";
+    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(BiasPush);
+    // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned.
+    const bool channels4 = p.layout == Layout::NHWC && p.K % 4 == 0;
+    desc.specialization = {kElementwiseWorkgroup, static_cast<uint32_t>(p.K), static_cast<uint32_t>(p.P() * p.Q()),
+                           p.layout == Layout::NHWC ? 1u : 0u, channels4 ? 1u : 0u};
+    const Pipeline& pipeline = context.pipelines->get(desc);
+    const uint64_t lanes = channels4 ? uint64_t(p.K / 4) : uint64_t(p.K);
+    for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
+        const int64_t images = std::min(plan.images, p.N - n0);
+        const Window w = window(dy, n0 * y_image, images * y_image, align);
+        const int64_t positions = images * p.P() * p.Q();
+        const int64_t piece = (positions + plan.pieces - 1) / plan.pieces;
+        const int64_t pieces = (positions + piece - 1) / piece;
+        BiasPush push{
+            static_cast<uint32_t>(w.delta), static_cast<uint32_t>(positions), static_cast<uint32_t>(piece), 0, 0, 0, 0};
+        if (pieces == 1 || plan.in_place) {
+            // Straight into db, one piece after another, each adding to the pieces and chunks before it.
+            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{db.whole(), true},
+                                                  Binding{w.range, false}};
+            for (int64_t s = 0; s < pieces; ++s) {
+                push.accumulate = n0 > 0 || s > 0 ? 1u : 0u;
+                push.first_piece = static_cast<uint32_t>(s);
+                dispatch_elements(stream, pipeline, bindings, push, lanes);
+            }
+        } else {
+            // Partial sums of every piece at once, added in order.
+            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{partials.whole(), true},
+                                                  Binding{w.range, false}};
+            dispatch_elements(stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
+            record_splitk_reduce(context, stream, partials.whole(), db.whole(), 0, uint64_t(p.K), pieces, n0 > 0);
+        }
+    }
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,33 @@
+#include "conv/shared/permute.hpp"
+
+#include "vulkan/dispatch.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct PermutePush {
+    uint32_t s0, s1, s2, s3;
+    uint32_t in_offset, out_offset;
+    uint32_t base, count;
+};
+
+uint32_t u(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+void record_permute(ContextImpl& context, CommandStream& stream, const BufferRange& in, uint64_t in_offset,
+                    const BufferRange& out, uint64_t out_offset, std::array<int64_t, 4> d, std::array<int64_t, 4> s) {
+    PipelineDesc desc;
+    desc.shader = "permute4d";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(PermutePush);
+    desc.specialization = {kElementwiseWorkgroup, u(d[1]), u(d[2]), u(d[3])};
+    const Pipeline& pipeline = context.pipelines->get(desc);
+    const std::array<Binding, 2> bindings{Binding{in, false}, Binding{out, true}};
+    PermutePush push{u(s[0]), u(s[1]), u(s[2]), u(s[3]), u(in_offset), u(out_offset), 0, 0};
+    dispatch_elements(stream, pipeline, bindings, push, uint64_t(d[0] * d[1] * d[2] * d[3]));
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,570 @@
+// Tiled passes for tensors too large to bind (conv_tiled.hpp).
+#include "conv/tiled/tiled.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "context/context_impl.hpp"
+#include "vulkan/dispatch.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+int64_t ceil_div_nonnegative(int64_t a, int64_t b) {
+    return a <= 0 ? 0 : (a + b - 1) / b;
+}
+
+// One tile: image n, a piece of the channels, and the rows it covers.
+struct Tile {
+    int64_t n = 0;
+    TilePiece piece;
+    int64_t p0 = 0, rows = 0;  // output (dy) rows the tile's problem has
+    int64_t hs = 0, H = 0;     // its input rows: original rows [hs, hs + H), those outside [0, H) zero
+    int64_t h0 = 0, h1 = 0;    // backward-data: the dx rows it writes
+    bool first = true;         // backward-filter: the first tile of its piece (the sums start there)
+};
+
+ConvProblem tile_problem(const ConvProblem& p, const Tile& t) {
+    ConvProblem q = p;
+    q.N = 1;
+    q.C = t.piece.c1 - t.piece.c0;
+    q.K = t.piece.k1 - t.piece.k0;
+    q.groups = t.piece.groups;
+    q.H = t.H;
+    q.pad_h = 0;
+    return q;
+}
+
+int64_t input_rows_for(const ConvProblem& p, int64_t rows) {
+    return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+}
+
+// Calls visit(tile) for every tile in recording order: pieces, then images, then bands.
+template <typename Visit>
+void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>& pieces, int64_t band, Visit&& visit) {
+    const int64_t P = p.P();
+    for (const TilePiece& piece : pieces) {
+        bool first = true;
+        for (int64_t n = 0; n < p.N; ++n) {
+            if (pass == Pass::BackwardData) {
+                for (int64_t h0 = 0; h0 < p.H; h0 += band) {
+                    Tile t{n, piece};
+                    t.h0 = h0, t.h1 = std::min(p.H, h0 + band);
+                    // The dy rows whose windows reach dx rows [h0, h1).
+                    t.p0 = ceil_div_nonnegative(h0 + p.pad_h - (p.R - 1) * p.dilation_h, p.stride_h);
+                    const int64_t p1 = std::min(P, (t.h1 - 1 + p.pad_h) / p.stride_h + 1);
+                    t.rows = std::max<int64_t>(0, p1 - t.p0);
+                    t.hs = t.p0 * p.stride_h - p.pad_h;
+                    t.H = t.rows ? input_rows_for(p, t.rows) : 0;
+                    t.first = first;
+                    first = false;
+                    visit(t);
+                }
+            } else {
+                for (int64_t p0 = 0; p0 < P; p0 += band) {
+                    Tile t{n, piece};
+                    t.p0 = p0, t.rows = std::min(band, P - p0);
+                    t.hs = p0 * p.stride_h - p.pad_h;
+                    t.H = input_rows_for(p, t.rows);
+                    t.first = first;
+                    first = false;
+                    visit(t);
+                }
+            }
+        }
+    }
+}
+
+// The bytes the smallest copy of a band of `rows` rows binds in a tensor of extents (C, H, W): one channel's
+// rows in NCHW (copies go in runs of channels), one row of every channel in NHWC (runs of rows).
+uint64_t band_span_bytes(const ConvProblem& p, int64_t C, int64_t rows, int64_t W) {
+    return uint64_t(W) * (p.layout == Layout::NHWC ? uint64_t(C) : uint64_t(rows)) * 4;
+}
+
+struct TileBuffers {
+    uint64_t in = 0, filter = 0, bias = 0, out = 0;  // floats
+};
+
+TileBuffers buffers_of(const ConvProblem& p, Pass pass, const Tile& t) {
+    const ConvProblem q = tile_problem(p, t);
+    TileBuffers b;
+    b.filter = uint64_t(q.filter_elements());
+    if (p.has_bias && pass != Pass::BackwardData) b.bias = uint64_t(q.K);
+    const uint64_t x = uint64_t(q.C * q.H * q.W), y = uint64_t(q.K * t.rows * p.Q());
+    // Backward-data reads dy' and writes dx'; the others read x' and write y' (forward) or read dy' there.
+    b.in = pass == Pass::BackwardData ? y : x;
+    b.out = pass == Pass::BackwardData ? x : y;
+    return b;
+}
+
+// The tile pass's own workspace slots for a tile problem, or false when `algorithm` cannot run it; for
+// backward passes also its split counts (as RunStats reports them).
+bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algorithm algorithm,
+                     const ForwardOptions& options, std::vector<uint64_t>& slots, uint32_t& partial_products,
+                     uint32_t& bias_pieces) {
+    try {
+        if (pass == Pass::Forward) {
+            const ForwardPlan plan = plan_forward(context, q, algorithm, options);
+            slots.assign(plan.slots.begin(), plan.slots.end());
+        } else {
+            const BackwardPlan plan = plan_backward(context, q, backward_pass_of(pass), algorithm, options);
+            slots.assign(plan.slots.begin(), plan.slots.end());
+            partial_products = partial_products_of(plan), bias_pieces = bias_pieces_of(q, plan);
+        }
+        return true;
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
+        return false;
+    }
+}
+
+Algorithm heuristic_for_tile(ContextImpl& context, const ConvProblem& q, Pass pass, const ForwardOptions& options) {
+    if (pass == Pass::Forward) return heuristic_forward_algorithm(context, q, options);
+    return plan_backward(context, q, backward_pass_of(pass), Algorithm::Auto, options).algorithm;
+}
+
+std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_piece) {
+    const int64_t Kg = p.filters_per_group(), Cg = p.channels_per_group();
+    std::vector<TilePiece> pieces;
+    if (filters_per_piece >= Kg) {  // runs of whole groups
+        const int64_t groups = std::max<int64_t>(1, filters_per_piece / Kg);
+        for (int64_t g = 0; g < p.groups; g += groups) {
+            const int64_t g1 = std::min(p.groups, g + groups);
+            pieces.push_back({g * Kg, g1 * Kg, g * Cg, g1 * Cg, g1 - g, true});
+        }
+    } else {  // runs of filters within a group: dx of the group's channels adds up over them
+        for (int64_t g = 0; g < p.groups; ++g)
+            for (int64_t k = 0; k < Kg; k += filters_per_piece)
+                pieces.push_back(
+                    {g * Kg + k, g * Kg + std::min(Kg, k + filters_per_piece), g * Cg, (g + 1) * Cg, 1, k == 0});
+    }
+    return pieces;
+}
+
+}  // namespace
+
+bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
+    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
+    if (algorithm == Algorithm::Direct) {
+        // Direct binds whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
+        // time within the (possibly lowered) binding limit.
+        const uint64_t range = context.device->limits().maxStorageBufferRange;
+        const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * 4;
+        return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4 > range ||
+               (p.has_bias && dy_image + align > storage_binding_limit(context, options));
+    }
+    const uint64_t image = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4;
+    return image + align > limit || uint64_t(p.filter_elements()) * 4 > limit;
+}
+
+namespace {
+
+// The plan with pieces of at most `filters` filters and the largest band in [1, max_band] that fits, or
+// nothing.
+std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+                                   const ForwardOptions& options, int64_t filters, int64_t max_band) {
+    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t fits = limit > align ? limit - align : 0;  // a binding's bytes, offset rounding included
+    auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
+    TiledPlan plan;
+    plan.pass = pass;
+    plan.pieces = make_pieces(p, filters);
+    plan.tile_options = options;
+    plan.tile_options.auto_choice = AutoChoice::Heuristic;
+    for (int64_t band = max_band; band >= 1; --band) {
+        // Every tile's buffers and the windows its copies bind must fit; then the tile pass must plan.
+        bool ok = true;
+        TileBuffers largest;
+        std::vector<ConvProblem> shapes;
+        for_each_tile(p, pass, plan.pieces, band, [&](const Tile& t) {
+            if (!ok || t.rows == 0) return;
+            const TileBuffers b = buffers_of(p, pass, t);
+            for (uint64_t floats : {b.in, b.filter, b.out})
+                if (floats * 4 > fits) ok = false;
+            const int64_t x_rows = std::min(t.H, p.H), c_all = p.C, k_all = p.K;
+            if (band_span_bytes(p, c_all, x_rows, p.W) > fits || band_span_bytes(p, k_all, t.rows, p.Q()) > fits ||
+                (pass == Pass::BackwardData && band_span_bytes(p, c_all, t.h1 - t.h0, p.W) > fits))
+                ok = false;
+            largest.in = std::max(largest.in, b.in), largest.filter = std::max(largest.filter, b.filter);
+            largest.bias = std::max(largest.bias, b.bias), largest.out = std::max(largest.out, b.out);
+            const ConvProblem q = tile_problem(p, t);
+            if (std::none_of(shapes.begin(), shapes.end(), [&](const ConvProblem& s) { return s.str() == q.str(); }))
+                shapes.push_back(q);
+        });
+        if (!ok || shapes.empty()) continue;
+        const uint64_t buffer_bytes =
+            round(largest.in) + round(largest.filter) + round(largest.bias) + round(largest.out);
+        if (options.workspace_limit) {
+            if (buffer_bytes >= options.workspace_limit) continue;
+            plan.tile_options.workspace_limit = options.workspace_limit - buffer_bytes;
+        }
+        // The algorithm is the same for every tile: the one given, or the heuristic's for the first tile.
+        try {
+            plan.algorithm = algorithm == Algorithm::Auto
+                                 ? heuristic_for_tile(context, shapes.front(), pass, plan.tile_options)
+                                 : algorithm;
+        } catch (const Error& e) {
+            if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
+            continue;
+        }
+        std::vector<uint64_t> own(pass == Pass::Forward ? 2 : 4, 0), slots;
+        plan.partial_products = plan.bias_pieces = 0;
+        for (const ConvProblem& q : shapes) {
+            uint32_t partial_products = 0, bias_pieces = 0;
+            if (!tile_pass_slots(context, q, pass, plan.algorithm, plan.tile_options, slots, partial_products,
+                                 bias_pieces)) {
+                ok = false;
+                break;
+            }
+            for (size_t i = 0; i < own.size(); ++i) own[i] = std::max(own[i], slots[i]);
+            plan.partial_products = std::max(plan.partial_products, partial_products);
+            plan.bias_pieces = std::max(plan.bias_pieces, bias_pieces);
+        }
+        if (!ok) continue;
+        plan.band = band;
+        if (pass == Pass::Forward && plan.algorithm == Algorithm::Mec)
+            plan.mec_schedule =
+                plan_forward(context, shapes.front(), plan.algorithm, plan.tile_options).lowered.schedule;
+        plan.slots = {largest.in, largest.filter, largest.bias, largest.out};
+        plan.slots.insert(plan.slots.end(), own.begin(), own.end());
+        // The tile pass's slots were each planned under the limit alone; their largest together must fit.
+        plan.workspace_bytes = 0;
+        for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
+        if (options.workspace_limit && plan.workspace_bytes > options.workspace_limit) continue;
+        plan.tiles = 0;
+        for_each_tile(p, pass, plan.pieces, band, [&](const Tile&) { ++plan.tiles; });
+        return plan;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+                     const ForwardOptions& options) {
+    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t per_filter = uint64_t(p.channels_per_group() * p.R * p.S) * 4;
+    if (per_filter + align > limit)
+        throw Error(ErrorCategory::Unsupported, "one filter (" + std::to_string(per_filter) +
+                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
+                                                    " bytes (" + p.str() + ")");
+    const int64_t rows_total = pass == Pass::BackwardData ? p.H : p.P();
+    // Pieces as large as a binding allows, halved until some band fits.
+    for (int64_t filters = std::min<int64_t>(p.K, int64_t((limit - align) / per_filter));; filters /= 2) {
+        if (auto plan = plan_with(context, p, pass, algorithm, options, std::max<int64_t>(1, filters), rows_total))
+            return *plan;
+        if (filters <= 1) break;
+    }
+    // Nothing fits. Under a workspace limit, say what the smallest tiles (one row, one filter) would need.
+    const std::string where = " in " + std::string(to_string(pass)) + " (" + p.str() + ")";
+    const std::string none = std::string("no tiling fits: ") +
+                             (algorithm == Algorithm::Auto ? std::string("no algorithm") : to_string(algorithm)) +
+                             " can run even tiles of one row and one filter whose bindings fit the limit of " +
+                             std::to_string(limit) + " bytes" + where;
+    if (!options.workspace_limit) throw Error(ErrorCategory::Unsupported, none);
+    ForwardOptions unlimited = options;
+    unlimited.workspace_limit = 0;
+    std::optional<TiledPlan> smallest;
+    std::vector<Algorithm> candidates{algorithm};
+    if (algorithm == Algorithm::Auto) {
+        candidates = {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec};
+        if (p.channels_per_group() == 1) candidates.push_back(Algorithm::Depthwise);
+    }
+    for (Algorithm a : candidates) {
+        auto plan = plan_with(context, p, pass, a, unlimited, 1, 1);
+        if (plan && (!smallest || plan->workspace_bytes < smallest->workspace_bytes)) smallest = plan;
+    }
+    if (!smallest) throw Error(ErrorCategory::Unsupported, none);
+    const std::string need = std::to_string(smallest->workspace_bytes) + " bytes (" + to_string(smallest->algorithm) +
+                             ", in tiles of one row and one filter), the workspace limit is " +
+                             std::to_string(options.workspace_limit) + " bytes";
+    if (algorithm == Algorithm::Auto)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "no algorithm fits: the smallest workspace any algorithm needs is " + need + where);
+    throw Error(ErrorCategory::Unsupported,
+                std::string(to_string(algorithm)) + ": its smallest tiles need " + need + where);
+}
+
+namespace {
+
+// One image of an operand (a user tensor, or a compact tile with n = 0) as copy_box sees it.
+struct ImageRef {
+    const Operand* operand;
+    int64_t n, C, H, W;
+    uint64_t image() const { return uint64_t(C * H * W); }
+};
+
+struct BoxPush {
+    uint32_t box_c, box_h, box_w;
+    uint32_t src_c, src_h, src_w;
+    int32_t src_c0, src_h0;
+    uint32_t src_shift;
+    uint32_t dst_c, dst_h, dst_w;
+    int32_t dst_c0, dst_h0;
+    uint32_t dst_shift;
+    uint32_t accumulate;
+    uint32_t base, count;
+};
+
+const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout) {
+    PipelineDesc desc;
+    desc.shader = "copy_box";
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(BoxPush);
+    desc.specialization = {kElementwiseWorkgroup, layout == Layout::NHWC ? 1u : 0u};
+    return context.pipelines->get(desc);
+}
+
+// Image-relative flat range [lo, hi) that channels [c0, c1) x rows [h0, h1) span (all columns).
+std::pair<uint64_t, uint64_t> span_of(Layout layout, const ImageRef& r, int64_t c0, int64_t c1, int64_t h0,
+                                      int64_t h1) {
+    if (layout == Layout::NHWC)
+        return {uint64_t((h0 * r.W) * r.C + c0), uint64_t(((h1 - 1) * r.W + r.W - 1) * r.C + c1)};
+    return {uint64_t((c0 * r.H + h0) * r.W), uint64_t(((c1 - 1) * r.H + h1 - 1) * r.W + r.W)};
+}
+
+// dst box (+)= src box: channels [c, c + box_c) and rows [h, h + box_h) from each origin; source positions
+// outside the source image read as zero. NCHW boxes go in runs of channels whose windows fit `limit`.
+void record_box(ContextImpl& context, CommandStream& stream, Layout layout, const ImageRef& src, int64_t src_c0,
+                int64_t src_h0, const ImageRef& dst, int64_t dst_c0, int64_t dst_h0, int64_t box_c, int64_t box_h,
+                bool accumulate, uint64_t limit) {
+    if (box_c <= 0 || box_h <= 0) return;
+    const uint64_t align = context.pool->alignment();
+    const Pipeline& pipeline = copy_box_pipeline(context, layout);
+
+    // Runs that keep both windows within the limit: of channels in NCHW (m channels of a box span
+    // ((m - 1) * H + box_h) * W floats), of rows in NHWC (m rows span at most m * W * C).
+    const int64_t H = std::max(src.H, dst.H), W = std::max(src.W, dst.W), C = std::max(src.C, dst.C);
+    const uint64_t fit = (limit > align ? limit - align : 0) / 4;
+    int64_t channel_run = box_c, row_run = box_h;
+    if (layout == Layout::NCHW) {
+        const uint64_t extra = fit > uint64_t(box_h * W) ? fit - uint64_t(box_h * W) : 0;
+        channel_run = std::max<int64_t>(1, std::min<int64_t>(box_c, 1 + int64_t(extra / (uint64_t(H) * W))));
+    } else {
+        row_run = std::max<int64_t>(1, std::min<int64_t>(box_h, int64_t(fit / (uint64_t(W) * C))));
+    }
+    for (int64_t c = 0; c < box_c; c += channel_run)
+        for (int64_t h = 0; h < box_h; h += row_run) {
+            const int64_t count_c = std::min(channel_run, box_c - c), count_h = std::min(row_run, box_h - h);
+            // Source: the part of the run inside the source image (nothing inside: any valid float).
+            const int64_t sc0 = std::max<int64_t>(0, src_c0 + c), sc1 = std::min(src.C, src_c0 + c + count_c);
+            const int64_t sh0 = std::max<int64_t>(0, src_h0 + h), sh1 = std::min(src.H, src_h0 + h + count_h);
+            Window sw;
+            uint64_t src_lo = 0;
+            if (sc0 < sc1 && sh0 < sh1) {
+                auto [lo, hi] = span_of(layout, src, sc0, sc1, sh0, sh1);
+                sw = window(*src.operand, uint64_t(src.n) * src.image() + lo, hi - lo, align);
+                src_lo = lo;
+            } else {
+                sw = window(*src.operand, 0, 1, align);
+            }
+            auto [dlo, dhi] = span_of(layout, dst, dst_c0 + c, dst_c0 + c + count_c, dst_h0 + h, dst_h0 + h + count_h);
+            const Window dw = window(*dst.operand, uint64_t(dst.n) * dst.image() + dlo, dhi - dlo, align);
+            BoxPush push{uint32_t(count_c),
+                         uint32_t(count_h),
+                         uint32_t(src.W),
+                         uint32_t(src.C),
+                         uint32_t(src.H),
+                         uint32_t(src.W),
+                         int32_t(src_c0 + c),
+                         int32_t(src_h0 + h),
+                         uint32_t(sw.delta - src_lo),
+                         uint32_t(dst.C),
+                         uint32_t(dst.H),
+                         uint32_t(dst.W),
+                         int32_t(dst_c0 + c),
+                         int32_t(dst_h0 + h),
+                         uint32_t(dw.delta - dlo),
+                         accumulate ? 1u : 0u,
+                         0,
+                         0};
+            const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
+            dispatch_elements(stream, pipeline, bindings, push, uint64_t(count_c * count_h * src.W));
+        }
+}
+
+// dst[dst_first, + count) (+)= src[src_first, + count): a run of floats, as a box of one row.
+void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
+                uint64_t dst_first, uint64_t count, bool accumulate) {
+    const uint64_t align = context.pool->alignment();
+    const Window sw = window(src, src_first, count, align), dw = window(dst, dst_first, count, align);
+    const uint32_t n = uint32_t(count);
+    const BoxPush push{
+        1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u, 0, 0};
+    const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
+    dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
+}
+
+std::span<const Operand> tile_pass_workspace(std::span<const Operand> workspace) {
+    return workspace.subspan(kTileBufferSlots);
+}
+
+}  // namespace
+
+void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledPlan& plan,
+                          const ForwardOperands& ops, std::span<const Operand> workspace) {
+    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
+    const int64_t per_filter = p.channels_per_group() * p.R * p.S;
+    int64_t loaded_k0 = -1;
+    for_each_tile(p, Pass::Forward, plan.pieces, plan.band, [&](const Tile& t) {
+        const ConvProblem q = tile_problem(p, t);
+        if (loaded_k0 != t.piece.k0) {  // a piece's filters (and bias) once, for all its tiles
+            record_run(context, stream, ops.filter, uint64_t(t.piece.k0 * per_filter), workspace[1], 0,
+                       uint64_t(q.filter_elements()), false);
+            if (ops.bias)
+                record_run(context, stream, ops.bias, uint64_t(t.piece.k0), workspace[2], 0, uint64_t(q.K), false);
+            loaded_k0 = t.piece.k0;
+        }
+        const ImageRef x{&ops.input, t.n, p.C, p.H, p.W}, x_tile{&workspace[0], 0, q.C, q.H, q.W};
+        record_box(context, stream, p.layout, x, t.piece.c0, t.hs, x_tile, 0, 0, q.C, q.H, false, limit);
+        ForwardOperands tile_ops;
+        tile_ops.input = {workspace[0].allocation, uint64_t(q.input_elements())};
+        tile_ops.filter = {workspace[1].allocation, uint64_t(q.filter_elements())};
+        if (ops.bias) tile_ops.bias = {workspace[2].allocation, uint64_t(q.K)};
+        tile_ops.output = {workspace[3].allocation, uint64_t(q.output_elements())};
+        const ForwardPlan tile_plan = plan_forward(context, q, plan.algorithm, plan.tile_options);
+        record_forward(context, stream, q, tile_plan, tile_ops, tile_pass_workspace(workspace));
+        const ImageRef y_tile{&workspace[3], 0, q.K, t.rows, p.Q()}, y{&ops.output, t.n, p.K, p.P(), p.Q()};
+        record_box(context, stream, p.layout, y_tile, 0, 0, y, t.piece.k0, t.p0, q.K, t.rows, false, limit);
+    });
+}
+
+void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                const TiledPlan& plan, const Operand& dy, const Operand& w, const Operand& dx,
+                                std::span<const Operand> workspace) {
+    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
+    const int64_t per_filter = p.channels_per_group() * p.R * p.S;
+    int64_t loaded_k0 = -1;
+    for_each_tile(p, Pass::BackwardData, plan.pieces, plan.band, [&](const Tile& t) {
+        const int64_t channels = t.piece.c1 - t.piece.c0;
+        const ImageRef dx_image{&dx, t.n, p.C, p.H, p.W};
+        const bool accumulate = !t.piece.first_of_channels;
+        if (t.rows == 0) {  // no dy row reaches these dx rows: zeros (nothing to add for later pieces)
+            if (!accumulate) {
+                const ImageRef nothing{&workspace[3], 0, channels, 0, p.W};
+                record_box(context, stream, p.layout, nothing, 0, 0, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
+                           false, limit);
+            }
+            return;
+        }
+        const ConvProblem q = tile_problem(p, t);
+        if (loaded_k0 != t.piece.k0) {
+            record_run(context, stream, w, uint64_t(t.piece.k0 * per_filter), workspace[1], 0,
+                       uint64_t(q.filter_elements()), false);
+            loaded_k0 = t.piece.k0;
+        }
+        const ImageRef dy_image{&dy, t.n, p.K, p.P(), p.Q()}, dy_tile{&workspace[0], 0, q.K, t.rows, p.Q()};
+        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_tile, 0, 0, q.K, t.rows, false, limit);
+        const BackwardPlan tile_plan = plan_backward(context, q, BackwardPass::Data, plan.algorithm, plan.tile_options);
+        record_backward_data(context, stream, q, tile_plan, {workspace[0].allocation, uint64_t(q.output_elements())},
+                             {workspace[1].allocation, uint64_t(q.filter_elements())},
+                             {workspace[3].allocation, uint64_t(q.input_elements())}, tile_pass_workspace(workspace));
+        // dx rows [h0, h1) are tile rows [h0 - hs, h1 - hs); tile rows past its extent read as zero.
+        const ImageRef dx_tile{&workspace[3], 0, q.C, q.H, q.W};
+        record_box(context, stream, p.layout, dx_tile, 0, t.h0 - t.hs, dx_image, t.piece.c0, t.h0, channels,
+                   t.h1 - t.h0, accumulate, limit);
+    });
+}
+
+void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                                  const TiledPlan& plan, const Operand& x, const Operand& dy, const Operand& dw,
+                                  const Operand& db, std::span<const Operand> workspace) {
+    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
+    const int64_t per_filter = p.channels_per_group() * p.R * p.S;
+    for_each_tile(p, Pass::BackwardFilter, plan.pieces, plan.band, [&](const Tile& t) {
+        const ConvProblem q = tile_problem(p, t);
+        const ImageRef x_image{&x, t.n, p.C, p.H, p.W}, x_tile{&workspace[0], 0, q.C, q.H, q.W};
+        record_box(context, stream, p.layout, x_image, t.piece.c0, t.hs, x_tile, 0, 0, q.C, q.H, false, limit);
+        const ImageRef dy_image{&dy, t.n, p.K, p.P(), p.Q()}, dy_tile{&workspace[3], 0, q.K, t.rows, p.Q()};
+        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_tile, 0, 0, q.K, t.rows, false, limit);
+        const BackwardPlan tile_plan =
+            plan_backward(context, q, BackwardPass::Filter, plan.algorithm, plan.tile_options);
+        const Operand dy_op{workspace[3].allocation, uint64_t(q.output_elements())};
+        const Operand dw_tile{workspace[1].allocation, uint64_t(q.filter_elements())};
+        const auto own = tile_pass_workspace(workspace);
+        record_backward_filter(context, stream, q, tile_plan, {workspace[0].allocation, uint64_t(q.input_elements())},
+                               dy_op, dw_tile, own);
+        record_run(context, stream, dw_tile, 0, dw, uint64_t(t.piece.k0 * per_filter), uint64_t(q.filter_elements()),
+                   !t.first);
+        if (db) {
+            const Operand db_tile{workspace[2].allocation, uint64_t(q.K)};
+            record_bias_grad(context, stream, q, tile_plan.bias, dy_op, db_tile, own[3]);
+            record_run(context, stream, db_tile, 0, db, uint64_t(t.piece.k0), uint64_t(q.K), !t.first);
+        }
+    });
+}
+
+namespace {
+
+// A run of `channels` output channels and `rows` output rows of one image, as a problem of its own whose
+// output is that box: what the bias-gradient kernel sums.
+ConvProblem bias_tile(const ConvProblem& p, int64_t channels, int64_t rows) {
+    ConvProblem q;
+    q.N = 1, q.C = 1, q.H = rows, q.W = p.Q(), q.K = channels, q.R = 1, q.S = 1;
+    q.layout = p.layout, q.has_bias = true;
+    return q;
+}
+
+}  // namespace
+
+bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
+    const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
+    return uint64_t(p.K * p.P() * p.Q()) * 4 + align > limit;
+}
+
+TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
+    const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
+    const uint64_t fits = limit > align ? limit - align : 0;
+    auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
+    const int64_t P = p.P(), Q = p.Q();
+    for (int64_t channels = p.K; channels >= 1; channels = channels > 1 ? (channels + 1) / 2 : 0) {
+        for (int64_t band = P; band >= 1; --band) {
+            if (uint64_t(channels * band * Q) * 4 > fits || band_span_bytes(p, p.K, band, Q) > fits) continue;
+            TiledBiasPlan plan;
+            plan.channels = channels, plan.band = band;
+            // The partial sums of the largest of the four tile shapes (full or last run of channels, full
+            // or last band): a narrower run can take more pieces.
+            uint64_t partials = 0;
+            for (int64_t c : {channels, p.K - (p.K - 1) / channels * channels})
+                for (int64_t b : {band, P - (P - 1) / band * band}) {
+                    const BiasPlan tile = plan_bias_grad(context, bias_tile(p, c, b), 0);
+                    partials = std::max(partials, tile.partial_floats);
+                    plan.bias_pieces = std::max(plan.bias_pieces, static_cast<uint32_t>(tile.pieces));
+                }
+            plan.slots = {uint64_t(channels * band * Q), uint64_t(channels), partials};
+            for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
+            plan.tiles = uint32_t((p.K + channels - 1) / channels * p.N * ((P + band - 1) / band));
+            return plan;
+        }
+        if (channels == 1) break;
+    }
+    throw Error(ErrorCategory::Unsupported, std::string("backward_bias: one row of grad_output (") +
+                                                (p.layout == Layout::NHWC ? "all channels" : "one channel") +
+                                                ") exceeds the binding limit of " + std::to_string(limit) + " bytes (" +
+                                                p.str() + ")");
+}
+
+void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledBiasPlan& plan,
+                       const Operand& dy, const Operand& db, std::span<const Operand> workspace) {
+    const uint64_t limit = context.device->limits().maxStorageBufferRange;
+    const int64_t P = p.P(), Q = p.Q();
+    for (int64_t k0 = 0; k0 < p.K; k0 += plan.channels) {
+        const int64_t channels = std::min(plan.channels, p.K - k0);
+        bool first = true;
+        for (int64_t n = 0; n < p.N; ++n)
+            for (int64_t p0 = 0; p0 < P; p0 += plan.band) {
+                const int64_t rows = std::min(plan.band, P - p0);
+                const ConvProblem q = bias_tile(p, channels, rows);
+                const ImageRef dy_image{&dy, n, p.K, P, Q}, dy_tile{&workspace[0], 0, channels, rows, Q};
+                record_box(context, stream, p.layout, dy_image, k0, p0, dy_tile, 0, 0, channels, rows, false, limit);
+                const Operand dy_op{workspace[0].allocation, uint64_t(channels * rows * Q)};
+                const Operand db_tile{workspace[1].allocation, uint64_t(channels)};
+                record_bias_grad(context, stream, q, plan_bias_grad(context, q, 0), dy_op, db_tile, workspace[2]);
+                record_run(context, stream, db_tile, 0, db, uint64_t(k0), uint64_t(channels), !first);
+                first = false;
+            }
+    }
+}
+
+}  // namespace vkconv::detail

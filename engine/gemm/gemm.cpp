@@ -1,0 +1,174 @@
+#include "gemm/gemm.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "vulkan/shader_limits.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct GemmPush {
+    uint32_t M, N, K;
+    uint32_t a_offset, a_stride_m, a_stride_k, a_batch_i, a_batch_j;
+    uint32_t b_offset, b_stride_k, b_stride_n, b_batch_i, b_batch_j;
+    uint32_t c_offset, c_stride_m, c_stride_n, c_batch_i, c_batch_j;
+    uint32_t batch_j_count, batch_base;
+    uint32_t a_k_segment, a_k_segment_stride;
+    uint32_t a_m_segment, a_m_segment_stride;
+    float alpha, beta;
+    uint32_t bias_offset;
+};
+static_assert(sizeof(GemmPush) <= 128);
+
+uint32_t u32(uint64_t value, const char* what) {
+    if (value > UINT32_MAX) throw Error(ErrorCategory::Unsupported, std::string("GEMM ") + what + " exceeds 32 bits");
+    return static_cast<uint32_t>(value);
+}
+
+bool multiple_of_4(std::initializer_list<uint64_t> values) {
+    return std::all_of(values.begin(), values.end(), [](uint64_t v) { return v % 4 == 0; });
+}
+
+}  // namespace
+
+const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem) {
+    return pick_gemm_config(context.gemm_configs(), problem.M, problem.N, uint64_t{problem.batch_i} * problem.batch_j);
+}
+
+void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
+    if (p.M == 0 || p.N == 0 || p.batch_i == 0 || p.batch_j == 0) return;
+    // lavapipe ends a shader's loops after 65535 iterations per invocation (shader_limits.hpp): a longer
+    // reduction runs as GEMMs over pieces of K (whole segments of A), in order, each after the first
+    // adding into C.
+    const uint32_t k_unit = p.a_k_segment ? p.a_k_segment : 1;
+    const uint32_t k_piece = std::max(k_unit, kMaxLoopIterations / k_unit * k_unit);
+    if (p.K > kMaxLoopIterations && k_piece < p.K) {
+        for (uint32_t k0 = 0; k0 < p.K; k0 += k_piece) {
+            GemmProblem part = p;
+            part.K = std::min(k_piece, p.K - k0);
+            part.a.offset +=
+                p.a_k_segment ? uint64_t(k0 / k_unit) * p.a_k_segment_stride : uint64_t(k0) * p.a.stride_col;
+            part.b.offset += uint64_t(k0) * p.b.stride_row;
+            if (k0 > 0) {
+                part.beta = 1.0f;
+                part.bias = {};  // added once, with the first piece
+            }
+            record_gemm(context, stream, part, forced);
+        }
+        return;
+    }
+    const GemmConfig& config = forced ? *forced : choose_gemm_config(context, p);
+    const bool has_bias = p.bias.size > 0;
+    const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);
+    const uint32_t segment_stride = p.a_k_segment ? p.a_k_segment_stride : segment;
+
+    // vec4 loads need every offset a vec4 load can start from to be a multiple of 4 floats.
+    const auto& a = p.a;
+    const auto& b = p.b;
+    // (With row segments, every segment's origin moves by a_m_segment_stride: it must keep alignment too.)
+    const bool a_offsets = multiple_of_4({a.offset, a.batch_i, a.batch_j, p.a_m_segment ? p.a_m_segment_stride : 0});
+    const bool b_offsets = multiple_of_4({b.offset, b.batch_i, b.batch_j});
+    const bool a_vec4_k = a.stride_col == 1 && a_offsets && multiple_of_4({a.stride_row, p.K, segment, segment_stride});
+    // (Row segments must hold whole vec4s; a_offsets checked their stride.)
+    const bool a_vec4_m = !a_vec4_k && p.a_m_segment % 4 == 0 && a.stride_row == 1 && a_offsets &&
+                          multiple_of_4({a.stride_col, p.M, p.a_k_segment ? segment_stride : 0});
+    const bool b_vec4_k = b.stride_row == 1 && b_offsets && multiple_of_4({b.stride_col, p.K});
+    // (Along M or N the last vec4 must not run past the matrix: M or N a multiple of 4 too.)
+    const bool b_vec4_n = !b_vec4_k && b.stride_col == 1 && b_offsets && multiple_of_4({b.stride_row, p.N});
+
+    PipelineDesc desc;
+    desc.shader = config.shader();
+    const bool texel = config.access != GemmAccess::StorageBuffer;
+    const VkDescriptorType operand_type =
+        config.access == GemmAccess::StorageTexel   ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
+        : config.access == GemmAccess::UniformTexel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                    : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    desc.bindings = {operand_type,
+                     operand_type,
+                     operand_type,
+                     operand_type,
+                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    desc.push_constant_bytes = sizeof(GemmPush);
+    if (config.kernel == GemmKernel::Registers) {
+        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn,          a_vec4_k,          a_vec4_m,
+                               b_vec4_k,    b_vec4_n,    has_bias,  p.a_k_segment != 0, p.a_m_segment != 0};
+    } else {
+        const bool a_k_fast = a.stride_col == 1, b_n_fast = b.stride_col == 1;
+        desc.specialization = {config.wg_n,
+                               config.wg_m,
+                               config.tm,
+                               config.tn,
+                               config.bk,
+                               a_k_fast,
+                               b_n_fast,
+                               has_bias,
+                               p.a_k_segment != 0,
+                               p.a_m_segment != 0,
+                               a_k_fast ? a_vec4_k : a_vec4_m,
+                               b_n_fast ? b_vec4_n : b_vec4_k};
+    }
+    const Pipeline& pipeline = context.pipelines->get(desc);
+
+    const VkFormat vec4 = texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
+    const VkFormat scalar = texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED;
+    // Without a bias the shader never reads binding 5, but it must be bound: C stands in (read-only use).
+    const BufferRange bias = has_bias ? p.bias : p.c.range;
+    const std::array<Binding, 6> bindings{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
+                                          Binding{b.range, false, vec4}, Binding{b.range, false, scalar},
+                                          Binding{p.c.range, true},      Binding{bias, false}};
+
+    GemmPush push{};
+    push.K = p.K;
+    push.a_stride_m = u32(a.stride_row, "stride"), push.a_stride_k = u32(a.stride_col, "stride");
+    push.a_batch_i = u32(a.batch_i, "batch stride"), push.a_batch_j = u32(a.batch_j, "batch stride");
+    push.b_stride_k = u32(b.stride_row, "stride"), push.b_stride_n = u32(b.stride_col, "stride");
+    push.b_batch_i = u32(b.batch_i, "batch stride"), push.b_batch_j = u32(b.batch_j, "batch stride");
+    push.c_stride_m = u32(p.c.stride_row, "stride"), push.c_stride_n = u32(p.c.stride_col, "stride");
+    push.c_batch_i = u32(p.c.batch_i, "batch stride"), push.c_batch_j = u32(p.c.batch_j, "batch stride");
+    push.batch_j_count = p.batch_j;
+    push.a_k_segment = segment, push.a_k_segment_stride = segment_stride;
+    // Without m segments, one segment spans every row (and the grid split below moves whole rows).
+    push.a_m_segment = p.a_m_segment ? p.a_m_segment : UINT32_MAX;
+    push.a_m_segment_stride = p.a_m_segment_stride;
+    push.alpha = p.alpha, push.beta = p.beta;
+    push.bias_offset = u32(p.bias_offset, "bias offset");
+
+    // Split the grid where it exceeds the workgroup-count limits: in M and N by moving the operands'
+    // origins (tile-sized steps keep vec4 alignment), in the batch by its base index.
+    const uint64_t max_x = context.device->max_workgroups(0), max_y = context.device->max_workgroups(1),
+                   max_z = context.device->max_workgroups(2);
+    const uint64_t step_n = max_x * config.tile_n(), step_m = max_y * config.tile_m();
+    const uint64_t batches = uint64_t{p.batch_i} * p.batch_j;
+    // A grid split in M must start at a segment boundary so later rows keep their segment positions.
+    const uint64_t step_m_rows = p.a_m_segment ? std::max<uint64_t>(step_m / p.a_m_segment, 1) * p.a_m_segment : step_m;
+    auto row_offset = [&](uint64_t m) {
+        return p.a_m_segment ? m / p.a_m_segment * p.a_m_segment_stride + m % p.a_m_segment * a.stride_row
+                             : m * a.stride_row;
+    };
+    if ((step_m_rows + config.tile_m() - 1) / config.tile_m() > max_y)
+        throw Error(ErrorCategory::Unsupported, "GEMM row segments of " + std::to_string(p.a_m_segment) +
+                                                    " rows exceed one dispatch's workgroup limit");
+    for (uint64_t m0 = 0; m0 < p.M; m0 += step_m_rows) {
+        for (uint64_t n0 = 0; n0 < p.N; n0 += step_n) {
+            for (uint64_t z0 = 0; z0 < batches; z0 += max_z) {
+                const uint64_t m_count = std::min<uint64_t>(step_m_rows, p.M - m0);
+                const uint64_t n_count = std::min<uint64_t>(step_n, p.N - n0);
+                push.M = static_cast<uint32_t>(m_count), push.N = static_cast<uint32_t>(n_count);
+                push.a_offset = u32(a.offset + row_offset(m0), "offset");
+                push.b_offset = u32(b.offset + n0 * b.stride_col, "offset");
+                push.c_offset = u32(p.c.offset + m0 * p.c.stride_row + n0 * p.c.stride_col, "offset");
+                push.bias_offset = u32(p.bias_offset + n0, "bias offset");
+                push.batch_base = static_cast<uint32_t>(z0);
+                stream.dispatch(pipeline, bindings, &push,
+                                static_cast<uint32_t>((n_count + config.tile_n() - 1) / config.tile_n()),
+                                static_cast<uint32_t>((m_count + config.tile_m() - 1) / config.tile_m()),
+                                static_cast<uint32_t>(std::min<uint64_t>(max_z, batches - z0)));
+            }
+        }
+    }
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,48 @@
+// The GEMM every lowering and backward pass runs through (shaders gemm_registers / gemm_shared).
+//
+// C = alpha * A * B + beta * C (+ bias[n]) over a two-level batch, every operand described by strides in
+// floats from the start of its bound range, so transposes, MEC's overlapping windows and output layouts
+// are descriptions, not copies. record_gemm picks the device's configuration for the problem's size (or
+// the forced one), checks which operands allow vec4 loads, and splits the grid where it exceeds the
+// device's workgroup-count limits.
+#pragma once
+
+#include <cstdint>
+
+#include "vulkan/command_stream.hpp"
+#include "context/context_impl.hpp"
+#include "gemm/gemm_config.hpp"
+
+namespace vkconv::detail {
+
+struct GemmMatrix {
+    BufferRange range;        // the bound memory
+    uint64_t offset = 0;      // floats from range.offset to element (0, 0) of batch (0, 0)
+    uint64_t stride_row = 0;  // A: per m; B: per k; C: per m
+    uint64_t stride_col = 0;  // A: per k; B: per n; C: per n
+    uint64_t batch_i = 0, batch_j = 0;
+};
+
+struct GemmProblem {
+    uint32_t M = 0, N = 0, K = 0;
+    GemmMatrix a, b, c;
+    uint32_t batch_i = 1, batch_j = 1;
+    float alpha = 1.0f, beta = 0.0f;
+    BufferRange bias;          // size 0: no bias
+    uint64_t bias_offset = 0;  // floats
+    // A's k dimension in segments: k sits (k / a_k_segment) * a_k_segment_stride + (k % a_k_segment) *
+    // a.stride_col floats from the row's start. 0: uniform (k * a.stride_col).
+    uint32_t a_k_segment = 0, a_k_segment_stride = 0;
+    // A's rows in segments: row m starts at (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
+    // a.stride_row. 0: uniform rows.
+    uint32_t a_m_segment = 0, a_m_segment_stride = 0;
+};
+
+// The configuration record_gemm would choose for this shape.
+const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem);
+
+// Records the GEMM into `stream`. `config`: force one (tests, benchmarks); nullptr: choose.
+void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& problem,
+                 const GemmConfig* config = nullptr);
+
+}  // namespace vkconv::detail

@@ -1,0 +1,90 @@
+// The public GEMM entry point: shape checks, then one record_gemm.
+#include <chrono>
+
+#include "gemm/gemm.hpp"
+#include "context/tensor_storage.hpp"
+#include "vkconv/gemm.hpp"
+
+namespace vkconv {
+namespace {
+
+Error bad(const std::string& message) {
+    return Error(ErrorCategory::InvalidArgument, "gemm: " + message);
+}
+
+}  // namespace
+
+std::vector<std::string> gemm_configurations(const Context& context) {
+    std::vector<std::string> names;
+    for (const auto& c : detail::impl_of(context).gemm_configs().all) names.push_back(c.name);
+    return names;
+}
+
+GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    impl.device->throw_if_lost();
+    for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) {
+        if (t->empty()) throw bad("empty tensor");
+        if (t->storage()->context.get() != &impl) throw bad("a tensor belongs to another context");
+    }
+    const size_t rank = a.shape().size();
+    if ((rank != 2 && rank != 3) || b.shape().size() != rank || c.shape().size() != rank)
+        throw bad("a, b and c must all be 2-D, or all 3-D with a leading batch dimension; got " +
+                  shape_string(a.shape()) + ", " + shape_string(b.shape()) + ", " + shape_string(c.shape()));
+    const size_t o = rank - 2;
+    const int64_t batch = rank == 3 ? a.shape()[0] : 1;
+    if (rank == 3 && (b.shape()[0] != batch || c.shape()[0] != batch))
+        throw bad("batch sizes differ: " + shape_string(a.shape()) + ", " + shape_string(b.shape()) + ", " +
+                  shape_string(c.shape()));
+    const int64_t M = options.transpose_a ? a.shape()[o + 1] : a.shape()[o];
+    const int64_t K = options.transpose_a ? a.shape()[o] : a.shape()[o + 1];
+    const int64_t Kb = options.transpose_b ? b.shape()[o + 1] : b.shape()[o];
+    const int64_t N = options.transpose_b ? b.shape()[o] : b.shape()[o + 1];
+    if (K != Kb)
+        throw bad("inner dimensions differ: op(a) is " + std::to_string(M) + "x" + std::to_string(K) + ", op(b) is " +
+                  std::to_string(Kb) + "x" + std::to_string(N));
+    if (c.shape()[o] != M || c.shape()[o + 1] != N)
+        throw bad("c has shape " + shape_string(c.shape()) + ", expected " + std::to_string(M) + "x" +
+                  std::to_string(N));
+    if (detail::overlaps(a, c) || detail::overlaps(b, c)) throw bad("c must not share memory with a or b");
+    if (a.elements() > UINT32_MAX || b.elements() > UINT32_MAX || c.elements() > UINT32_MAX)
+        throw Error(ErrorCategory::Unsupported, "gemm: operands beyond 2^32 elements");
+
+    const detail::GemmConfig* config = nullptr;
+    if (!options.configuration.empty()) {
+        for (const auto& candidate : impl.gemm_configs().all)
+            if (candidate.name == options.configuration) config = &candidate;
+        if (!config) throw bad("unknown configuration '" + options.configuration + "'");
+    }
+    auto range = [](const Tensor& t) {
+        const auto alloc = detail::allocation_of(t);
+        return detail::BufferRange{alloc.buffer, alloc.offset, alloc.size};
+    };
+    detail::GemmProblem p;
+    p.M = static_cast<uint32_t>(M), p.N = static_cast<uint32_t>(N), p.K = static_cast<uint32_t>(K);
+    p.a = {range(a),        0, options.transpose_a ? 1u : uint64_t(K), options.transpose_a ? uint64_t(M) : 1u,
+           uint64_t(M * K), 0};
+    p.b = {range(b),        0, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
+           uint64_t(K * N), 0};
+    p.c = {range(c), 0, uint64_t(N), 1, uint64_t(M * N), 0};
+    p.batch_i = static_cast<uint32_t>(batch);
+    p.alpha = options.alpha, p.beta = options.beta;
+    if (!config) config = &detail::choose_gemm_config(impl, p);
+
+    detail::CommandStream stream(*impl.device);
+    const auto start = std::chrono::steady_clock::now();
+    stream.begin_timing();
+    detail::record_gemm(impl, stream, p, config);
+    stream.end_timing();
+    stream.submit_and_wait();
+    GemmStats stats;
+    stats.configuration = config->name;
+    stats.gpu_timed = stream.gpu_ms() >= 0;
+    stats.gpu_ms = stats.gpu_timed
+                       ? stream.gpu_ms()
+                       : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    stats.dispatches = stream.dispatch_count();
+    return stats;
+}
+
+}  // namespace vkconv

@@ -1,0 +1,156 @@
+#include "gemm/gemm_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vkconv::detail {
+namespace {
+
+const char* access_name(GemmAccess access) {
+    switch (access) {
+        case GemmAccess::StorageBuffer:
+            return "ssbo";
+        case GemmAccess::StorageTexel:
+            return "texel";
+        case GemmAccess::UniformTexel:
+            return "utexel";
+    }
+    return "?";
+}
+
+GemmConfig make(GemmKernel kernel, GemmAccess access, uint32_t wg_m, uint32_t wg_n, uint32_t tm, uint32_t tn,
+                uint32_t bk = 16) {
+    GemmConfig c;
+    c.kernel = kernel, c.access = access, c.wg_m = wg_m, c.wg_n = wg_n, c.tm = tm, c.tn = tn, c.bk = bk;
+    c.name = std::string(kernel == GemmKernel::Registers ? "registers-" : "shared-") + access_name(access) + "-" +
+             std::to_string(c.tile_m()) + "x" + std::to_string(c.tile_n()) + "-t" + std::to_string(tm) + "x" +
+             std::to_string(tn);
+    if (kernel == GemmKernel::Shared) c.name += "-k" + std::to_string(bk);
+    return c;
+}
+
+bool buffer_feature(const Device& device, VkFormat format, VkFormatFeatureFlags feature) {
+    VkFormatProperties props{};
+    vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
+    return (props.bufferFeatures & feature) == feature;
+}
+
+}  // namespace
+
+uint32_t GemmConfig::shared_bytes() const {
+    return kernel == GemmKernel::Shared ? (tile_m() + 1 + tile_n() + 1) * bk * 4 : 0;
+}
+
+std::string GemmConfig::shader() const {
+    if (kernel == GemmKernel::Shared) {
+        // Build variants with the register block fixed at compile time (shaders/CMakeLists.txt).
+        const std::string base = access == GemmAccess::StorageBuffer ? "gemm_shared_ssbo" : "gemm_shared_texel";
+        return base + "_t" + std::to_string(tm) + "x" + std::to_string(tn);
+    }
+    switch (access) {
+        case GemmAccess::StorageBuffer:
+            return "gemm_registers_ssbo";
+        case GemmAccess::StorageTexel:
+            return "gemm_registers_texel";
+        case GemmAccess::UniformTexel:
+            return "gemm_registers_utexel";
+    }
+    return "";
+}
+
+std::string gemm_config_problem(const Device& device, const GemmConfig& config) {
+    const auto& limits = device.limits();
+    if (config.wg_m * config.wg_n > limits.maxComputeWorkGroupInvocations)
+        return "workgroup of " + std::to_string(config.wg_m * config.wg_n) + " invocations exceeds the device limit";
+    if (config.wg_n > limits.maxComputeWorkGroupSize[0] || config.wg_m > limits.maxComputeWorkGroupSize[1])
+        return "workgroup size exceeds maxComputeWorkGroupSize";
+    if (config.shared_bytes() > limits.maxComputeSharedMemorySize)
+        return "needs " + std::to_string(config.shared_bytes()) + " bytes of shared memory";
+    if (config.kernel == GemmKernel::Registers && (config.tm % 4 || config.tn % 4))
+        return "register blocks must be multiples of 4";
+    if (config.kernel == GemmKernel::Shared && config.access == GemmAccess::UniformTexel)
+        return "no shared-memory kernel reads uniform texel buffers";
+    const VkFormatFeatureFlags feature =
+        config.access == GemmAccess::StorageTexel   ? VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT
+        : config.access == GemmAccess::UniformTexel ? VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
+                                                    : 0;
+    if (feature && !(buffer_feature(device, VK_FORMAT_R32_SFLOAT, feature) &&
+                     buffer_feature(device, VK_FORMAT_R32G32B32A32_SFLOAT, feature)))
+        return "the device cannot use R32/R32G32B32A32_SFLOAT texel buffers this way";
+    return "";
+}
+
+GemmConfigTable make_gemm_configs(const Device& device) {
+    using K = GemmKernel;
+    using A = GemmAccess;
+    // Families in order of preference. CPU implementations want the register kernel reading texel buffers
+    // (lavapipe's cheap load path), GPUs the shared-memory kernel. Within a family, tile shapes from square
+    // to skinny (a skinny tile keeps small-M products, like MEC's Q-row GEMMs of late layers, from padding).
+    struct Shape {
+        uint32_t wg_m, wg_n, tm, tn;
+    };
+    const bool cpu = device.info().type == "CPU";
+    // Register shapes mostly keep at least 8 lanes along N, so a lavapipe subgroup shares its A rows. The
+    // narrow ones (4 and 2 lanes along N) are for products 8 to 32 columns wide, like backward-data of
+    // layers with 3 input channels (N = R*S*C = 27 or S*C = 9), where a 64-wide tile is mostly padding;
+    // pick_gemm_config offers them only there, discounted for their unshared A rows.
+    const std::vector<Shape> register_shapes = {{8, 8, 8, 8}, {2, 32, 8, 8}, {1, 64, 8, 8}, {8, 8, 4, 4},
+                                                {4, 4, 4, 4}, {1, 16, 8, 4}, {8, 4, 8, 8}, {16, 2, 8, 8}};
+    // 256-invocation shapes run only where maxComputeWorkGroupInvocations allows (checked below).
+    // (An 8x8 block per invocation measured 14x slower than 4x4 on an H100: it spills.)
+    const std::vector<Shape> shared_shapes = {{16, 16, 4, 4}, {8, 16, 8, 4}, {8, 8, 4, 4}, {8, 8, 2, 2}, {1, 64, 4, 2}};
+    std::vector<std::vector<GemmConfig>> families;
+    auto family = [&](K kernel, A access, const std::vector<Shape>& shapes) {
+        std::vector<GemmConfig> configs;
+        for (const auto& s : shapes) configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn));
+        families.push_back(std::move(configs));
+    };
+    if (cpu) {
+        for (A access : {A::StorageTexel, A::UniformTexel, A::StorageBuffer})
+            family(K::Registers, access, register_shapes);
+        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}});
+    } else {
+        for (A access : {A::StorageBuffer, A::StorageTexel}) family(K::Shared, access, shared_shapes);
+        family(K::Registers, A::StorageTexel, {{8, 8, 8, 8}});
+        family(K::Registers, A::StorageBuffer, {{8, 8, 4, 4}});
+    }
+
+    GemmConfigTable table;
+    table.wanted_workgroups = cpu ? 8 : 264;
+    for (const auto& configs : families) {
+        size_t valid = 0;
+        for (const auto& config : configs)
+            if (gemm_config_problem(device, config).empty()) table.all.push_back(config), ++valid;
+        if (table.preferred == 0) table.preferred = valid;
+    }
+    // The fallback fits every device the spec allows: 64 invocations, no shared memory, storage buffers.
+    const GemmConfig fallback = make(K::Registers, A::StorageBuffer, 8, 8, 4, 4);
+    if (std::none_of(table.all.begin(), table.all.end(), [&](const GemmConfig& c) { return c.name == fallback.name; }))
+        table.all.push_back(fallback);
+    if (table.preferred == 0) table.preferred = table.all.size();
+    return table;
+}
+
+const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uint64_t N, uint64_t batches) {
+    const GemmConfig* best = &table.all.front();
+    double best_score = -1;
+    for (size_t i = 0; i < table.preferred; ++i) {
+        const GemmConfig& c = table.all[i];
+        const uint64_t tiles_m = (M + c.tile_m() - 1) / c.tile_m(), tiles_n = (N + c.tile_n() - 1) / c.tile_n();
+        const double used = double(M * N) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
+        double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);  // FMAs per loaded value
+        // Fewer than 8 lanes along N: a CPU subgroup spans several rows and loads their A values apart
+        // (measured on lavapipe: about 1.5x slower per FLOP at 4 lanes). Worth it only where a 64-wide
+        // tile would be mostly padding, and not for N < 8, where every tile is.
+        if (c.kernel == GemmKernel::Registers && c.wg_n < 8) {
+            if (N > 32 || N < 8) continue;
+            reuse *= std::sqrt(double(c.wg_n) / 8.0);
+        }
+        const double busy = std::min(1.0, double(tiles_m * tiles_n * batches) / double(table.wanted_workgroups));
+        const double score = used * reuse * busy;
+        if (score > best_score) best_score = score, best = &c;
+    }
+    return *best;
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,56 @@
+// GEMM tile configurations: data, chosen per device and per problem shape.
+//
+// Each configuration names a kernel (registers: no shared memory, vec4 register blocks, for CPU
+// implementations where loads are what costs; shared: shared-memory tiles, for GPUs), an operand access
+// path (storage buffers, storage texel buffers, uniform texel buffers) and its tile geometry. At context
+// start-up every candidate is checked against the device (workgroup size and invocation limits, shared
+// memory, the texel formats' buffer features); what fails is dropped, and a small storage-buffer
+// register kernel that fits the spec minimums is always there as the fallback.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vulkan/device.hpp"
+
+namespace vkconv::detail {
+
+enum class GemmKernel { Registers, Shared };
+enum class GemmAccess { StorageBuffer, StorageTexel, UniformTexel };
+
+struct GemmConfig {
+    std::string name;  // e.g. "registers-texel-8x8x8x8"
+    GemmKernel kernel = GemmKernel::Registers;
+    GemmAccess access = GemmAccess::StorageBuffer;
+    uint32_t wg_m = 8, wg_n = 8;  // invocations
+    uint32_t tm = 4, tn = 4;      // values per invocation
+    uint32_t bk = 16;             // K step through shared memory (shared kernel only)
+
+    uint32_t tile_m() const { return wg_m * tm; }
+    uint32_t tile_n() const { return wg_n * tn; }
+    uint32_t shared_bytes() const;
+    std::string shader() const;
+};
+
+struct GemmConfigTable {
+    std::vector<GemmConfig> all;  // every configuration valid on this device, the preferred family first
+    // How many of `all`, from the front, form the preferred family (one kernel and access path in several
+    // tile shapes); choose_gemm_config picks among them by problem shape.
+    size_t preferred = 0;
+    // Workgroups that keep the device busy (a few per core on a CPU device, hundreds on a GPU).
+    uint64_t wanted_workgroups = 8;
+};
+
+// The configurations valid on `device`, its preferred family first.
+GemmConfigTable make_gemm_configs(const Device& device);
+
+// The preferred configuration for an M x N product over `batches` batch entries: the tile shape that wastes
+// least of its padded area, with the most register reuse, among those that give the device enough
+// workgroups.
+const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uint64_t N, uint64_t batches);
+
+// Why `config` cannot run on `device`, or an empty string when it can.
+std::string gemm_config_problem(const Device& device, const GemmConfig& config);
+
+}  // namespace vkconv::detail

@@ -1,0 +1,236 @@
+// find_algorithms: every applicable algorithm run, timed and spot-checked on synthetic operands; and
+// Algorithm::Auto's use of it through the context's cache.
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <random>
+
+#include "conv/auto_choice.hpp"
+#include "context/context_impl.hpp"
+#include "conv/backward_plan.hpp"
+#include "conv/depthwise/depthwise.hpp"
+#include "conv/tiled/tiled.hpp"
+#include "select/find_cache.hpp"
+#include "select/sampled_reference.hpp"
+
+namespace vkconv {
+
+const char* to_string(Pass pass) noexcept {
+    switch (pass) {
+        case Pass::Forward:
+            return "forward";
+        case Pass::BackwardData:
+            return "backward-data";
+        case Pass::BackwardFilter:
+            return "backward-filter";
+    }
+    return "unknown";
+}
+
+Pass parse_pass(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+        if (name == to_string(pass)) return pass;
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown pass '" + std::string(text) + "' (expected forward, backward-data or backward-filter)");
+}
+
+namespace {
+
+constexpr size_t kVerifiedSamples = 64;
+
+std::vector<float> synthetic_values(int64_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    // Positive: nothing cancels, so the fp32 bound is tight enough that a sum cut short fails verification
+    // (with random signs a long sum is small next to its bound).
+    std::uniform_real_distribution<float> dist(0.5f, 1.0f);
+    std::vector<float> values(static_cast<size_t>(count));
+    for (float& v : values) v = dist(rng);
+    return values;
+}
+
+// The pass's operands, synthetic, and one way to run it with a given algorithm.
+struct Bench {
+    Context& context;
+    Pass pass;
+    const ConvProblem& problem;
+    std::vector<float> a, b, bias;  // as sampled_error_over_bound takes them
+    Tensor ta, tb, tbias, result, grad_bias;
+
+    Bench(Context& ctx, Pass ps, const ConvProblem& p) : context(ctx), pass(ps), problem(p) {
+        const Shape a_shape = pass == Pass::BackwardData ? p.output_shape() : p.input_shape();
+        const Shape b_shape = pass == Pass::BackwardFilter ? p.output_shape() : p.filter_shape();
+        const Shape result_shape = pass == Pass::Forward        ? p.output_shape()
+                                   : pass == Pass::BackwardData ? p.input_shape()
+                                                                : p.filter_shape();
+        a = synthetic_values(shape_elements(a_shape), 1);
+        b = synthetic_values(shape_elements(b_shape), 2);
+        ta = Tensor::from_host(ctx, a_shape, a);
+        tb = Tensor::from_host(ctx, b_shape, b);
+        result = Tensor(ctx, result_shape);
+        if (p.has_bias && pass == Pass::Forward) {
+            bias = synthetic_values(p.K, 3);
+            tbias = Tensor::from_host(ctx, p.bias_shape(), bias);
+        }
+        // Backward-filter with a bias computes db in the same pass, as a training step would ask for it.
+        if (p.has_bias && pass == Pass::BackwardFilter) grad_bias = Tensor(ctx, p.bias_shape());
+    }
+
+    RunStats run(Algorithm algorithm, const ForwardOptions& options) {
+        switch (pass) {
+            case Pass::Forward:
+                return forward(context, problem, ta, tb, tbias.empty() ? nullptr : &tbias, result, algorithm, options);
+            case Pass::BackwardData:
+                return backward_data(context, problem, ta, tb, result, algorithm, options);
+            case Pass::BackwardFilter:
+                return backward_filter(context, problem, ta, tb, result, grad_bias.empty() ? nullptr : &grad_bias,
+                                       algorithm, options);
+        }
+        return {};
+    }
+};
+
+detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& problem, const ForwardOptions& options) {
+    if (pass == Pass::Forward) return {choose_forward_algorithm(context, problem, options), options.mec_schedule};
+    detail::ContextImpl& impl = detail::impl_of(context);
+    if (detail::needs_tiling(impl, problem, Algorithm::Auto, options))
+        return {detail::plan_tiled(impl, problem, pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
+    const auto backward_pass = detail::backward_pass_of(pass);
+    return {
+        detail::or_tiled_direct(
+            impl, problem, pass, options,
+            [&] { return detail::plan_backward(impl, problem, backward_pass, Algorithm::Auto, options).algorithm; }),
+        MecSchedule::Auto};
+}
+
+}  // namespace
+
+std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
+                                           const ForwardOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    impl.device->throw_if_lost();
+    problem.validate();
+    if (options.find_repeats < 1)
+        throw Error(ErrorCategory::InvalidArgument, "find_repeats must be at least 1 (it is 0)");
+
+    std::vector<std::pair<Algorithm, MecSchedule>> candidates;
+    for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise}) {
+        if (algorithm == Algorithm::Depthwise && !detail::is_depthwise(problem)) continue;
+        if (pass == Pass::Forward && algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto) {
+            candidates.emplace_back(algorithm, MecSchedule::A);
+            candidates.emplace_back(algorithm, MecSchedule::B);
+        } else {
+            candidates.emplace_back(algorithm, pass == Pass::Forward ? options.mec_schedule : MecSchedule::Auto);
+        }
+    }
+
+    Bench bench(context, pass, problem);
+    // NaN before every candidate: an algorithm that leaves outputs unwritten cannot pass on the values
+    // the previous one wrote.
+    const std::vector<float> poison(size_t(bench.result.elements()), std::numeric_limits<float>::quiet_NaN());
+    std::vector<AlgorithmPerf> results;
+    std::optional<Error> last_error;
+    for (const auto& [algorithm, schedule] : candidates) {
+        ForwardOptions run_options = options;
+        run_options.mec_schedule = schedule;
+        AlgorithmPerf perf;
+        perf.algorithm = algorithm;
+        perf.mec_schedule = schedule;
+        std::vector<float> first;
+        try {
+            bench.result.upload(poison);
+            const RunStats warm = bench.run(algorithm, run_options);  // builds the pipelines
+            first = bench.result.download();
+            perf.ms = std::numeric_limits<double>::infinity();
+            perf.peak_bytes = warm.peak_bytes;
+            for (uint32_t r = 0; r < options.find_repeats; ++r) {
+                const RunStats stats = bench.run(algorithm, run_options);
+                perf.ms = std::min(perf.ms, stats.gpu_ms);
+                perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
+                perf.workspace_bytes = stats.workspace_bytes;
+                perf.chunks = stats.chunks;
+                if (stats.mec_schedule != MecSchedule::Auto) perf.mec_schedule = stats.mec_schedule;
+            }
+        } catch (const Error& e) {
+            // Does not fit the limits, or the memory it needs is not there now: not a candidate.
+            if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::OutOfDeviceMemory) throw;
+            last_error = e;
+            continue;
+        }
+        // A schedule asked for may give way to the other (banded NCHW runs B): one entry for what ran.
+        if (std::any_of(results.begin(), results.end(), [&](const AlgorithmPerf& r) {
+                return r.algorithm == perf.algorithm && r.mec_schedule == perf.mec_schedule;
+            }))
+            continue;
+        const std::vector<float> last = bench.result.download();
+        perf.deterministic = std::memcmp(first.data(), last.data(), first.size() * sizeof(float)) == 0;
+        perf.error_over_bound =
+            detail::sampled_error_over_bound(pass, problem, bench.a, bench.b, bench.bias, last, kVerifiedSamples);
+        perf.verified = perf.error_over_bound <= 1.0;
+        results.push_back(perf);
+    }
+    std::stable_sort(results.begin(), results.end(), [](const AlgorithmPerf& x, const AlgorithmPerf& y) {
+        if (x.verified != y.verified) return x.verified;
+        return x.ms < y.ms;
+    });
+    if (results.empty()) {
+        heuristic(context, pass, problem, options);  // throws the "nothing fits" error the passes give
+        throw *last_error;                           // else why the last candidate could not run
+    }
+    if (results.front().verified)
+        impl.find_cache->store(pass, problem, options,
+                               {results.front().algorithm, results.front().mec_schedule, results.front().ms});
+    else  // nothing to trust a time of: the heuristic's choice, kept in memory so Auto does not measure again
+        impl.find_cache->remember(pass, problem, options,
+                                  {heuristic(context, pass, problem, options).algorithm, MecSchedule::Auto, 0});
+    return results;
+}
+
+namespace detail {
+namespace {
+
+bool plannable(const Context& context, Pass pass, const ConvProblem& problem, const Choice& choice,
+               const ForwardOptions& options) {
+    try {
+        const ForwardOptions chosen = with_schedule(options, choice);
+        if (pass == Pass::Forward) forward_workspace_bytes(context, problem, choice.algorithm, chosen);
+        if (pass == Pass::BackwardData) backward_data_workspace_bytes(context, problem, choice.algorithm, chosen);
+        if (pass == Pass::BackwardFilter) backward_filter_workspace_bytes(context, problem, choice.algorithm, chosen);
+        return true;
+    } catch (const Error& e) {
+        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
+        return false;
+    }
+}
+
+}  // namespace
+
+Choice choose_algorithm(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
+                        const ForwardOptions& options) {
+    if (algorithm != Algorithm::Auto) return {algorithm, options.mec_schedule};
+    if (options.auto_choice == AutoChoice::Heuristic) return heuristic(context, pass, problem, options);
+    ContextImpl& impl = impl_of(context);
+    // A cached choice that cannot plan here (a file written under other limits) is measured again.
+    if (auto cached = impl.find_cache->lookup(pass, problem, options)) {
+        const Choice choice{cached->algorithm, cached->mec_schedule};
+        if (plannable(context, pass, problem, choice, options)) return choice;
+    }
+    // Measuring changes only what the context shares behind its impl (pool, pipelines, cache), never the
+    // Context object a const caller holds.
+    const auto results = find_algorithms(const_cast<Context&>(context), pass, problem, options);
+    if (results.front().verified) return {results.front().algorithm, results.front().mec_schedule};
+    return heuristic(context, pass, problem, options);  // nothing verified: not worth trusting a time
+}
+
+ForwardOptions with_schedule(const ForwardOptions& options, const Choice& choice) {
+    ForwardOptions chosen = options;
+    if (choice.algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto)
+        chosen.mec_schedule = choice.mec_schedule;
+    return chosen;
+}
+
+}  // namespace detail
+}  // namespace vkconv

@@ -1,0 +1,141 @@
+// Spot checks against the CPU reference: one output value at a time, with its error bound.
+#include "select/sampled_reference.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "io/conv_indexer.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct Sum {
+    double value = 0, magnitude = 0;
+    void add(double term) { value += term, magnitude += std::fabs(term); }
+};
+
+// Four coordinates from a flat offset, `extents` being the layout's dimensions outermost first.
+std::array<int64_t, 4> coordinates(uint64_t flat, std::array<int64_t, 4> extents) {
+    std::array<int64_t, 4> at{};
+    for (int d = 3; d >= 0; --d) {
+        at[d] = static_cast<int64_t>(flat % static_cast<uint64_t>(extents[d]));
+        flat /= static_cast<uint64_t>(extents[d]);
+    }
+    return at;
+}
+
+Sum forward_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> x, std::span<const float> w,
+               std::span<const float> bias, uint64_t flat) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    auto at = coordinates(flat, nhwc ? std::array{p.N, ix.P, ix.Q, p.K} : std::array{p.N, p.K, ix.P, ix.Q});
+    const int64_t n = at[0], k = nhwc ? at[3] : at[1], op = nhwc ? at[1] : at[2], oq = nhwc ? at[2] : at[3];
+    const int64_t c0 = k / p.filters_per_group() * ix.Cg;
+    Sum sum;
+    if (!bias.empty()) sum.add(bias[static_cast<size_t>(k)]);
+    for (int64_t c = 0; c < ix.Cg; ++c)
+        for (int64_t r = 0; r < p.R; ++r) {
+            const int64_t h = op * p.stride_h - p.pad_h + r * p.dilation_h;
+            if (h < 0 || h >= p.H) continue;
+            for (int64_t s = 0; s < p.S; ++s) {
+                const int64_t wi = oq * p.stride_w - p.pad_w + s * p.dilation_w;
+                if (wi < 0 || wi >= p.W) continue;
+                sum.add(double(x[ix.input(n, c0 + c, h, wi)]) * double(w[ix.filter(k, c, r, s)]));
+            }
+        }
+    return sum;
+}
+
+// Input position h reached from output row p through tap r, or -1.
+int64_t output_index(int64_t h, int64_t r, int64_t stride, int64_t pad, int64_t dilation, int64_t extent) {
+    const int64_t offset = h + pad - r * dilation;
+    if (offset < 0 || offset % stride) return -1;
+    const int64_t o = offset / stride;
+    return o < extent ? o : -1;
+}
+
+Sum backward_data_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> dy, std::span<const float> w,
+                     uint64_t flat) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    auto at = coordinates(flat, nhwc ? std::array{p.N, p.H, p.W, p.C} : std::array{p.N, p.C, p.H, p.W});
+    const int64_t n = at[0], c = nhwc ? at[3] : at[1], h = nhwc ? at[1] : at[2], wi = nhwc ? at[2] : at[3];
+    const int64_t Kg = p.filters_per_group(), group = c / ix.Cg;
+    Sum sum;
+    for (int64_t k = group * Kg; k < (group + 1) * Kg; ++k)
+        for (int64_t r = 0; r < p.R; ++r) {
+            const int64_t op = output_index(h, r, p.stride_h, p.pad_h, p.dilation_h, ix.P);
+            if (op < 0) continue;
+            for (int64_t s = 0; s < p.S; ++s) {
+                const int64_t oq = output_index(wi, s, p.stride_w, p.pad_w, p.dilation_w, ix.Q);
+                if (oq < 0) continue;
+                sum.add(double(dy[ix.output(n, k, op, oq)]) * double(w[ix.filter(k, c % ix.Cg, r, s)]));
+            }
+        }
+    return sum;
+}
+
+Sum backward_filter_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> x, std::span<const float> dy,
+                       uint64_t flat) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    auto at = coordinates(flat, nhwc ? std::array{p.K, p.R, p.S, ix.Cg} : std::array{p.K, ix.Cg, p.R, p.S});
+    const int64_t k = at[0], c = nhwc ? at[3] : at[1], r = nhwc ? at[1] : at[2], s = nhwc ? at[2] : at[3];
+    const int64_t c0 = k / p.filters_per_group() * ix.Cg;
+    Sum sum;
+    for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t op = 0; op < ix.P; ++op) {
+            const int64_t h = op * p.stride_h - p.pad_h + r * p.dilation_h;
+            if (h < 0 || h >= p.H) continue;
+            for (int64_t oq = 0; oq < ix.Q; ++oq) {
+                const int64_t wi = oq * p.stride_w - p.pad_w + s * p.dilation_w;
+                if (wi < 0 || wi >= p.W) continue;
+                sum.add(double(x[ix.input(n, c0 + c, h, wi)]) * double(dy[ix.output(n, k, op, oq)]));
+            }
+        }
+    return sum;
+}
+
+}  // namespace
+
+double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const float> a, std::span<const float> b,
+                                std::span<const float> bias, std::span<const float> result, size_t samples) {
+    const ConvIndexer ix(p);
+    int64_t reduction = 0;
+    switch (pass) {
+        case Pass::Forward:
+            reduction = ix.Cg * p.R * p.S + (bias.empty() ? 0 : 1);
+            break;
+        case Pass::BackwardData:
+            reduction = p.filters_per_group() * p.R * p.S;
+            break;
+        case Pass::BackwardFilter:
+            reduction = p.N * ix.P * ix.Q;
+            break;
+    }
+    const double factor = double(reduction + 2) * std::ldexp(1.0, -24);
+    const uint64_t total = result.size();
+    samples = std::max<size_t>(1, std::min<size_t>(samples, total));
+    double worst = 0;
+    for (size_t i = 0; i < samples; ++i) {
+        // Evenly spaced, the first and the last output included.
+        const uint64_t flat = samples == 1 ? 0 : static_cast<uint64_t>((__uint128_t(total - 1) * i) / (samples - 1));
+        Sum sum;
+        switch (pass) {
+            case Pass::Forward:
+                sum = forward_at(p, ix, a, b, bias, flat);
+                break;
+            case Pass::BackwardData:
+                sum = backward_data_at(p, ix, a, b, flat);
+                break;
+            case Pass::BackwardFilter:
+                sum = backward_filter_at(p, ix, a, b, flat);
+                break;
+        }
+        const double error = std::fabs(double(result[flat]) - sum.value);
+        const double ratio = error / (factor * sum.magnitude + 1e-30);
+        if (!(ratio <= worst)) worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
+    }
+    return worst;
+}
+
+}  // namespace vkconv::detail

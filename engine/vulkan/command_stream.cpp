@@ -1,0 +1,217 @@
+#include "vulkan/command_stream.hpp"
+
+#include <array>
+
+#include "vulkan/vk_check.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+constexpr uint32_t kSetsPerPool = 64;
+constexpr uint32_t kDescriptorsPerType = kSetsPerPool * 8;
+
+bool overlaps(const BufferRange& a, const BufferRange& b) {
+    return a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+}  // namespace
+
+CommandStream::CommandStream(Device& device) : device_(device), vk_(device.vk()) {
+    device_.throw_if_lost();
+    VkDevice dev = device_.handle();
+    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    alloc.commandPool = device_.command_pool();
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    VKC_CHECK(device_.lost_flag(), vk_.vkAllocateCommandBuffers(dev, &alloc, &commands_));
+    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult result = vk_.vkCreateFence(dev, &fence_info, nullptr, &fence_);
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (result == VK_SUCCESS) result = vk_.vkBeginCommandBuffer(commands_, &begin);
+    if (result != VK_SUCCESS) {
+        release();
+        VKC_CHECK(device_.lost_flag(), result);
+    }
+}
+
+CommandStream::~CommandStream() {
+    release();
+}
+
+void CommandStream::release() noexcept {
+    VkDevice dev = device_.handle();
+    for (VkDescriptorPool pool : descriptor_pools_) vk_.vkDestroyDescriptorPool(dev, pool, nullptr);
+    descriptor_pools_.clear();
+    for (VkBufferView view : views_) vk_.vkDestroyBufferView(dev, view, nullptr);
+    views_.clear();
+    if (timestamps_) vk_.vkDestroyQueryPool(dev, timestamps_, nullptr);
+    if (fence_) vk_.vkDestroyFence(dev, fence_, nullptr);
+    if (commands_) vk_.vkFreeCommandBuffers(dev, device_.command_pool(), 1, &commands_);
+    timestamps_ = VK_NULL_HANDLE;
+    fence_ = VK_NULL_HANDLE;
+    commands_ = VK_NULL_HANDLE;
+}
+
+void CommandStream::access(std::span<const Access> accesses) {
+    bool hazard = false;
+    for (const Access& next : accesses)
+        for (const Access& earlier : pending_)
+            if ((next.written || earlier.written) && overlaps(next.range, earlier.range)) hazard = true;
+    if (hazard) {
+        VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
+                                VK_ACCESS_TRANSFER_READ_BIT;
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                                VK_ACCESS_TRANSFER_WRITE_BIT;
+        const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+        vk_.vkCmdPipelineBarrier(commands_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+        pending_.clear();
+    }
+    pending_.insert(pending_.end(), accesses.begin(), accesses.end());
+}
+
+void CommandStream::copy(const BufferRange& source, const BufferRange& destination) {
+    const std::array<Access, 2> accesses{Access{source, false}, Access{destination, true}};
+    access(accesses);
+    VkBufferCopy region{source.offset, destination.offset, source.size};
+    vk_.vkCmdCopyBuffer(commands_, source.buffer, destination.buffer, 1, &region);
+}
+
+VkDescriptorSet CommandStream::allocate_set(VkDescriptorSetLayout layout) {
+    VkDevice dev = device_.handle();
+    if (descriptor_pools_.empty() || sets_in_last_pool_ == kSetsPerPool) {
+        const std::array<VkDescriptorPoolSize, 3> sizes{
+            VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerType},
+            VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kDescriptorsPerType},
+            VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kDescriptorsPerType}};
+        VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+        info.maxSets = kSetsPerPool;
+        info.poolSizeCount = static_cast<uint32_t>(sizes.size());
+        info.pPoolSizes = sizes.data();
+        VkDescriptorPool pool = VK_NULL_HANDLE;
+        VKC_CHECK(device_.lost_flag(), vk_.vkCreateDescriptorPool(dev, &info, nullptr, &pool));
+        descriptor_pools_.push_back(pool);
+        sets_in_last_pool_ = 0;
+    }
+    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    alloc.descriptorPool = descriptor_pools_.back();
+    alloc.descriptorSetCount = 1;
+    alloc.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    VKC_CHECK(device_.lost_flag(), vk_.vkAllocateDescriptorSets(dev, &alloc, &set));
+    ++sets_in_last_pool_;
+    return set;
+}
+
+void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, const void* push_constants,
+                             uint32_t groups_x, uint32_t groups_y, uint32_t groups_z) {
+    if (bindings.size() != pipeline.desc.bindings.size())
+        throw Error(ErrorCategory::VulkanFailure, "internal: shader '" + pipeline.desc.shader + "' takes " +
+                                                      std::to_string(pipeline.desc.bindings.size()) +
+                                                      " bindings, got " + std::to_string(bindings.size()));
+    const uint64_t max_range = device_.limits().maxStorageBufferRange;
+    std::vector<Access> accesses;
+    std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+    std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
+    std::vector<VkWriteDescriptorSet> writes(bindings.size());
+    VkDescriptorSet set = allocate_set(pipeline.set_layout);
+    for (size_t i = 0; i < bindings.size(); ++i) {
+        const BufferRange& r = bindings[i].range;
+        const VkDescriptorType type = pipeline.desc.bindings[i];
+        writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+        writes[i].dstSet = set;
+        writes[i].dstBinding = static_cast<uint32_t>(i);
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = type;
+        if (type == VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER || type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER) {
+            views[i] = make_view(r, bindings[i].texel_format);
+            writes[i].pTexelBufferView = &views[i];
+        } else {
+            if (r.size > max_range)
+                throw Error(ErrorCategory::Unsupported, "a binding of " + std::to_string(r.size) +
+                                                            " bytes exceeds the device's maxStorageBufferRange (" +
+                                                            std::to_string(max_range) + ")");
+            infos[i] = {r.buffer, r.offset, r.size};
+            writes[i].pBufferInfo = &infos[i];
+        }
+        accesses.push_back({r, bindings[i].written});
+    }
+    vk_.vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                               nullptr);
+    access(accesses);
+    vk_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
+    vk_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &set, 0, nullptr);
+    if (pipeline.desc.push_constant_bytes)
+        vk_.vkCmdPushConstants(commands_, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                               pipeline.desc.push_constant_bytes, push_constants);
+    vk_.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+    ++dispatches_;
+}
+
+VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format) {
+    const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 4;
+    // Rounded up: a range shorter than one rgba32f texel still gets a view (never read, but bound). Pool
+    // allocations are whole multiples of an alignment >= 16 bytes, so the last texel stays inside one.
+    const uint64_t texels = (range.size + texel - 1) / texel;
+    if (texels == 0 || texels > device_.limits().maxTexelBufferElements)
+        throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
+                                                    " texels is outside the device's maxTexelBufferElements (" +
+                                                    std::to_string(device_.limits().maxTexelBufferElements) +
+                                                    ")");
+    VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+    info.buffer = range.buffer;
+    info.format = format;
+    info.offset = range.offset;
+    info.range = texels * texel;
+    VkBufferView view = VK_NULL_HANDLE;
+    VKC_CHECK(device_.lost_flag(), vk_.vkCreateBufferView(device_.handle(), &info, nullptr, &view));
+    views_.push_back(view);
+    return view;
+}
+
+void CommandStream::begin_timing() {
+    if (!device_.info().timestamps) return;
+    VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = 2;
+    VKC_CHECK(device_.lost_flag(),
+              vk_.vkCreateQueryPool(device_.handle(), &info, nullptr, &timestamps_));
+    vk_.vkCmdResetQueryPool(commands_, timestamps_, 0, 2);
+    vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
+}
+
+void CommandStream::end_timing() {
+    if (timestamps_) vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, timestamps_, 1);
+}
+
+void CommandStream::submit_and_wait() {
+    Device& device = device_;
+    device.throw_if_lost();
+    if (!recording_) throw Error(ErrorCategory::VulkanFailure, "internal: command stream submitted twice");
+    recording_ = false;
+    // Make transfer and shader writes visible to the host reads that follow the fence.
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk_.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+    VKC_CHECK(device.lost_flag(), vk_.vkEndCommandBuffer(commands_));
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &commands_;
+    VKC_CHECK(device.lost_flag(), vk_.vkQueueSubmit(device.queue(), 1, &submit, fence_));
+    VKC_CHECK(device.lost_flag(), vk_.vkWaitForFences(device.handle(), 1, &fence_, VK_TRUE, UINT64_MAX));
+    if (timestamps_) {
+        std::array<uint64_t, 2> ticks{};
+        VKC_CHECK(device.lost_flag(),
+                  vk_.vkGetQueryPoolResults(device.handle(), timestamps_, 0, 2, sizeof(ticks), ticks.data(),
+                                            sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+        const uint32_t bits = device.timestamp_valid_bits();
+        const uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1);
+        const uint64_t elapsed = ((ticks[1] & mask) - (ticks[0] & mask)) & mask;
+        gpu_ms_ = static_cast<double>(elapsed) * device.limits().timestampPeriod * 1e-6;
+    }
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,77 @@
+// CommandStream — records copies and dispatches into one command buffer, then submits and waits.
+//
+// Barriers come from recorded access (as ncnn does): each command declares the buffer ranges it reads and
+// writes, and a barrier is inserted only before a command that reads or writes a range an earlier,
+// still-unbarriered command wrote (or writes a range one read). Descriptor sets come from pools owned by
+// the stream and die with it. Optional GPU timestamps bracket the work between begin_timing/end_timing.
+#pragma once
+
+#include <volk.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "vulkan/device.hpp"
+#include "vulkan/pipeline_cache.hpp"
+
+namespace vkconv::detail {
+
+struct BufferRange {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+};
+
+struct Binding {
+    BufferRange range;
+    bool written = false;
+    // For texel-buffer descriptors: the view's format (a view over `range` is made for the dispatch).
+    VkFormat texel_format = VK_FORMAT_UNDEFINED;
+};
+
+class CommandStream {
+public:
+    explicit CommandStream(Device& device);
+    ~CommandStream();
+    CommandStream(const CommandStream&) = delete;
+    CommandStream& operator=(const CommandStream&) = delete;
+
+    void copy(const BufferRange& source, const BufferRange& destination);
+    void dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, const void* push_constants,
+                  uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+
+    void begin_timing();
+    void end_timing();
+    // Ends recording, submits, waits. Throws DeviceLost (sticky) or VulkanFailure on failure.
+    void submit_and_wait();
+    // Milliseconds between begin_timing and end_timing on the GPU; negative without timestamps.
+    double gpu_ms() const { return gpu_ms_; }
+    uint32_t dispatch_count() const { return dispatches_; }
+    Device& device() const { return device_; }
+
+private:
+    struct Access {
+        BufferRange range;
+        bool written;
+    };
+    void release() noexcept;
+    void access(std::span<const Access> accesses);
+    VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+    VkBufferView make_view(const BufferRange& range, VkFormat format);
+
+    Device& device_;
+    const VolkDeviceTable& vk_;
+    VkCommandBuffer commands_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkQueryPool timestamps_ = VK_NULL_HANDLE;
+    std::vector<VkDescriptorPool> descriptor_pools_;
+    std::vector<VkBufferView> views_;
+    uint32_t sets_in_last_pool_ = 0;
+    std::vector<Access> pending_;  // accesses since the last barrier
+    bool recording_ = true;
+    double gpu_ms_ = -1;
+    uint32_t dispatches_ = 0;
+};
+
+}  // namespace vkconv::detail

@@ -1,0 +1,102 @@
+#include "vulkan/pipeline_cache.hpp"
+
+#include <string>
+
+#include "vulkan/shader_registry.hpp"
+#include "vulkan/vk_check.hpp"
+
+namespace vkconv::detail {
+
+PipelineCache::PipelineCache(Device& device) : device_(device) {
+    VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VKC_CHECK(device_.lost_flag(), device_.vk().vkCreatePipelineCache(device_.handle(), &info, nullptr, &cache_));
+}
+
+PipelineCache::~PipelineCache() {
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
+    for (auto& [desc, p] : pipelines_) {
+        vk.vkDestroyPipeline(dev, p->pipeline, nullptr);
+        vk.vkDestroyPipelineLayout(dev, p->layout, nullptr);
+        vk.vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+    }
+    for (auto& [name, m] : modules_) vk.vkDestroyShaderModule(dev, m, nullptr);
+    if (cache_) vk.vkDestroyPipelineCache(dev, cache_, nullptr);
+}
+
+VkShaderModule PipelineCache::module(const std::string& shader) {
+    if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
+    const auto user = user_spirv_.find(shader);
+    const auto code = user != user_spirv_.end() ? std::span<const uint32_t>(user->second) : find_spirv(shader);
+    if (code.empty()) throw Error(ErrorCategory::Unsupported, "no embedded shader named '" + shader + "'");
+    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    info.codeSize = code.size_bytes();
+    info.pCode = code.data();
+    VkShaderModule m = VK_NULL_HANDLE;
+    VKC_CHECK(device_.lost_flag(), device_.vk().vkCreateShaderModule(device_.handle(), &info, nullptr, &m));
+    modules_.emplace(shader, m);
+    return m;
+}
+
+void PipelineCache::add_spirv(const std::string& key, std::vector<uint32_t> words) {
+    user_spirv_.emplace(key, std::move(words));
+}
+
+const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
+    if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
+    device_.throw_if_lost();
+    if (desc.push_constant_bytes > 128)
+        throw Error(ErrorCategory::Unsupported, "shader '" + desc.shader + "' needs " +
+                                                    std::to_string(desc.push_constant_bytes) +
+                                                    " bytes of push constants (portable limit 128)");
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
+    VkShaderModule shader_module = module(desc.shader);
+
+    auto p = std::make_unique<Pipeline>();
+    p->desc = desc;
+    std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings.size());
+    for (uint32_t i = 0; i < bindings.size(); ++i) {
+        bindings[i].binding = i;
+        bindings[i].descriptorType = desc.bindings[i];
+        bindings[i].descriptorCount = 1;
+        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    set_info.bindingCount = static_cast<uint32_t>(bindings.size());
+    set_info.pBindings = bindings.data();
+    VKC_CHECK(device_.lost_flag(), vk.vkCreateDescriptorSetLayout(dev, &set_info, nullptr, &p->set_layout));
+
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, desc.push_constant_bytes};
+    VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layout_info.setLayoutCount = 1;
+    layout_info.pSetLayouts = &p->set_layout;
+    layout_info.pushConstantRangeCount = desc.push_constant_bytes ? 1 : 0;
+    layout_info.pPushConstantRanges = &range;
+    VkResult result = vk.vkCreatePipelineLayout(dev, &layout_info, nullptr, &p->layout);
+    if (result != VK_SUCCESS) {
+        vk.vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+        VKC_CHECK(device_.lost_flag(), result);
+    }
+
+    std::vector<VkSpecializationMapEntry> entries(desc.specialization.size());
+    for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
+    VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), desc.specialization.size() * 4,
+                              desc.specialization.data()};
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = shader_module;
+    info.stage.pName = "main";
+    info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+    info.layout = p->layout;
+    result = vk.vkCreateComputePipelines(dev, cache_, 1, &info, nullptr, &p->pipeline);
+    if (result != VK_SUCCESS) {
+        vk.vkDestroyPipelineLayout(dev, p->layout, nullptr);
+        vk.vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
+        VKC_CHECK(device_.lost_flag(), result);
+    }
+    return *pipelines_.emplace(desc, std::move(p)).first->second;
+}
+
+}  // namespace vkconv::detail
