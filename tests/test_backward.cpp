@@ -551,7 +551,7 @@ TEST_CASE(
 
 TEST_CASE("a long bias gradient with no room for partial sums adds its pieces straight into db", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    // 1,210,000 positions a channel: more than one invocation may loop over (engine/shader_limits.hpp; past
+    // 1,210,000 positions a channel: more than one invocation may loop over (engine/vulkan/shader_limits.hpp; past
     // lavapipe's cap even with the shader's loop unrolled 16 times), and a workspace limit of one byte leaves
     // no room for the pieces' partial sums. Integer data keep every sum exact, so the result must equal the
     // reference exactly.

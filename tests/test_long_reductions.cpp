@@ -1,5 +1,5 @@
 // Reductions longer than lavapipe lets one shader invocation loop (65535 iterations, all loops counted;
-// engine/shader_limits.hpp): direct kernels, the GEMM, the bias and depthwise filter gradients must split
+// engine/vulkan/shader_limits.hpp): direct kernels, the GEMM, the bias and depthwise filter gradients must split
 // them into pieces. The data are small nonzero integers (in [-3, 3]), so every product and every partial sum
 // is an integer below 2^24 and exact in fp32 whatever the order of the sum: the expected result is known
 // exactly and the check is equality. One missing, doubled or shifted term (a piece dropped, an off-by-one at a

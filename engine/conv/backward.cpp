@@ -1,4 +1,4 @@
-// The public backward passes: argument checks, then one plan (conv_backward_plan.hpp) run per call, or
+// The public backward passes: argument checks, then one plan (conv/backward_plan.hpp) run per call, or
 // both of a layer's plans in one submission.
 #include <string>
 
@@ -15,7 +15,7 @@ namespace {
 using detail::BackwardPass;
 
 // A backward pass's plan: its algorithm's own, or tiles of it where a tensor is too large to bind
-// (conv_tiled.hpp).
+// (tiled/tiled.hpp).
 struct PassPlan {
     bool tiled = false;
     detail::BackwardPlan plan;

@@ -1,5 +1,5 @@
 // The plan of one backward pass: which algorithm runs, in what chunks, with which workspace, and its
-// recording. The public calls (conv_backward.cpp) run one plan, or both of a layer's in one submission
+// recording. The public calls (conv/backward.cpp) run one plan, or both of a layer's in one submission
 // sharing their workspace.
 #pragma once
 

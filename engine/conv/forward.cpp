@@ -170,7 +170,7 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
 namespace {
 
 // The forward pass's plan: its algorithm's own, or tiles of it where a tensor is too large to bind
-// (conv_tiled.hpp). The workspace query and the pass plan alike, so they always agree.
+// (tiled/tiled.hpp). The workspace query and the pass plan alike, so they always agree.
 struct ForwardPassPlan {
     bool tiled = false;
     detail::ForwardPlan plan;

@@ -1,5 +1,5 @@
 // The plan of a forward pass for one algorithm, and its recording: what forward() runs, and what the
-// tiled path (conv_tiled.hpp) runs on each tile.
+// tiled path (tiled/tiled.hpp) runs on each tile.
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// Depthwise backward-data and backward-filter recording (see conv_depthwise.hpp).
+// Depthwise backward-data and backward-filter recording (see depthwise/depthwise.hpp).
 #include <algorithm>
 #include <array>
 

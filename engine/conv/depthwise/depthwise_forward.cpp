@@ -1,5 +1,5 @@
-// The depthwise algorithm's chunk plan, exact workspace and forward recording (see conv_depthwise.hpp);
-// the backward passes are in conv_depthwise_backward.cpp.
+// The depthwise algorithm's chunk plan, exact workspace and forward recording (see depthwise/depthwise.hpp);
+// the backward passes are in depthwise/depthwise_backward.cpp.
 #include <algorithm>
 #include <array>
 #include <string>

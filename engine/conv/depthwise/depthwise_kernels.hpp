@@ -1,4 +1,4 @@
-// What the depthwise passes' recording shares (conv_depthwise.cpp, conv_depthwise_backward.cpp): the
+// What the depthwise passes' recording shares (depthwise/depthwise_forward.cpp, depthwise/depthwise_backward.cpp): the
 // kernels' tile shapes, their specialization constants and shader names, operand bindings for the two read
 // paths, and the loop over chunks of whole images.
 #pragma once
@@ -11,7 +11,7 @@
 
 namespace vkconv::detail {
 
-// One kernel's tile shape (the shaders' constants 16..19, see shaders/depthwise_common.glsl).
+// One kernel's tile shape (the shaders' constants 16..19, see shaders/depthwise/depthwise_common.glsl).
 struct DepthwiseTiles {
     uint32_t tile_w = 8, tile_h = 1;  // values per invocation along W and H
     bool vec4_x = false;              // NCHW x (or dx) rows as aligned vec4

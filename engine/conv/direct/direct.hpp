@@ -7,7 +7,7 @@
 namespace vkconv::detail {
 
 // Error(Unsupported) naming the tensor when one of the problem's tensors exceeds maxStorageBufferRange:
-// direct binds whole tensors (the passes then run it in tiles, conv_tiled.hpp).
+// direct binds whole tensors (the passes then run it in tiles, tiled/tiled.hpp).
 void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem);
 
 // Dispatches a direct kernel over `elements` outputs in pieces of its reduction ([0, extent) in units

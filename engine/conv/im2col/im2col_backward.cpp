@@ -1,4 +1,4 @@
-// im2col backward-data and backward-filter (see conv_lowered.hpp).
+// im2col backward-data and backward-filter (see lowered/lowered.hpp).
 #include <algorithm>
 #include <array>
 

@@ -34,7 +34,7 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
 
 // MEC backward passes, in the forward's chunks (plan_lowered with Solution B: the lowered buffer holds L or
 // dL, `filter_copy` a copy of the filter or gradient in the order the GEMM needs). Backward-data: dL = dy * w
-// into L-shaped scratch, without two invocations ever adding into one value (conv_mec_backward.cpp), then
+// into L-shaped scratch, without two invocations ever adding into one value (mec/mec_backward.cpp), then
 // mec_gather sums dL into dx.
 // Backward-filter: dw = sum over (p, q) of window(p)^T * dy(p, q), reduced over a chunk's images and row
 // pieces through `partials` (split.slots products) in a fixed order.

@@ -1,4 +1,4 @@
-// MEC backward-data and backward-filter (see conv_lowered.hpp), in the forward's chunks and on its
+// MEC backward-data and backward-filter (see lowered/lowered.hpp), in the forward's chunks and on its
 // lowered matrix L[g][n][q][h][s][c]: output row p of an image reads the window of lowered rows
 // [p*sh, p*sh + (R-1)*dh] in every q, so
 //   backward-data:   dL(window of p) += dy(p) * w   (Q x R*S*C/G per row), then dx gathers from dL;

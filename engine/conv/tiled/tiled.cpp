@@ -1,4 +1,4 @@
-// Tiled passes for tensors too large to bind (conv_tiled.hpp).
+// Tiled passes for tensors too large to bind (tiled/tiled.hpp).
 #include "conv/tiled/tiled.hpp"
 
 #include <algorithm>

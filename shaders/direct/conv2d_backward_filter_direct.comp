@@ -10,7 +10,7 @@
 // Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write).
 // Push constants: N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (positions n*P*Q + p*Q + q) and accumulate (0: dw = piece; 1: dw += piece;
-//   see engine/shader_limits.hpp), then the dispatch's slice [base, base + count) of dw.
+//   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dw.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;

@@ -11,7 +11,7 @@
 // Bindings: 0 dy (readonly), 1 w (readonly), 2 dx (write).
 // Push constants: N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (filters within the group) and accumulate (0: dx = piece; 1: dx += piece;
-//   see engine/shader_limits.hpp), then the dispatch's slice [base, base + count) of dx.
+//   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dx.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;

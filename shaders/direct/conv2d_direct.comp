@@ -13,7 +13,7 @@
 // Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write).
 // Push constants: sizes N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (channels within the group) and accumulate (0: y = bias + piece; 1:
-//   y += piece; long reductions run in pieces, see engine/shader_limits.hpp), and the dispatch's slice
+//   y += piece; long reductions run in pieces, see engine/vulkan/shader_limits.hpp), and the dispatch's slice
 //   of the output [base, base + count): large outputs are split over several dispatches so no dispatch
 //   exceeds maxComputeWorkGroupCount.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1). Invocation i computes the output at linear index
