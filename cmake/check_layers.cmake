@@ -17,8 +17,8 @@ foreach(source IN LISTS sources)
   file(STRINGS "${ENGINE_DIR}/${source}" includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"")
   foreach(line IN LISTS includes)
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([^\"]+)\".*" "\\1" header "${line}")
-    if(header MATCHES "^vkconv/")
-      continue()  # the public API
+    if(header MATCHES "^vkconv/" OR header MATCHES "^contract/")
+      continue()  # the public API, and the shaders' contracts generated from their GLSL
     endif()
     string(REGEX MATCH "^[^/]+" top "${header}")
     list(FIND layers "${top}" included_rank)

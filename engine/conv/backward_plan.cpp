@@ -5,8 +5,8 @@
 #include <string>
 
 #include "conv/constants.hpp"
-#include "conv/im2col/im2col.hpp"
 #include "conv/direct/direct.hpp"
+#include "conv/im2col/im2col.hpp"
 #include "gemm/gemm_config.hpp"
 #include "vulkan/dispatch.hpp"
 #include "vulkan/shader_limits.hpp"
@@ -108,14 +108,16 @@ std::optional<BackwardPlan> try_plan(ContextImpl& context, const ConvProblem& p,
     }
 }
 
-void record_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const char* shader,
-                   const Operand& a, const Operand& b, const Operand& out, uint64_t elements, uint64_t extent,
-                   uint64_t unit_iterations) {
+template <typename Shader>
+void record_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& a,
+                   const Operand& b, const Operand& out, uint64_t elements, uint64_t extent, uint64_t unit_iterations) {
     PipelineDesc desc;
-    desc.shader = shader;
+    desc.shader = Shader::name;
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(DirectSizes);
-    desc.specialization = geometry_constants(p);
+    Specialization<Shader> spec;
+    set_geometry(spec, p);
+    desc.specialization = spec.values();
     const std::array<Binding, 3> bindings{Binding{a.whole(), false}, Binding{b.whole(), false},
                                           Binding{out.whole(), true}};
     dispatch_direct(context, stream, context.pipelines->get(desc), bindings, direct_sizes(p), elements, extent,
@@ -167,8 +169,9 @@ void record_backward_data(ContextImpl& context, CommandStream& stream, const Con
     switch (plan.algorithm) {
         case Algorithm::Direct:
         case Algorithm::Auto:
-            record_direct(context, stream, p, "conv2d_backward_data_direct", dy, w, dx, uint64_t(p.input_elements()),
-                          uint64_t(p.filters_per_group()), uint64_t(p.R * p.S));
+            record_direct<contract::conv2d_backward_data_direct>(context, stream, p, dy, w, dx,
+                                                                 uint64_t(p.input_elements()),
+                                                                 uint64_t(p.filters_per_group()), uint64_t(p.R * p.S));
             break;
         case Algorithm::Depthwise:
             record_depthwise_backward_data(context, stream, p, dy, w, dx, plan.depthwise);
@@ -188,8 +191,8 @@ void record_backward_filter(ContextImpl& context, CommandStream& stream, const C
     switch (plan.algorithm) {
         case Algorithm::Direct:
         case Algorithm::Auto:
-            record_direct(context, stream, p, "conv2d_backward_filter_direct", x, dy, dw, uint64_t(p.filter_elements()),
-                          uint64_t(p.N * p.P() * p.Q()), 1);
+            record_direct<contract::conv2d_backward_filter_direct>(
+                context, stream, p, x, dy, dw, uint64_t(p.filter_elements()), uint64_t(p.N * p.P() * p.Q()), 1);
             break;
         case Algorithm::Depthwise:
             record_depthwise_backward_filter(context, stream, p, x, dy, dw, plan.depthwise, workspace[0]);

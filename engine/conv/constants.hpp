@@ -4,25 +4,26 @@
 #include <cstdint>
 #include <vector>
 
-#include "vulkan/dispatch.hpp"
 #include "vkconv/problem.hpp"
+#include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
 
-// Constant ids 0..9 of the direct, backward and im2col shaders: workgroup size, R, S, stride h/w,
-// padding h/w, dilation h/w, NHWC.
-inline std::vector<uint32_t> geometry_constants(const ConvProblem& p) {
-    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    return {kElementwiseWorkgroup,
-            u(p.R),
-            u(p.S),
-            u(p.stride_h),
-            u(p.stride_w),
-            u(p.pad_h),
-            u(p.pad_w),
-            u(p.dilation_h),
-            u(p.dilation_w),
-            p.layout == Layout::NHWC ? 1u : 0u};
+// The geometry constants the direct, backward, im2col and col2im shaders share, by their names: workgroup
+// size, R, S, stride, padding, dilation, layout.
+template <typename Shader>
+void set_geometry(Specialization<Shader>& spec, const ConvProblem& p) {
+    using Id = typename Shader::spec;
+    spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
+        .set(Id::R, p.R)
+        .set(Id::S, p.S)
+        .set(Id::STRIDE_H, p.stride_h)
+        .set(Id::STRIDE_W, p.stride_w)
+        .set(Id::PAD_H, p.pad_h)
+        .set(Id::PAD_W, p.pad_w)
+        .set(Id::DIL_H, p.dilation_h)
+        .set(Id::DIL_W, p.dilation_w)
+        .set(Id::NHWC, p.layout == Layout::NHWC);
 }
 
 // Push constants of the direct forward and backward shaders (the dispatch slice is filled per dispatch).
@@ -32,6 +33,16 @@ struct DirectSizes {
     uint32_t reduce_begin, reduce_end, accumulate;  // the piece of the reduction (set per piece)
     uint32_t base, count;
 };
+
+VKCONV_PUSH_SIZE(DirectSizes, conv2d_direct)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, channels_per_group)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, reduce_begin)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, accumulate)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, base)
+VKCONV_PUSH_SIZE(DirectSizes, conv2d_backward_data_direct)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_data_direct, reduce_begin)
+VKCONV_PUSH_SIZE(DirectSizes, conv2d_backward_filter_direct)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_filter_direct, reduce_begin)
 
 inline DirectSizes direct_sizes(const ConvProblem& p) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };

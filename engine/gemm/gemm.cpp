@@ -20,6 +20,40 @@ struct GemmPush {
     float alpha, beta;
     uint32_t bias_offset;
 };
+VKCONV_PUSH_SIZE(GemmPush, gemm_registers)
+VKCONV_PUSH_SIZE(GemmPush, gemm_shared)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, a_offset)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, b_offset)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, c_offset)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, batch_j_count)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, a_k_segment)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, a_m_segment)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, alpha)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, bias_offset)
+
+// One id map for both kernels: what they share (gemm_common.glsl) has the same id in each.
+#define VKCONV_SAME_GEMM_ID(name) \
+    static_assert(contract::gemm_registers::spec::name == contract::gemm_shared::spec::name, #name);
+VKCONV_SAME_GEMM_ID(LOCAL_SIZE_X)
+VKCONV_SAME_GEMM_ID(LOCAL_SIZE_Y)
+VKCONV_SAME_GEMM_ID(TM)
+VKCONV_SAME_GEMM_ID(TN)
+VKCONV_SAME_GEMM_ID(HAS_BIAS)
+VKCONV_SAME_GEMM_ID(K_SEGMENTED)
+VKCONV_SAME_GEMM_ID(M_SEGMENTED)
+#undef VKCONV_SAME_GEMM_ID
+
+// The constants both kernels share: workgroup size, register block, bias and segments.
+template <typename Kernel>
+Specialization<Kernel> common_specialization(const GemmConfig& config, const GemmProblem& p) {
+    using Id = typename Kernel::spec;
+    Specialization<Kernel> spec;
+    spec.set(Id::LOCAL_SIZE_X, config.wg_n).set(Id::LOCAL_SIZE_Y, config.wg_m);
+    spec.set(Id::TM, config.tm).set(Id::TN, config.tn);
+    spec.set(Id::HAS_BIAS, p.bias.size > 0).set(Id::K_SEGMENTED, p.a_k_segment != 0);
+    spec.set(Id::M_SEGMENTED, p.a_m_segment != 0);
+    return spec;
+}
 static_assert(sizeof(GemmPush) <= 128);
 
 uint32_t u32(uint64_t value, const char* what) {
@@ -93,22 +127,18 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(GemmPush);
     if (config.kernel == GemmKernel::Registers) {
-        desc.specialization = {config.wg_n, config.wg_m, config.tm, config.tn,          a_vec4_k,          a_vec4_m,
-                               b_vec4_k,    b_vec4_n,    has_bias,  p.a_k_segment != 0, p.a_m_segment != 0};
+        using Id = contract::gemm_registers::spec;
+        auto spec = common_specialization<contract::gemm_registers>(config, p);
+        spec.set(Id::A_VEC4_K, a_vec4_k).set(Id::A_VEC4_M, a_vec4_m);
+        spec.set(Id::B_VEC4_K, b_vec4_k).set(Id::B_VEC4_N, b_vec4_n);
+        desc.specialization = spec.values();
     } else {
+        using Id = contract::gemm_shared::spec;
         const bool a_k_fast = a.stride_col == 1, b_n_fast = b.stride_col == 1;
-        desc.specialization = {config.wg_n,
-                               config.wg_m,
-                               config.tm,
-                               config.tn,
-                               config.bk,
-                               a_k_fast,
-                               b_n_fast,
-                               has_bias,
-                               p.a_k_segment != 0,
-                               p.a_m_segment != 0,
-                               a_k_fast ? a_vec4_k : a_vec4_m,
-                               b_n_fast ? b_vec4_n : b_vec4_k};
+        auto spec = common_specialization<contract::gemm_shared>(config, p);
+        spec.set(Id::BK, config.bk).set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
+        spec.set(Id::A_VEC4, a_k_fast ? a_vec4_k : a_vec4_m).set(Id::B_VEC4, b_n_fast ? b_vec4_n : b_vec4_k);
+        desc.specialization = spec.values();
     }
     const Pipeline& pipeline = context.pipelines->get(desc);
 

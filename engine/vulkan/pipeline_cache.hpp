@@ -7,17 +7,20 @@
 
 #include <volk.h>
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "contract/shader_contracts.hpp"
+#include "vkconv/error.hpp"
 #include "vulkan/device.hpp"
 
 namespace vkconv::detail {
 
 struct PipelineDesc {
-    std::string shader;                      // name in the shader registry (file name without .comp), or a user key
+    std::string shader;  // name in the shader registry (file name without .comp), or a user key
 
     std::vector<VkDescriptorType> bindings;  // binding i has type bindings[i]
     uint32_t push_constant_bytes = 0;        // at most 128, the portable minimum
@@ -26,6 +29,45 @@ struct PipelineDesc {
     auto tie() const { return std::tie(shader, bindings, push_constant_bytes, specialization); }
     bool operator<(const PipelineDesc& other) const { return tie() < other.tie(); }
 };
+
+// A shader's specialization constants, set by the names its GLSL gives them: `Shader` is the shader's
+// contract (contract::<shader>, generated from its GLSL at build time), so an id comes from the shader
+// itself, never from a position the host keeps by hand. values() refuses a constant left unset.
+template <typename Shader>
+class Specialization {
+public:
+    Specialization() : values_(Shader::spec::constants), set_(Shader::spec::constants, false) {}
+
+    Specialization& set(uint32_t id, uint32_t value) {
+        values_.at(id) = value;
+        set_.at(id) = true;
+        return *this;
+    }
+    Specialization& set(uint32_t id, int64_t value) { return set(id, static_cast<uint32_t>(value)); }
+    Specialization& set(uint32_t id, bool value) { return set(id, value ? 1u : 0u); }
+
+    std::vector<uint32_t> values() const {
+        for (size_t id = 0; id < set_.size(); ++id)
+            if (!set_[id])
+                throw Error(ErrorCategory::VulkanFailure, std::string("internal: specialization constant ") +
+                                                              std::to_string(id) + " of shader " + Shader::name +
+                                                              " was not set");
+        return values_;
+    }
+
+private:
+    std::vector<uint32_t> values_;
+    std::vector<bool> set_;
+};
+
+// Checks at compile time that the host's push-constant struct `Push` matches the shader's push_constant
+// block member by member (same names, same offsets) and in size.
+#define VKCONV_PUSH_MEMBER(Push, Shader, member)                                              \
+    static_assert(offsetof(Push, member) == ::vkconv::detail::contract::Shader::push::member, \
+                  #Push "::" #member " is not where " #Shader "'s push constants have it");
+#define VKCONV_PUSH_SIZE(Push, Shader)                                             \
+    static_assert(sizeof(Push) == ::vkconv::detail::contract::Shader::push::bytes, \
+                  #Push " is not the size of " #Shader "'s push constants");
 
 struct Pipeline {
     VkPipeline pipeline = VK_NULL_HANDLE;

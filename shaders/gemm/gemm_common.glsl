@@ -21,8 +21,19 @@
 // The vec4 bindings are used only where the host found the operand vec4-aligned (A_VEC4_K, A_VEC4_M,
 // B_VEC4_K, B_VEC4_N); both views are always bound because both are statically used.
 // Binding 4: C (storage buffer, read only when beta != 0). Binding 5: bias (storage buffer).
+//
+// Specialization constants: one id map for both kernels. Ids 0 and 1 are the workgroup size in x (N) and
+// y (M) (local_size_x_id, local_size_y_id), 2 TM and 3 TN the values per invocation in M and N (each
+// kernel declares these four); the ones below are declared here; ids from 7 on are each kernel's own.
+//   4 HAS_BIAS     add bias[bias_offset + n]
+//   5 K_SEGMENTED, 6 M_SEGMENTED   A's k / m dimensions are segmented (a_k_segment, a_m_segment): without
+//                  segments the divisions disappear (integer division costs tens of instructions on a GPU)
 
 #extension GL_EXT_control_flow_attributes : enable
+
+layout(constant_id = 4) const bool HAS_BIAS = false;
+layout(constant_id = 5) const bool K_SEGMENTED = false;
+layout(constant_id = 6) const bool M_SEGMENTED = false;
 
 #if defined(ACCESS_SSBO)
 layout(std430, binding = 0) readonly buffer AVec4 { vec4 a4[]; };
@@ -70,8 +81,6 @@ layout(push_constant) uniform GemmParams {
     uint bias_offset;
 } pc;
 
-// The including kernel declares the specialization constants K_SEGMENTED and M_SEGMENTED: without
-// segments the divisions disappear (integer division costs tens of instructions on a GPU).
 uint a_kphys(uint k) {
     return K_SEGMENTED ? (k / pc.a_k_segment) * pc.a_k_segment_stride + (k % pc.a_k_segment) * pc.a_stride_k
                        : k * pc.a_stride_k;

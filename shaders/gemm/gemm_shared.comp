@@ -9,15 +9,13 @@
 // (tx, ty) owns rows ty + i*WG_M and columns tx + j*WG_N: shared reads are broadcast (A) or consecutive
 // (B), and stores are consecutive along n. Scalar loads only, zero-filled outside the matrix.
 //
-// Specialization constants:
+// Specialization constants (ids 4-6 are gemm_common.glsl's: HAS_BIAS, K_SEGMENTED, M_SEGMENTED):
 //   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M)
 //   2 TM, 3 TN         values per invocation in M and N (build variants fix them with FIXED_TM/FIXED_TN:
 //                      compile-time register blocks unroll fully, where spec-constant ones may spill)
-//   4 BK               K step staged in shared memory; (BM + BN) * (BK + 1) * 4 bytes of shared memory
-//   5 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
-//   6 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
-//   7 HAS_BIAS         add bias[bias_offset + n]
-//   8 K_SEGMENTED, 9 M_SEGMENTED    A's k / m dimensions are segmented (a_k_segment, a_m_segment)
+//   7 BK               K step staged in shared memory; (BM + BN) * (BK + 1) * 4 bytes of shared memory
+//   8 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
+//   9 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
 //  10 A_VEC4, 11 B_VEC4  the fast dimension of A / B is vec4-aligned: global loads are vec4
 // Bindings and push constants: gemm_common.glsl (only the scalar views are read).
 // Dispatch grid: (ceil(N / BN), ceil(M / BM), batch entries).
@@ -32,12 +30,9 @@ const uint TN = FIXED_TN;
 layout(constant_id = 2) const uint TM = 8;
 layout(constant_id = 3) const uint TN = 4;
 #endif
-layout(constant_id = 4) const uint BK = 16;
-layout(constant_id = 5) const bool A_K_FAST = false;
-layout(constant_id = 6) const bool B_N_FAST = true;
-layout(constant_id = 7) const bool HAS_BIAS = false;
-layout(constant_id = 8) const bool K_SEGMENTED = false;
-layout(constant_id = 9) const bool M_SEGMENTED = false;
+layout(constant_id = 7) const uint BK = 16;
+layout(constant_id = 8) const bool A_K_FAST = false;
+layout(constant_id = 9) const bool B_N_FAST = true;
 layout(constant_id = 10) const bool A_VEC4 = false;
 layout(constant_id = 11) const bool B_VEC4 = false;
 

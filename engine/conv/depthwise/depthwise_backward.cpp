@@ -13,16 +13,23 @@ struct DataPush {
     uint32_t dy_offset, dx_offset;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(DataPush, depthwise_backward_data)
+VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, dx_offset)
 
 struct FilterPush {
     uint32_t x_offset, dy_offset, rows, rows_per_piece;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(FilterPush, depthwise_backward_filter)
+VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, dy_offset)
+VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, rows_per_piece)
 
 struct ReducePush {
     uint32_t out_offset, stride, splits, accumulate;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(ReducePush, splitk_reduce)
+VKCONV_PUSH_MEMBER(ReducePush, splitk_reduce, splits)
 
 // The largest multiple of `stride` up to `want`, at least `stride`.
 uint32_t multiple_of(int64_t stride, int64_t want) {
@@ -90,7 +97,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
     const VkDescriptorType read = read_descriptor(plan.texel);
     desc.bindings = {read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(DataPush);
-    desc.specialization = depthwise_constants(p, tiles);
+    desc.specialization = depthwise_specialization<contract::depthwise_backward_data>(p, tiles).values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =
         uint64_t(p.C / tiles.lane_channels()) * ceil_div(p.H, tiles.tile_h) * ceil_div(p.W, tiles.tile_w);
@@ -111,15 +118,17 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
     desc.shader = depthwise_shader("backward_filter", tiles, plan.texel);
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(FilterPush);
-    desc.specialization = depthwise_constants(p, tiles);
-    desc.specialization.push_back(filter_tap_rows(p));
+    auto spec = depthwise_specialization<contract::depthwise_backward_filter>(p, tiles);
+    desc.specialization = spec.set(contract::depthwise_backward_filter::spec::TAP_ROWS, filter_tap_rows(p)).values();
     const Pipeline& partial_pipeline = context.pipelines->get(desc);
 
     PipelineDesc reduce;
     reduce.shader = "splitk_reduce";
     reduce.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     reduce.push_constant_bytes = sizeof(ReducePush);
-    reduce.specialization = {kElementwiseWorkgroup};
+    reduce.specialization = Specialization<contract::splitk_reduce>()
+                                .set(contract::splitk_reduce::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                                .values();
     const Pipeline& reduce_pipeline = context.pipelines->get(reduce);
 
     const uint64_t filter_floats = uint64_t(p.filter_elements()), lanes = filter_lanes(p, tiles);

@@ -25,6 +25,9 @@ struct ForwardPush {
     uint32_t x_offset, y_offset;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(ForwardPush, depthwise_forward)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, x_offset)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, y_offset)
 
 }  // namespace
 
@@ -79,15 +82,6 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Depthwi
     return plan;
 }
 
-std::vector<uint32_t> depthwise_constants(const ConvProblem& p, const DepthwiseTiles& tiles) {
-    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    std::vector<uint32_t> constants = geometry_constants(p);  // ids 0-9
-    for (int64_t v : {p.C, p.H, p.W, p.filters_per_group(), p.P(), p.Q()}) constants.push_back(u(v));
-    for (uint32_t v : {tiles.tile_w, tiles.tile_h, tiles.vec4_x ? 1u : 0u, tiles.vec4_y ? 1u : 0u})
-        constants.push_back(v);
-    return constants;
-}
-
 std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel) {
     return "depthwise_" + pass + (tiles.channels4 ? "_c4" : "") + (texel ? "_texel" : "_ssbo");
 }
@@ -121,8 +115,8 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
     const VkDescriptorType read = read_descriptor(plan.texel);
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(ForwardPush);
-    desc.specialization = depthwise_constants(p, tiles);
-    desc.specialization.push_back(p.has_bias ? 1u : 0u);
+    auto spec = depthwise_specialization<contract::depthwise_forward>(p, tiles);
+    desc.specialization = spec.set(contract::depthwise_forward::spec::HAS_BIAS, p.has_bias).values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =
         uint64_t(p.K / tiles.lane_channels()) * ceil_div(p.P(), tiles.tile_h) * ceil_div(p.Q(), tiles.tile_w);

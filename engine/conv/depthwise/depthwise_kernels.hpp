@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "conv/constants.hpp"
 #include "conv/depthwise/depthwise.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -31,8 +32,18 @@ bool channels4(const ConvProblem& p);
 uint32_t block_rows(const ConvProblem& p, int64_t rows);
 DepthwiseTiles forward_tiles(const ConvProblem& p);
 
-// Constant ids 0..19 shared by the depthwise shaders.
-std::vector<uint32_t> depthwise_constants(const ConvProblem& p, const DepthwiseTiles& tiles);
+// The specialization constants the depthwise shaders share (geometry, sizes, tile shape), by name.
+template <typename Shader>
+Specialization<Shader> depthwise_specialization(const ConvProblem& p, const DepthwiseTiles& tiles) {
+    using Id = typename Shader::spec;
+    Specialization<Shader> spec;
+    set_geometry(spec, p);
+    spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::MULT, p.filters_per_group());
+    spec.set(Id::P, p.P()).set(Id::Q, p.Q());
+    spec.set(Id::TILE_W, tiles.tile_w).set(Id::TILE_H, tiles.tile_h);
+    spec.set(Id::VEC4_X, tiles.vec4_x).set(Id::VEC4_Y, tiles.vec4_y);
+    return spec;
+}
 // "depthwise_<pass>[_c4]_<texel|ssbo>", as shaders/CMakeLists.txt names the variants.
 std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel);
 

@@ -40,8 +40,10 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     desc.shader = "conv2d_direct";
     desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(DirectSizes);
-    desc.specialization = geometry_constants(problem);
-    desc.specialization.push_back(problem.has_bias ? 1u : 0u);
+    Specialization<contract::conv2d_direct> spec;
+    set_geometry(spec, problem);
+    spec.set(contract::conv2d_direct::spec::HAS_BIAS, problem.has_bias);
+    desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
 
     // Without a bias the shader never reads binding 2, but Vulkan wants it bound: the filter stands in.

@@ -11,11 +11,14 @@ namespace vkconv::detail {
 namespace {
 
 struct Col2imPush {
-    uint32_t first_row;
+    uint32_t p0;  // the chunk's first output row
     uint32_t dx_offset;
     uint32_t accumulate;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(Col2imPush, col2im)
+VKCONV_PUSH_MEMBER(Col2imPush, col2im, dx_offset)
+VKCONV_PUSH_MEMBER(Col2imPush, col2im, accumulate)
 
 uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
@@ -84,8 +87,12 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
         desc.shader = "col2im";
         desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
         desc.push_constant_bytes = sizeof(Col2imPush);
-        desc.specialization = geometry_constants(p);
-        for (int64_t value : {p.C, p.H, p.W, Cg, Q, rows, images}) desc.specialization.push_back(u(value));
+        using Id = contract::col2im::spec;
+        Specialization<contract::col2im> spec;
+        set_geometry(spec, p);
+        spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::CG, Cg).set(Id::Q, Q);
+        spec.set(Id::ROWS, rows).set(Id::IMAGES, images);
+        desc.specialization = spec.values();
         const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
         dispatch_elements(stream, context.pipelines->get(desc), bindings,
                           Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image);

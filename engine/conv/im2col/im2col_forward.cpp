@@ -4,17 +4,20 @@
 #include "conv/constants.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
-#include "vulkan/dispatch.hpp"
 #include "gemm/gemm.hpp"
+#include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
 namespace {
 
 struct LowerPush {
-    uint32_t first_row;
+    uint32_t p0;  // the chunk's first output row
     uint32_t x_offset;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(LowerPush, im2col)
+VKCONV_PUSH_MEMBER(LowerPush, im2col, x_offset)
+VKCONV_PUSH_MEMBER(LowerPush, im2col, base)
 
 }  // namespace
 
@@ -25,13 +28,15 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
     desc.shader = "im2col";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(LowerPush);
-    desc.specialization = geometry_constants(p);
-    for (int64_t v : {int64_t(transposed), p.C, p.H, p.W, p.channels_per_group(), p.Q(), rows, images})
-        desc.specialization.push_back(u(v));
+    using Id = contract::im2col::spec;
+    Specialization<contract::im2col> spec;
+    set_geometry(spec, p);
+    spec.set(Id::TRANSPOSED, transposed).set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W);
+    spec.set(Id::CG, p.channels_per_group()).set(Id::Q, p.Q()).set(Id::ROWS, rows).set(Id::IMAGES, images);
+    desc.specialization = spec.values();
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{col, true}};
     const uint64_t floats = uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
-    dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0},
-                      floats);
+    dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0}, floats);
 }
 
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,

@@ -16,6 +16,11 @@ struct BiasPush {
     uint32_t dy_offset, positions, piece, accumulate, first_piece;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(BiasPush, bias_grad)
+VKCONV_PUSH_MEMBER(BiasPush, bias_grad, positions)
+VKCONV_PUSH_MEMBER(BiasPush, bias_grad, piece)
+VKCONV_PUSH_MEMBER(BiasPush, bias_grad, accumulate)
+VKCONV_PUSH_MEMBER(BiasPush, bias_grad, first_piece)
 
 }  // namespace
 
@@ -54,8 +59,14 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
     desc.push_constant_bytes = sizeof(BiasPush);
     // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned.
     const bool channels4 = p.layout == Layout::NHWC && p.K % 4 == 0;
-    desc.specialization = {kElementwiseWorkgroup, static_cast<uint32_t>(p.K), static_cast<uint32_t>(p.P() * p.Q()),
-                           p.layout == Layout::NHWC ? 1u : 0u, channels4 ? 1u : 0u};
+    using Id = contract::bias_grad::spec;
+    desc.specialization = Specialization<contract::bias_grad>()
+                              .set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                              .set(Id::K, p.K)
+                              .set(Id::PQ, p.P() * p.Q())
+                              .set(Id::NHWC, p.layout == Layout::NHWC)
+                              .set(Id::CHANNELS4, channels4)
+                              .values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t lanes = channels4 ? uint64_t(p.K / 4) : uint64_t(p.K);
     for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {

@@ -10,6 +10,10 @@ struct PermutePush {
     uint32_t in_offset, out_offset;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(PermutePush, permute4d)
+VKCONV_PUSH_MEMBER(PermutePush, permute4d, s3)
+VKCONV_PUSH_MEMBER(PermutePush, permute4d, in_offset)
+VKCONV_PUSH_MEMBER(PermutePush, permute4d, out_offset)
 
 uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
@@ -23,7 +27,10 @@ void record_permute(ContextImpl& context, CommandStream& stream, const BufferRan
     desc.shader = "permute4d";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(PermutePush);
-    desc.specialization = {kElementwiseWorkgroup, u(d[1]), u(d[2]), u(d[3])};
+    using Id = contract::permute4d::spec;
+    Specialization<contract::permute4d> spec;
+    spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::D1, d[1]).set(Id::D2, d[2]).set(Id::D3, d[3]);
+    desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const std::array<Binding, 2> bindings{Binding{in, false}, Binding{out, true}};
     PermutePush push{u(s[0]), u(s[1]), u(s[2]), u(s[3]), u(in_offset), u(out_offset), 0, 0};

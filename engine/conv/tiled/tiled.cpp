@@ -306,13 +306,23 @@ struct BoxPush {
     uint32_t accumulate;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(BoxPush, copy_box)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, src_c)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, src_c0)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, src_shift)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, dst_c)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, dst_shift)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, accumulate)
 
 const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout) {
     PipelineDesc desc;
     desc.shader = "copy_box";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BoxPush);
-    desc.specialization = {kElementwiseWorkgroup, layout == Layout::NHWC ? 1u : 0u};
+    desc.specialization = Specialization<contract::copy_box>()
+                              .set(contract::copy_box::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                              .set(contract::copy_box::spec::NHWC, layout == Layout::NHWC)
+                              .values();
     return context.pipelines->get(desc);
 }
 
