@@ -3,6 +3,7 @@
 #pragma once
 
 #include "conv/lowered/lowered.hpp"
+#include "vulkan/dispatch.hpp"
 #include "conv/shared/permute.hpp"
 #include "conv/shared/splitk_reduce.hpp"
 
@@ -22,6 +23,18 @@ MecLowered mec_lowered(const ConvProblem& problem, const Chunk& chunk, const Ope
 // Specialization constants 0-13 of mec_lower and mec_gather for a chunk of `images` images whose
 // lowered matrix has `lowered_rows` rows.
 std::vector<uint32_t> mec_constants(const ConvProblem& problem, int64_t lowered_rows, int64_t images);
+// The constants mec_lower and mec_gather share, by name, for a chunk of `images` images whose lowered matrix
+// has `lowered_rows` rows.
+template <typename Shader>
+Specialization<Shader> mec_specialization(const ConvProblem& p, int64_t lowered_rows, int64_t images) {
+    using Id = typename Shader::spec;
+    Specialization<Shader> spec;
+    spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::S, p.S).set(Id::STRIDE_W, p.stride_w);
+    spec.set(Id::PAD_H, p.pad_h).set(Id::PAD_W, p.pad_w).set(Id::DIL_W, p.dilation_w);
+    spec.set(Id::NHWC, p.layout == Layout::NHWC).set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W);
+    spec.set(Id::CG, p.channels_per_group()).set(Id::Q, p.Q()).set(Id::HL, lowered_rows).set(Id::IMAGES, images);
+    return spec;
+}
 
 // MEC's lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows [p0, p0 + rows))
 // into L[g][n][q][h][s][c] at `lowered`.

@@ -14,10 +14,13 @@ namespace vkconv::detail {
 namespace {
 
 struct LowerPush {
-    uint32_t first_padded_row;
+    uint32_t h0;  // the chunk's first padded input row
     uint32_t x_offset;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(LowerPush, mec_lower)
+VKCONV_PUSH_MEMBER(LowerPush, mec_lower, h0)
+VKCONV_PUSH_MEMBER(LowerPush, mec_lower, x_offset)
 
 uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
@@ -58,7 +61,7 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
     desc.shader = "mec_lower";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(LowerPush);
-    desc.specialization = mec_constants(p, lowered_rows, images);
+    desc.specialization = mec_specialization<contract::mec_lower>(p, lowered_rows, images).values();
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
     const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
     dispatch_elements(stream, context.pipelines->get(desc), bindings,
