@@ -6,6 +6,7 @@
 
 #include "conv/constants.hpp"
 #include "conv/direct/direct.hpp"
+#include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "gemm/gemm_config.hpp"
 #include "vulkan/dispatch.hpp"
@@ -65,8 +66,7 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
             if (filter) {
                 plan.mec_split =
                     mec_backward_filter_split(context, p, plan.lowered, storage_binding_limit(context, options));
-                plan.slots[2] =
-                    plan.mec_split.slots * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group());
+                plan.slots[2] = plan.mec_split.slots * uint64_t(group_filter_floats(p));
                 if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
                     // No split: each image's product adds into dw in turn, with no partial products.
                     plan.mec_split = MecFilterSplit{plan.lowered.rows, 1, 0};

@@ -3,6 +3,7 @@
 // lowered/lowered.hpp; the backward passes on the same matrix.
 #pragma once
 
+#include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/shared/splitk_reduce.hpp"
 
@@ -34,7 +35,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
 uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
                                 uint64_t binding_limit);
 inline uint64_t backward_filter_partial_floats(const ConvProblem& p, uint32_t splits) {
-    return splits > 1 ? uint64_t(splits) * uint64_t(p.filters_per_group() * p.R * p.S * p.channels_per_group()) : 0;
+    return splits > 1 ? uint64_t(splits) * uint64_t(group_filter_floats(p)) : 0;
 }
 
 }  // namespace vkconv::detail

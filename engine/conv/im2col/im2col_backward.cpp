@@ -3,6 +3,7 @@
 #include <array>
 
 #include "conv/constants.hpp"
+#include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "gemm/gemm.hpp"
@@ -24,20 +25,6 @@ uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
-// dy as a GEMM operand over the chunk's rows m = (n, p - p0, q): A(m, k) for backward-data (rows = m),
-// or its transpose A(k, m) for backward-filter (reduction = m). NCHW dy jumps between images, which the
-// GEMM takes as segments of rows * Q.
-struct GradOutputView {
-    uint64_t offset, m_stride, k_stride, segment, segment_stride;
-};
-
-GradOutputView grad_output_view(const ConvProblem& p, const Window& dy, int64_t g, int64_t p0, int64_t rows) {
-    const int64_t P = p.P(), Q = p.Q(), Kg = p.filters_per_group();
-    if (p.layout == Layout::NHWC) return {dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, 0, 0};
-    return {dy.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), uint64_t(rows * Q),
-            uint64_t(p.K * P * Q)};
-}
-
 // Positions per split: any count where the positions are uniformly strided (NHWC, or one NCHW image);
 // whole images where NCHW's positions jump from image to image.
 int64_t split_unit(const ConvProblem& p, int64_t rows, int64_t images) {
@@ -48,7 +35,7 @@ int64_t split_unit(const ConvProblem& p, int64_t rows, int64_t images) {
 
 uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
                                 uint64_t binding_limit) {
-    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(p.channels_per_group() * p.R * p.S);
+    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(filter_taps(p));
     const GemmConfigTable& table = context.gemm_configs();
     const GemmConfig& config = pick_gemm_config(table, kg, k_red, 1);
     const uint64_t tiles =
@@ -65,7 +52,7 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
                                  const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                  const LoweredPlan& plan, const Operand& scratch) {
     const int64_t Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t x_image = uint64_t(p.C * p.H * p.W);
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
@@ -74,10 +61,12 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
         const uint64_t m_chunk = uint64_t(images * rows * Q);
         const BufferRange dcol{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
         for (int64_t g = 0; g < G; ++g) {
-            const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
+            // A = dy: rows are the chunk's output positions, the reduction runs over the group's filters.
+            const OutputMatrix v = output_matrix(p, dy.delta, g, p0, rows);
+            const GemmShape shape = backward_data_gemm(p, int64_t(m_chunk));
             GemmProblem gp;
-            gp.M = u(m_chunk), gp.N = u(k_red), gp.K = u(Kg);
-            gp.a = {dy.range, v.offset, v.m_stride, v.k_stride, 0, 0};
+            gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
+            gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, 0, 0};
             gp.a_m_segment = u(v.segment), gp.a_m_segment_stride = u(v.segment_stride);
             gp.b = {filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
             gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0};
@@ -103,8 +92,8 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                                    const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                    const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
                                    const Operand& partials) {
-    const int64_t Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
+    const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(filter_taps(p));
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const bool first = chunk.first;
@@ -120,11 +109,12 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
         const int64_t full = int64_t(m_chunk) / piece, rest = int64_t(m_chunk) - full * piece;
         const bool split = splits > 1 && full + (rest > 0) > 1;
         for (int64_t g = 0; g < G; ++g) {
-            const GradOutputView v = grad_output_view(p, dy, g, p0, rows);
+            const OutputMatrix v = output_matrix(p, dy.delta, g, p0, rows);
+            const GemmShape shape = backward_filter_gemm(p, int64_t(m_chunk));
             GemmProblem gp;
-            gp.M = u(Kg), gp.N = u(k_red), gp.K = u(m_chunk);
+            gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             // A = dy^T: rows are filters, the reduction runs over the chunk's output positions.
-            gp.a = {dy.range, v.offset, v.k_stride, v.m_stride, 0, 0};
+            gp.a = {dy.range, v.offset, v.col_stride, v.row_stride, 0, 0};
             gp.a_k_segment = u(v.segment), gp.a_k_segment_stride = u(v.segment_stride);
             const uint64_t col_base = uint64_t(g) * m_chunk * k_red;
             if (plan.transposed)
@@ -140,7 +130,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
             }
             // Offsets of one piece along the reduction, in A (dy) and B (col).
             const uint64_t a_piece =
-                unit == 1 ? uint64_t(piece) * v.m_stride : uint64_t(piece / unit) * v.segment_stride;
+                unit == 1 ? uint64_t(piece) * v.row_stride : uint64_t(piece / unit) * v.segment_stride;
             const uint64_t b_piece = plan.transposed ? uint64_t(piece) : uint64_t(piece) * k_red;
             const uint64_t product = uint64_t(Kg) * k_red;
             gp.c = {partials.whole(), 0, k_red, 1, product, 0};

@@ -2,6 +2,7 @@
 #include <array>
 
 #include "conv/constants.hpp"
+#include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "gemm/gemm.hpp"
@@ -42,10 +43,8 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                            const ForwardOperands& ops, const LoweredPlan& plan, const Operand& scratch) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    const bool nhwc = p.layout == Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const uint64_t k_red = uint64_t(Cg * p.R * p.S);
-    const uint64_t y_image = uint64_t(p.K * P * Q);
+    const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(filter_taps(p));
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const Window& x = chunk.input;
@@ -58,8 +57,9 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
         // One image per batch entry: an NCHW output is not one matrix across images.
         const bool transposed = plan.transposed;  // the layout the lowering wrote
         for (int64_t g = 0; g < G; ++g) {
+            const GemmShape shape = forward_gemm(p, rows * Q);  // per image, the batch runs over the chunk's
             GemmProblem gp;
-            gp.M = u(rows * Q), gp.N = u(Kg), gp.K = u(k_red);
+            gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             gp.batch_i = u(images);
             const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
             if (transposed)
@@ -67,10 +67,8 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
             else
                 gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
             gp.b = {ops.filter.whole(), uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
-            if (nhwc)
-                gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
-            else
-                gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
+            const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
+            gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
             if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
             record_gemm(context, stream, gp);
         }

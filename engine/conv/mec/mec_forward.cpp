@@ -5,10 +5,11 @@
 //   in the output, copied into L's buffer (no longer needed) and transposed back into place.
 #include <array>
 
-#include "conv/mec/mec.hpp"
+#include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
-#include "vulkan/dispatch.hpp"
+#include "conv/mec/mec.hpp"
 #include "gemm/gemm.hpp"
+#include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -30,7 +31,7 @@ uint32_t u(int64_t v) {
 
 MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch) {
     MecLowered l;
-    l.rows = (chunk.rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+    l.rows = input_rows_read(p, chunk.rows);
     l.image_floats = uint64_t(p.Q() * l.rows * p.S * p.channels_per_group());
     l.group_floats = uint64_t(chunk.images) * l.image_floats;
     l.range = {scratch.allocation.buffer, scratch.allocation.offset, l.group_floats * uint64_t(p.groups) * 4};
@@ -56,7 +57,7 @@ std::vector<uint32_t> mec_constants(const ConvProblem& p, int64_t lowered_rows, 
 
 void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& x,
                          const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images) {
-    const int64_t lowered_rows = (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
+    const int64_t lowered_rows = input_rows_read(p, rows);
     PipelineDesc desc;
     desc.shader = "mec_lower";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -64,8 +65,8 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
     desc.specialization = mec_specialization<contract::mec_lower>(p, lowered_rows, images).values();
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
     const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
-    dispatch_elements(stream, context.pipelines->get(desc), bindings,
-                      LowerPush{u(p0 * p.stride_h), u(x.delta), 0, 0}, floats);
+    dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0 * p.stride_h), u(x.delta), 0, 0},
+                      floats);
 }
 
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ForwardOperands& ops,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "context/context_impl.hpp"
+#include "conv/gemm_mapping.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
@@ -36,10 +37,6 @@ ConvProblem tile_problem(const ConvProblem& p, const Tile& t) {
     return q;
 }
 
-int64_t input_rows_for(const ConvProblem& p, int64_t rows) {
-    return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
-}
-
 // Calls visit(tile) for every tile in recording order: pieces, then images, then bands.
 template <typename Visit>
 void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>& pieces, int64_t band, Visit&& visit) {
@@ -56,7 +53,7 @@ void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>
                     const int64_t p1 = std::min(P, (t.h1 - 1 + p.pad_h) / p.stride_h + 1);
                     t.rows = std::max<int64_t>(0, p1 - t.p0);
                     t.hs = t.p0 * p.stride_h - p.pad_h;
-                    t.H = t.rows ? input_rows_for(p, t.rows) : 0;
+                    t.H = t.rows ? input_rows_read(p, t.rows) : 0;
                     t.first = first;
                     first = false;
                     visit(t);
@@ -66,7 +63,7 @@ void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>
                     Tile t{n, piece};
                     t.p0 = p0, t.rows = std::min(band, P - p0);
                     t.hs = p0 * p.stride_h - p.pad_h;
-                    t.H = input_rows_for(p, t.rows);
+                    t.H = input_rows_read(p, t.rows);
                     t.first = first;
                     first = false;
                     visit(t);
@@ -244,7 +241,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
 TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                      const ForwardOptions& options) {
     const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
-    const uint64_t per_filter = uint64_t(p.channels_per_group() * p.R * p.S) * 4;
+    const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
     if (per_filter + align > limit)
         throw Error(ErrorCategory::Unsupported, "one filter (" + std::to_string(per_filter) +
                                                     " bytes) exceeds the binding limit of " + std::to_string(limit) +
@@ -415,7 +412,7 @@ std::span<const Operand> tile_pass_workspace(std::span<const Operand> workspace)
 void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledPlan& plan,
                           const ForwardOperands& ops, std::span<const Operand> workspace) {
     const uint64_t limit = texel_binding_limit(context, plan.tile_options);
-    const int64_t per_filter = p.channels_per_group() * p.R * p.S;
+    const int64_t per_filter = filter_taps(p);
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::Forward, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);
@@ -444,7 +441,7 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
                                 const TiledPlan& plan, const Operand& dy, const Operand& w, const Operand& dx,
                                 std::span<const Operand> workspace) {
     const uint64_t limit = texel_binding_limit(context, plan.tile_options);
-    const int64_t per_filter = p.channels_per_group() * p.R * p.S;
+    const int64_t per_filter = filter_taps(p);
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::BackwardData, plan.pieces, plan.band, [&](const Tile& t) {
         const int64_t channels = t.piece.c1 - t.piece.c0;
@@ -481,7 +478,7 @@ void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, c
                                   const TiledPlan& plan, const Operand& x, const Operand& dy, const Operand& dw,
                                   const Operand& db, std::span<const Operand> workspace) {
     const uint64_t limit = texel_binding_limit(context, plan.tile_options);
-    const int64_t per_filter = p.channels_per_group() * p.R * p.S;
+    const int64_t per_filter = filter_taps(p);
     for_each_tile(p, Pass::BackwardFilter, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);
         const ImageRef x_image{&x, t.n, p.C, p.H, p.W}, x_tile{&workspace[0], 0, q.C, q.H, q.W};
