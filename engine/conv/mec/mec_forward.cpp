@@ -74,7 +74,7 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const int64_t R = p.R, S = p.S;
-    const uint64_t k_red = uint64_t(R * S * Cg);
+    const uint64_t k_red = uint64_t(filter_taps(p));
 
     // The GEMM reads filter taps in L's (r, s, c) order: OHWI as given, OIHW through a copy.
     BufferRange filter = ops.filter.whole();
@@ -97,8 +97,10 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
 
         const bool solution_a = plan.schedule == MecSchedule::A;
         for (int64_t g = 0; g < G; ++g) {
+            // M is set per schedule below (the rows of one product), N and K are the forward pass's.
+            const GemmShape shape = forward_gemm(p, 0);
             GemmProblem gp;
-            gp.N = u(Kg), gp.K = u(k_red);
+            gp.N = u(shape.N), gp.K = u(shape.K);
             const uint64_t lda = uint64_t(lowered_rows) * row_floats;
             const uint64_t window_step = uint64_t(p.stride_h) * row_floats;  // next output row's window
             if (p.dilation_h > 1) gp.a_k_segment = u(row_floats), gp.a_k_segment_stride = u(p.dilation_h * row_floats);
@@ -125,10 +127,8 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
                 gp.M = u(rows * Q), gp.batch_i = u(images);
                 gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
                 gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, image_floats, 0};
-                if (nhwc)
-                    gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, y_image, 0};
-                else
-                    gp.c = {y.range, y.delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), y_image, 0};
+                const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
+                gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
             }
             record_gemm(context, stream, gp);
         }
