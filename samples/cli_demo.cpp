@@ -73,7 +73,13 @@ std::string check_text(double ratio, int& failures) {
     return buf;
 }
 
-int run_demo(const DemoArgs& args) {
+// The layer table: the --layers file, else the built-in one; `origin` names it in messages.
+struct LayerTable {
+    std::string text;
+    std::string origin;
+};
+
+LayerTable read_layer_table(const DemoArgs& args) {
     std::string text(builtin_layers_csv());
     std::string origin = "built-in layers.csv";
     if (!args.layers_file.empty()) {
@@ -86,9 +92,15 @@ int run_demo(const DemoArgs& args) {
         text = buffer.str();
         origin = args.layers_file;
     }
-    auto layers = parse_layers(text, origin);
+    return {text, origin};
+}
+
+// The layers to run (--layer, else --all, a --layers file or the quick subset), with --batch applied.
+std::vector<Layer> choose_layers(const DemoArgs& args) {
+    const LayerTable table = read_layer_table(args);
+    auto layers = parse_layers(table.text, table.origin);
     std::vector<Layer> chosen;
-    check_layer_names(layers, args.only, origin);
+    check_layer_names(layers, args.only, table.origin);
     for (auto& layer : layers) {
         const bool wanted = !args.only.empty()
                                 ? std::count(args.only.begin(), args.only.end(), layer.name) > 0
@@ -98,86 +110,140 @@ int run_demo(const DemoArgs& args) {
         layer.problem.validate();
         chosen.push_back(layer);
     }
+    return chosen;
+}
+
+void print_table_head(const vkconv::Context& context) {
+    std::printf("device: %s\n", context.device().summary().c_str());
+    std::printf("%-17s %-34s %-7s %9s %8s %10s %10s %10s  %s\n", "layer", "N,C,HxW -> K,PxQ  RxS/stride", "algo",
+                "gpu ms", "GFLOP/s", "operands", "workspace", "peak", "check");
+}
+
+std::string shape_text(const vkconv::ConvProblem& p) {
+    char shape[64];
+    std::snprintf(shape, sizeof shape, "%lld,%lld,%lldx%lld -> %lld,%lldx%lld  %lldx%lld/%lld", (long long)p.N,
+                  (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.P(), (long long)p.Q(),
+                  (long long)p.R, (long long)p.S, (long long)p.stride_h);
+    return shape;
+}
+
+// One layer's forward pass into `output`, timed and checked where quick, as one row; returns whether it was
+// checked (its backward step is checked alike).
+bool run_forward_row(vkconv::Context& context, const Layer& layer, const DemoArgs& args, vkconv::Algorithm algorithm,
+                     const std::vector<float>& x, const std::vector<float>& w, const vkconv::Tensor& input,
+                     const vkconv::Tensor& filter, vkconv::Tensor& output, int& failures) {
+    const auto& p = layer.problem;
+    const uint64_t operands = input.bytes() + filter.bytes() + output.bytes();
+    std::vector<double> times;
+    vkconv::RunStats stats;
+    vkconv::forward(context, p, input, filter, nullptr, output, algorithm);  // warm-up: pipeline creation
+    for (int r = 0; r < args.repeat; ++r) {
+        stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
+        times.push_back(stats.gpu_ms);
+    }
+    const double ms = median_ms(times);
+    std::string check = "skipped";
+    const double macs = p.forward_flops() / 2;
+    const bool checked = !args.no_check && macs <= kCheckLimitMacs;
+    if (checked)
+        check = check_text(error_over_bound(output.download(), vkconv::reference::forward(p, x, w),
+                                            vkconv::reference::forward(p, absolute(x), absolute(w)),
+                                            p.channels_per_group() * p.R * p.S),
+                           failures);
+    const std::string shape = shape_text(p);
+    std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", layer.name.c_str(), shape.c_str(),
+                vkconv::to_string(stats.algorithm), ms, p.forward_flops() / (ms * 1e6), human_bytes(operands).c_str(),
+                human_bytes(stats.workspace_bytes).c_str(), human_bytes(stats.peak_bytes).c_str(), check.c_str());
+    std::fflush(stdout);
+    return checked;
+}
+
+// The worse of dx's and dw's error over their bounds.
+double backward_error_over_bound(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
+                                 const std::vector<float>& dy, const vkconv::Tensor& grad_input,
+                                 const vkconv::Tensor& grad_filter) {
+    const double data = error_over_bound(grad_input.download(), vkconv::reference::backward_data(p, dy, w),
+                                         vkconv::reference::backward_data(p, absolute(dy), absolute(w)),
+                                         p.filters_per_group() * p.R * p.S);
+    const double weights =
+        error_over_bound(grad_filter.download(), vkconv::reference::backward_filter(p, x, dy),
+                         vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), p.N * p.P() * p.Q());
+    return std::max(data, weights);
+}
+
+// The backward step of the same layer with a bias: dx, dw and db in one submission.
+void run_backward_row(vkconv::Context& context, const Layer& layer, const DemoArgs& args, vkconv::Algorithm algorithm,
+                      const std::vector<float>& x, const std::vector<float>& w, const vkconv::Tensor& input,
+                      const vkconv::Tensor& filter, bool checked, uint32_t& seed, int& failures) {
+    const auto& p = layer.problem;
+    auto pb = p;
+    pb.has_bias = true;
+    const auto dy = random_values(p.output_elements(), seed++);
+    auto grad_output = vkconv::Tensor::from_host(context, p.output_shape(), dy);
+    vkconv::Tensor grad_input(context, p.input_shape()), grad_filter(context, p.filter_shape()),
+        grad_bias(context, pb.bias_shape());
+    const uint64_t step_operands = input.bytes() + filter.bytes() + grad_output.bytes() + grad_input.bytes() +
+                                   grad_filter.bytes() + grad_bias.bytes();
+    vkconv::LayerBackwardStats step;
+    std::vector<double> times;
+    for (int r = 0; r <= args.repeat; ++r) {  // the first run creates the pipelines
+        step = vkconv::layer_backward(context, pb, input, filter, grad_output, grad_input, grad_filter, &grad_bias,
+                                      algorithm);
+        if (r > 0) times.push_back(step.step.gpu_ms);
+    }
+    const double step_ms = median_ms(times);
+    std::string step_check = "skipped";
+    if (checked) step_check = check_text(backward_error_over_bound(p, x, w, dy, grad_input, grad_filter), failures);
+    const std::string algorithms = std::string("  backward: ") + vkconv::to_string(step.data_algorithm) + " + " +
+                                   vkconv::to_string(step.filter_algorithm);
+    std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", "", algorithms.c_str(), "step", step_ms,
+                2 * p.forward_flops() / (step_ms * 1e6), human_bytes(step_operands).c_str(),
+                human_bytes(step.step.workspace_bytes).c_str(), human_bytes(step.step.peak_bytes).c_str(),
+                step_check.c_str());
+}
+
+// One layer's forward row and backward-step row, on random operands seeded from `seed`.
+void run_layer(vkconv::Context& context, const Layer& layer, const DemoArgs& args, vkconv::Algorithm algorithm,
+               uint32_t& seed, int& failures) {
+    const auto& p = layer.problem;
+    const auto x = random_values(p.input_elements(), seed++);
+    const auto w = random_values(p.filter_elements(), seed++);
+    auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
+    auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+    vkconv::Tensor output(context, p.output_shape());
+    const bool checked = run_forward_row(context, layer, args, algorithm, x, w, input, filter, output, failures);
+    run_backward_row(context, layer, args, algorithm, x, w, input, filter, checked, seed, failures);
+}
+
+void print_summary(const vkconv::Context& context, const DemoArgs& args, vkconv::Algorithm algorithm, size_t layers,
+                   int failures, int unsupported) {
+    if (unsupported) std::printf("%d layer(s) unsupported on this device\n", unsupported);
+    std::printf(
+        "%zu layers, forward and backward step (GFLOP/s of the step counts both passes), %s; times are the "
+        "median of %d runs (%s)%s\n",
+        layers,
+        failures        ? "SOME CHECKS FAILED"
+        : args.no_check ? "not checked (--no-check)"
+                        : "all checked results within fp32 rounding bounds",
+        args.repeat, context.device().timestamps ? "GPU timestamps" : "wall clock",
+        algorithm == vkconv::Algorithm::Auto ? "; auto measured every algorithm once per layer and pass (find)" : "");
+}
+
+int run_demo(const DemoArgs& args) {
+    const std::vector<Layer> chosen = choose_layers(args);
     if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
     const auto algorithm = vkconv::parse_algorithm(args.algorithm);
 
     vkconv::ContextOptions options;
     options.device = args.device;
     vkconv::Context context(options);
-    std::printf("device: %s\n", context.device().summary().c_str());
-    std::printf("%-17s %-34s %-7s %9s %8s %10s %10s %10s  %s\n", "layer", "N,C,HxW -> K,PxQ  RxS/stride", "algo",
-                "gpu ms", "GFLOP/s", "operands", "workspace", "peak", "check");
+    print_table_head(context);
     int failures = 0;
     uint32_t seed = 1;
     int unsupported = 0;
     for (const auto& layer : chosen) {
-        const auto& p = layer.problem;
         try {
-            const auto x = random_values(p.input_elements(), seed++);
-            const auto w = random_values(p.filter_elements(), seed++);
-            auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
-            auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-            vkconv::Tensor output(context, p.output_shape());
-            const uint64_t operands = input.bytes() + filter.bytes() + output.bytes();
-            std::vector<double> times;
-            vkconv::RunStats stats;
-            vkconv::forward(context, p, input, filter, nullptr, output, algorithm);  // warm-up: pipeline creation
-            for (int r = 0; r < args.repeat; ++r) {
-                stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
-                times.push_back(stats.gpu_ms);
-            }
-            const double ms = median_ms(times);
-            std::string check = "skipped";
-            const double macs = p.forward_flops() / 2;
-            const bool checked = !args.no_check && macs <= kCheckLimitMacs;
-            if (checked)
-                check = check_text(error_over_bound(output.download(), vkconv::reference::forward(p, x, w),
-                                                    vkconv::reference::forward(p, absolute(x), absolute(w)),
-                                                    p.channels_per_group() * p.R * p.S),
-                                   failures);
-            char shape[64];
-            std::snprintf(shape, sizeof shape, "%lld,%lld,%lldx%lld -> %lld,%lldx%lld  %lldx%lld/%lld", (long long)p.N,
-                          (long long)p.C, (long long)p.H, (long long)p.W, (long long)p.K, (long long)p.P(),
-                          (long long)p.Q(), (long long)p.R, (long long)p.S, (long long)p.stride_h);
-            std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", layer.name.c_str(), shape,
-                        vkconv::to_string(stats.algorithm), ms, p.forward_flops() / (ms * 1e6),
-                        human_bytes(operands).c_str(), human_bytes(stats.workspace_bytes).c_str(),
-                        human_bytes(stats.peak_bytes).c_str(), check.c_str());
-            std::fflush(stdout);
-
-            // The backward step of the same layer with a bias: dx, dw and db in one submission.
-            auto pb = p;
-            pb.has_bias = true;
-            const auto dy = random_values(p.output_elements(), seed++);
-            auto grad_output = vkconv::Tensor::from_host(context, p.output_shape(), dy);
-            vkconv::Tensor grad_input(context, p.input_shape()), grad_filter(context, p.filter_shape()),
-                grad_bias(context, pb.bias_shape());
-            const uint64_t step_operands = input.bytes() + filter.bytes() + grad_output.bytes() + grad_input.bytes() +
-                                           grad_filter.bytes() + grad_bias.bytes();
-            vkconv::LayerBackwardStats step;
-            times.clear();
-            for (int r = 0; r <= args.repeat; ++r) {  // the first run creates the pipelines
-                step = vkconv::layer_backward(context, pb, input, filter, grad_output, grad_input, grad_filter,
-                                              &grad_bias, algorithm);
-                if (r > 0) times.push_back(step.step.gpu_ms);
-            }
-            const double step_ms = median_ms(times);
-            std::string step_check = "skipped";
-            if (checked) {
-                const double data = error_over_bound(grad_input.download(), vkconv::reference::backward_data(p, dy, w),
-                                                     vkconv::reference::backward_data(p, absolute(dy), absolute(w)),
-                                                     p.filters_per_group() * p.R * p.S);
-                const double weights = error_over_bound(
-                    grad_filter.download(), vkconv::reference::backward_filter(p, x, dy),
-                    vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), p.N * p.P() * p.Q());
-                step_check = check_text(std::max(data, weights), failures);
-            }
-            const std::string algorithms = std::string("  backward: ") + vkconv::to_string(step.data_algorithm) +
-                                           " + " + vkconv::to_string(step.filter_algorithm);
-            std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", "", algorithms.c_str(), "step", step_ms,
-                        2 * p.forward_flops() / (step_ms * 1e6), human_bytes(step_operands).c_str(),
-                        human_bytes(step.step.workspace_bytes).c_str(), human_bytes(step.step.peak_bytes).c_str(),
-                        step_check.c_str());
+            run_layer(context, layer, args, algorithm, seed, failures);
         } catch (const vkconv::Error& e) {
             // A layer this device cannot run (too large a binding, say) is reported, not fatal.
             if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
@@ -186,16 +252,7 @@ int run_demo(const DemoArgs& args) {
         }
         std::fflush(stdout);
     }
-    if (unsupported) std::printf("%d layer(s) unsupported on this device\n", unsupported);
-    std::printf(
-        "%zu layers, forward and backward step (GFLOP/s of the step counts both passes), %s; times are the "
-        "median of %d runs (%s)%s\n",
-        chosen.size(),
-        failures        ? "SOME CHECKS FAILED"
-        : args.no_check ? "not checked (--no-check)"
-                        : "all checked results within fp32 rounding bounds",
-        args.repeat, context.device().timestamps ? "GPU timestamps" : "wall clock",
-        algorithm == vkconv::Algorithm::Auto ? "; auto measured every algorithm once per layer and pass (find)" : "");
+    print_summary(context, args, algorithm, chosen.size(), failures, unsupported);
     return failures ? kRuntimeFailure : kSuccess;
 }
 

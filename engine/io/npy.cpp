@@ -375,14 +375,18 @@ std::string temp_path_for(const std::string& path) {
     return path + ".tmp." + std::to_string(pid) + "." + std::to_string(counter++);
 }
 
-}  // namespace
+// --- reading ----------------------------------------------------------------------------------------
 
-NpyArray read_npy(const std::string& path) {
-    const std::string where = quoted(path) + ": ";
+constexpr size_t kPreambleLen = 8;  // the magic, then the major and minor version
+
+File open_for_reading(const std::string& path) {
     errno = 0;
     File file(std::fopen(path.c_str(), "rb"));
     if (!file) fail("cannot open " + quoted(path) + ": " + std::strerror(errno));
+    return file;
+}
 
+uintmax_t regular_file_size(const std::string& path) {
     // fopen succeeds on directories on POSIX, and the size check below needs a regular file.
     std::error_code ec;
     auto status = std::filesystem::status(path, ec);
@@ -391,17 +395,29 @@ NpyArray read_npy(const std::string& path) {
     if (!std::filesystem::is_regular_file(status)) fail("cannot open " + quoted(path) + ": not a regular file");
     const uintmax_t file_size = std::filesystem::file_size(path, ec);
     if (ec) fail("cannot open " + quoted(path) + ": " + ec.message());
+    return file_size;
+}
 
-    auto read_exact = [&](void* dst, size_t bytes, const char* what) {
+// Reads exactly `bytes` bytes, or fails: with the system's reason on a read error, else with `where` + `what`.
+struct ExactReader {
+    std::FILE* file;
+    const std::string& path;
+    const std::string& where;
+
+    void operator()(void* dst, size_t bytes, const char* what) const {
         if (bytes == 0) return;
-        if (std::fread(dst, 1, bytes, file.get()) != bytes) {
-            if (std::ferror(file.get())) fail("cannot read " + quoted(path) + ": " + std::strerror(errno));
+        if (std::fread(dst, 1, bytes, file) != bytes) {
+            if (std::ferror(file)) fail("cannot read " + quoted(path) + ": " + std::strerror(errno));
             fail(where + what);
         }
-    };
+    }
+};
 
+// The magic string and the format version; returns the major version.
+unsigned read_preamble(const ExactReader& read_exact, uintmax_t file_size) {
+    const std::string& where = read_exact.where;
     if (file_size == 0) fail(where + "not an npy file (the file is empty)");
-    unsigned char preamble[8] = {};
+    unsigned char preamble[kPreambleLen] = {};
     const size_t have = static_cast<size_t>(std::min<uintmax_t>(file_size, sizeof preamble));
     read_exact(preamble, have, "truncated header");
     if (std::memcmp(preamble, kMagic, std::min(have, kMagicLen)) != 0) {
@@ -417,21 +433,33 @@ NpyArray read_npy(const std::string& path) {
     if ((major != 1 && major != 2 && major != 3) || minor != 0)
         fail(where + "unsupported npy format version " + std::to_string(major) + "." + std::to_string(minor) +
              " (supported: 1.0, 2.0, 3.0)");
+    return major;
+}
 
+struct HeaderText {
+    std::string text;          // the header dict as written
+    uint64_t data_offset = 0;  // where the data starts
+};
+
+// The header length field of format version `major`, then the header it counts.
+HeaderText read_header_text(const ExactReader& read_exact, uintmax_t file_size, unsigned major) {
+    const std::string& where = read_exact.where;
     const size_t length_bytes = major == 1 ? 2 : 4;
     unsigned char length_field[4] = {};
-    if (file_size < sizeof preamble + length_bytes) fail(where + "truncated header: no header length");
+    if (file_size < kPreambleLen + length_bytes) fail(where + "truncated header: no header length");
     read_exact(length_field, length_bytes, "truncated header");
     const uint64_t header_len = little_endian(length_field, length_bytes);
-    const uint64_t data_offset = sizeof preamble + length_bytes + header_len;
+    const uint64_t data_offset = kPreambleLen + length_bytes + header_len;
     if (data_offset > file_size)
         fail(where + "truncated header: it claims " + std::to_string(header_len) + " bytes, the file has " +
-             std::to_string(file_size - sizeof preamble - length_bytes) + " after the header length");
+             std::to_string(file_size - kPreambleLen - length_bytes) + " after the header length");
 
     std::string text(static_cast<size_t>(header_len), '\0');
     read_exact(text.data(), text.size(), "truncated header");
-    const Header header = interpret_header(text, path);
+    return {std::move(text), data_offset};
+}
 
+void require_float32_c_order(const Header& header, const std::string& where) {
     if (header.descr == ">f4")
         fail(where + "big-endian float32 '>f4' is not supported; convert with arr.astype('<f4')");
     if (header.descr != "<f4") {
@@ -439,22 +467,41 @@ NpyArray read_npy(const std::string& path) {
         fail(where + "dtype " + shown + " is not supported (expected float32 '<f4')");
     }
     if (header.fortran_order) fail(where + "Fortran order is not supported; save with np.ascontiguousarray");
+}
 
+// The elements of the header's shape, whose bytes must be exactly the `found` bytes after the header.
+int64_t elements_matching_data(const Header& header, const std::string& where, uint64_t found) {
     const auto elements = element_count(header.shape);
     if (!elements || *elements > std::numeric_limits<int64_t>::max() / 4)
         fail(where + "malformed header: shape " + dims_text(header.shape) + " has too many elements");
     const uint64_t expected = static_cast<uint64_t>(*elements) * 4;
-    const uint64_t found = file_size - data_offset;
     if (found < expected)
         fail(where + "truncated data: expected " + std::to_string(expected) + " bytes for shape " +
              dims_text(header.shape) + ", found " + std::to_string(found));
     if (found > expected)
         fail(where + "trailing data: expected " + std::to_string(expected) + " bytes for shape " +
              dims_text(header.shape) + ", found " + std::to_string(found));
+    return *elements;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+    const std::string where = quoted(path) + ": ";
+    File file = open_for_reading(path);
+    const uintmax_t file_size = regular_file_size(path);
+    const ExactReader read_exact{file.get(), path, where};
+
+    const unsigned major = read_preamble(read_exact, file_size);
+    const HeaderText header_text = read_header_text(read_exact, file_size, major);
+    const Header header = interpret_header(header_text.text, path);
+    require_float32_c_order(header, where);
+    const int64_t elements = elements_matching_data(header, where, file_size - header_text.data_offset);
+    const uint64_t expected = static_cast<uint64_t>(elements) * 4;
 
     NpyArray array;
     array.shape = header.shape;
-    array.data.resize(static_cast<size_t>(*elements));
+    array.data.resize(static_cast<size_t>(elements));
     // The file may have shrunk since its size was taken.
     read_exact(array.data.data(), static_cast<size_t>(expected),
                ("truncated data: expected " + std::to_string(expected) + " bytes").c_str());

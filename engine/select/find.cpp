@@ -106,16 +106,9 @@ detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& p
         MecSchedule::Auto};
 }
 
-}  // namespace
-
-std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
-                                           const ForwardOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    impl.device->throw_if_lost();
-    problem.validate();
-    if (options.find_repeats < 1)
-        throw Error(ErrorCategory::InvalidArgument, "find_repeats must be at least 1 (it is 0)");
-
+// Every algorithm that applies to the problem; forward MEC under MecSchedule::Auto once per schedule.
+std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const ConvProblem& problem,
+                                                              const ForwardOptions& options) {
     std::vector<std::pair<Algorithm, MecSchedule>> candidates;
     for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise}) {
         if (algorithm == Algorithm::Depthwise && !detail::is_depthwise(problem)) continue;
@@ -126,52 +119,104 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
             candidates.emplace_back(algorithm, pass == Pass::Forward ? options.mec_schedule : MecSchedule::Auto);
         }
     }
+    return candidates;
+}
 
-    Bench bench(context, pass, problem);
+// A candidate's times and memory, and the output of its first (untimed) run.
+struct Timing {
+    AlgorithmPerf perf;
+    std::vector<float> first;
+};
+
+// One run to build the pipelines, then options.find_repeats timed ones; throws what the pass throws.
+Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm algorithm, MecSchedule schedule,
+                      const ForwardOptions& options) {
+    ForwardOptions run_options = options;
+    run_options.mec_schedule = schedule;
+    Timing timing;
+    AlgorithmPerf& perf = timing.perf;
+    perf.algorithm = algorithm;
+    perf.mec_schedule = schedule;
+    bench.result.upload(poison);
+    const RunStats warm = bench.run(algorithm, run_options);  // builds the pipelines
+    timing.first = bench.result.download();
+    perf.ms = std::numeric_limits<double>::infinity();
+    perf.peak_bytes = warm.peak_bytes;
+    for (uint32_t r = 0; r < options.find_repeats; ++r) {
+        const RunStats stats = bench.run(algorithm, run_options);
+        perf.ms = std::min(perf.ms, stats.gpu_ms);
+        perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
+        perf.workspace_bytes = stats.workspace_bytes;
+        perf.chunks = stats.chunks;
+        if (stats.mec_schedule != MecSchedule::Auto) perf.mec_schedule = stats.mec_schedule;
+    }
+    return timing;
+}
+
+// Whether the last run's output is the first run's, bit for bit, and within the bound at sampled points.
+void verify(Bench& bench, const std::vector<float>& first, AlgorithmPerf& perf) {
+    const std::vector<float> last = bench.result.download();
+    perf.deterministic = std::memcmp(first.data(), last.data(), first.size() * sizeof(float)) == 0;
+    perf.error_over_bound = detail::sampled_error_over_bound(bench.pass, bench.problem, bench.a, bench.b, bench.bias,
+                                                             last, kVerifiedSamples);
+    perf.verified = perf.error_over_bound <= 1.0;
+}
+
+// The candidates that ran, timed and verified, in candidate order; `last_error`: why the last one that
+// could not run did not.
+std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
+                                              const std::vector<std::pair<Algorithm, MecSchedule>>& candidates,
+                                              const ForwardOptions& options, std::optional<Error>& last_error) {
     // NaN before every candidate: an algorithm that leaves outputs unwritten cannot pass on the values
     // the previous one wrote.
     const std::vector<float> poison(size_t(bench.result.elements()), std::numeric_limits<float>::quiet_NaN());
     std::vector<AlgorithmPerf> results;
-    std::optional<Error> last_error;
     for (const auto& [algorithm, schedule] : candidates) {
-        ForwardOptions run_options = options;
-        run_options.mec_schedule = schedule;
-        AlgorithmPerf perf;
-        perf.algorithm = algorithm;
-        perf.mec_schedule = schedule;
-        std::vector<float> first;
+        Timing timing;
         try {
-            bench.result.upload(poison);
-            const RunStats warm = bench.run(algorithm, run_options);  // builds the pipelines
-            first = bench.result.download();
-            perf.ms = std::numeric_limits<double>::infinity();
-            perf.peak_bytes = warm.peak_bytes;
-            for (uint32_t r = 0; r < options.find_repeats; ++r) {
-                const RunStats stats = bench.run(algorithm, run_options);
-                perf.ms = std::min(perf.ms, stats.gpu_ms);
-                perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
-                perf.workspace_bytes = stats.workspace_bytes;
-                perf.chunks = stats.chunks;
-                if (stats.mec_schedule != MecSchedule::Auto) perf.mec_schedule = stats.mec_schedule;
-            }
+            timing = time_candidate(bench, poison, algorithm, schedule, options);
         } catch (const Error& e) {
             // Does not fit the limits, or the memory it needs is not there now: not a candidate.
             if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::OutOfDeviceMemory) throw;
             last_error = e;
             continue;
         }
+        AlgorithmPerf& perf = timing.perf;
         // A schedule asked for may give way to the other (banded NCHW runs B): one entry for what ran.
         if (std::any_of(results.begin(), results.end(), [&](const AlgorithmPerf& r) {
                 return r.algorithm == perf.algorithm && r.mec_schedule == perf.mec_schedule;
             }))
             continue;
-        const std::vector<float> last = bench.result.download();
-        perf.deterministic = std::memcmp(first.data(), last.data(), first.size() * sizeof(float)) == 0;
-        perf.error_over_bound =
-            detail::sampled_error_over_bound(pass, problem, bench.a, bench.b, bench.bias, last, kVerifiedSamples);
-        perf.verified = perf.error_over_bound <= 1.0;
+        verify(bench, timing.first, perf);
         results.push_back(perf);
     }
+    return results;
+}
+
+// The fastest verified choice, stored; with none verified, the heuristic's choice, remembered.
+void cache_choice(detail::ContextImpl& impl, const Context& context, Pass pass, const ConvProblem& problem,
+                  const ForwardOptions& options, const AlgorithmPerf& best) {
+    if (best.verified)
+        impl.find_cache->store(pass, problem, options, {best.algorithm, best.mec_schedule, best.ms});
+    else  // nothing to trust a time of: the heuristic's choice, kept in memory so Auto does not measure again
+        impl.find_cache->remember(pass, problem, options,
+                                  {heuristic(context, pass, problem, options).algorithm, MecSchedule::Auto, 0});
+}
+
+}  // namespace
+
+std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
+                                           const ForwardOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    impl.device->throw_if_lost();
+    problem.validate();
+    if (options.find_repeats < 1)
+        throw Error(ErrorCategory::InvalidArgument, "find_repeats must be at least 1 (it is 0)");
+
+    const auto candidates = candidates_for(pass, problem, options);
+    Bench bench(context, pass, problem);
+    std::optional<Error> last_error;
+    std::vector<AlgorithmPerf> results = measure_candidates(bench, candidates, options, last_error);
     std::stable_sort(results.begin(), results.end(), [](const AlgorithmPerf& x, const AlgorithmPerf& y) {
         if (x.verified != y.verified) return x.verified;
         return x.ms < y.ms;
@@ -180,12 +225,7 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
         heuristic(context, pass, problem, options);  // throws the "nothing fits" error the passes give
         throw *last_error;                           // else why the last candidate could not run
     }
-    if (results.front().verified)
-        impl.find_cache->store(pass, problem, options,
-                               {results.front().algorithm, results.front().mec_schedule, results.front().ms});
-    else  // nothing to trust a time of: the heuristic's choice, kept in memory so Auto does not measure again
-        impl.find_cache->remember(pass, problem, options,
-                                  {heuristic(context, pass, problem, options).algorithm, MecSchedule::Auto, 0});
+    cache_choice(impl, context, pass, problem, options, results.front());
     return results;
 }
 

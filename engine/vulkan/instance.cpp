@@ -61,6 +61,112 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
     return VK_FALSE;
 }
 
+// The instance's layers, extensions and flags: validation when it is asked for and installed, and
+// portability enumeration where the loader offers it.
+struct InstanceSetup {
+    std::vector<const char*> layers;
+    std::vector<const char*> extensions;
+    VkInstanceCreateFlags flags = 0;
+    bool validation = false;
+};
+
+InstanceSetup choose_layers_and_extensions(const Instance& instance, bool want_validation) {
+    InstanceSetup setup;
+    const char* validation_layer = "VK_LAYER_KHRONOS_validation";
+    if (want_validation) {
+        if (has_layer(validation_layer) &&
+            (has_instance_extension(nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
+             has_instance_extension(validation_layer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME))) {
+            setup.layers.push_back(validation_layer);
+            setup.extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+            setup.validation = true;
+        } else {
+            instance.report(MessageSeverity::Warning,
+                            "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
+                            "(Debian: vulkan-validationlayers); running without it");
+        }
+    }
+    // Portability drivers (MoltenVK) are only listed when the application says it can handle them.
+    if (has_instance_extension(nullptr, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        setup.extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+        setup.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    return setup;
+}
+
+// Warnings and errors of every kind, to `on_message` (user data: the callback it calls).
+VkDebugUtilsMessengerCreateInfoEXT make_messenger_info(MessageCallback* on_message) {
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    messenger_info.messageSeverity =
+        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                                 VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                 VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    messenger_info.pfnUserCallback = on_debug_message;
+    messenger_info.pUserData = on_message;
+    return messenger_info;
+}
+
+VkInstance create_instance(const InstanceSetup& setup, const VkDebugUtilsMessengerCreateInfoEXT& messenger_info) {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "vkconv";
+    app.pEngineName = "vkconv";
+    app.apiVersion = VK_API_VERSION_1_2;
+    if (volkGetInstanceVersion() < VK_API_VERSION_1_2) app.apiVersion = VK_API_VERSION_1_1;
+
+    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    info.flags = setup.flags;
+    info.pApplicationInfo = &app;
+    info.enabledLayerCount = static_cast<uint32_t>(setup.layers.size());
+    info.ppEnabledLayerNames = setup.layers.data();
+    info.enabledExtensionCount = static_cast<uint32_t>(setup.extensions.size());
+    info.ppEnabledExtensionNames = setup.extensions.data();
+    // Chained so that instance creation and destruction are validated too. Only validation messages:
+    // the loader reports a missing driver through this path as well, and that is our exception to throw.
+    VkDebugUtilsMessengerCreateInfoEXT creation_messenger = messenger_info;
+    creation_messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
+    if (setup.validation) info.pNext = &creation_messenger;
+
+    VkInstance instance = VK_NULL_HANDLE;
+    VkResult result = vkCreateInstance(&info, nullptr, &instance);
+    if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+        throw Error(ErrorCategory::Unsupported,
+                    "no Vulkan driver is installed (vkCreateInstance returned "
+                    "VK_ERROR_INCOMPATIBLE_DRIVER)",
+                    static_cast<int32_t>(result));
+    VKC_CHECK(nullptr, result);
+    return instance;
+}
+
+// The debug-utils entry points of `instance` (null where it lacks them).
+struct MessengerFunctions {
+    PFN_vkCreateDebugUtilsMessengerEXT create = nullptr;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy = nullptr;
+};
+
+MessengerFunctions messenger_functions(VkInstance instance) {
+    MessengerFunctions functions;
+    functions.create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+    functions.destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+    return functions;
+}
+
+// On failure the instance is destroyed before the error is thrown (the destructor will not run).
+VkDebugUtilsMessengerEXT make_messenger(VkInstance instance, const MessengerFunctions& functions,
+                                        const VkDebugUtilsMessengerCreateInfoEXT& messenger_info) {
+    VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
+    const VkResult result = functions.create && functions.destroy
+                                ? functions.create(instance, &messenger_info, nullptr, &messenger)
+                                : VK_ERROR_EXTENSION_NOT_PRESENT;
+    if (result != VK_SUCCESS) {
+        vkDestroyInstance(instance, nullptr);
+        VKC_CHECK(nullptr, result);
+    }
+    return messenger;
+}
+
 }  // namespace
 
 Instance::Instance(bool want_validation, MessageCallback on_message) {
@@ -71,78 +177,17 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
             std::fprintf(stderr, "vkconv: validation %s: %.*s\n", label, static_cast<int>(text.size()), text.data());
         });
 
-    std::vector<const char*> layers;
-    std::vector<const char*> extensions;
-    const char* validation_layer = "VK_LAYER_KHRONOS_validation";
-    if (want_validation) {
-        if (has_layer(validation_layer) &&
-            (has_instance_extension(nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
-             has_instance_extension(validation_layer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME))) {
-            layers.push_back(validation_layer);
-            extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-            validation_ = true;
-        } else {
-            report(MessageSeverity::Warning,
-                   "validation was requested but VK_LAYER_KHRONOS_validation is not installed "
-                   "(Debian: vulkan-validationlayers); running without it");
-        }
-    }
-    VkInstanceCreateFlags flags = 0;
-    // Portability drivers (MoltenVK) are only listed when the application says it can handle them.
-    if (has_instance_extension(nullptr, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
-        extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
-        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
-    }
-
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.pApplicationName = "vkconv";
-    app.pEngineName = "vkconv";
-    app.apiVersion = VK_API_VERSION_1_2;
-    if (volkGetInstanceVersion() < VK_API_VERSION_1_2) app.apiVersion = VK_API_VERSION_1_1;
-
-    VkDebugUtilsMessengerCreateInfoEXT messenger_info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-    messenger_info.messageSeverity =
-        VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-    messenger_info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                                 VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                                 VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-    messenger_info.pfnUserCallback = on_debug_message;
-    messenger_info.pUserData = on_message_.get();
-
-    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    info.flags = flags;
-    info.pApplicationInfo = &app;
-    info.enabledLayerCount = static_cast<uint32_t>(layers.size());
-    info.ppEnabledLayerNames = layers.data();
-    info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
-    info.ppEnabledExtensionNames = extensions.data();
-    // Chained so that instance creation and destruction are validated too. Only validation messages:
-    // the loader reports a missing driver through this path as well, and that is our exception to throw.
-    VkDebugUtilsMessengerCreateInfoEXT creation_messenger = messenger_info;
-    creation_messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
-    if (validation_) info.pNext = &creation_messenger;
-
-    VkResult result = vkCreateInstance(&info, nullptr, &instance_);
-    if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
-        throw Error(ErrorCategory::Unsupported,
-                    "no Vulkan driver is installed (vkCreateInstance returned "
-                    "VK_ERROR_INCOMPATIBLE_DRIVER)",
-                    static_cast<int32_t>(result));
-    VKC_CHECK(nullptr, result);
+    const InstanceSetup setup = choose_layers_and_extensions(*this, want_validation);
+    validation_ = setup.validation;
+    const VkDebugUtilsMessengerCreateInfoEXT messenger_info = make_messenger_info(on_message_.get());
+    instance_ = create_instance(setup, messenger_info);
     // Core instance functions loaded this way are the loader's trampolines, valid for every instance, so
     // several contexts can share volk's globals. Extension functions are per instance: keep our own.
     volkLoadInstanceOnly(instance_);
     if (validation_) {
-        auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-            vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
-        destroy_messenger_ = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
-        result = create && destroy_messenger_ ? create(instance_, &messenger_info, nullptr, &messenger_)
-                                              : VK_ERROR_EXTENSION_NOT_PRESENT;
-        if (result != VK_SUCCESS) {
-            vkDestroyInstance(instance_, nullptr);
-            VKC_CHECK(nullptr, result);
-        }
+        const MessengerFunctions functions = messenger_functions(instance_);
+        destroy_messenger_ = functions.destroy;
+        messenger_ = make_messenger(instance_, functions, messenger_info);
     }
 }
 

@@ -39,80 +39,128 @@ uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, 
     return context.pool->round(lowered_floats(p, algorithm, 1, 1) * 4) + filter;
 }
 
-LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options,
-                         uint64_t fixed_workspace_bytes) {
-    // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
-    const uint64_t limit = texel_binding_limit(context, options);
-    const uint64_t align = context.pool->alignment();
-    const int64_t P = p.P(), Q = p.Q();
-    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * P * Q);
+namespace {
 
-    LoweredPlan plan;
-    plan.algorithm = algorithm;
-    if (algorithm == Algorithm::Mec) {
-        const bool a_allowed = options.mec_schedule != MecSchedule::B;
-        const bool paper_rule = Q <= kMecSolutionAMaxQ && y_image <= lowered_floats(p, algorithm, 1, P);
-        plan.schedule =
-            options.mec_schedule == MecSchedule::A || (a_allowed && paper_rule) ? MecSchedule::A : MecSchedule::B;
-        if (p.layout == Layout::NCHW) plan.filter_floats = uint64_t(p.filter_elements());
-    }
-    auto scratch_for = [&](int64_t images, int64_t rows) {
-        uint64_t floats = lowered_floats(p, algorithm, images, rows);
-        if (plan.schedule == MecSchedule::A && algorithm == Algorithm::Mec)
-            floats = std::max(floats, uint64_t(images * rows * Q * p.K));
+// MEC's schedule, as asked for or by the paper's rule, and its OIHW filter copy.
+void choose_mec_schedule(const ConvProblem& p, const ForwardOptions& options, LoweredPlan& plan) {
+    const int64_t P = p.P(), Q = p.Q();
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+    const bool a_allowed = options.mec_schedule != MecSchedule::B;
+    const bool paper_rule = Q <= kMecSolutionAMaxQ && y_image <= lowered_floats(p, plan.algorithm, 1, P);
+    plan.schedule =
+        options.mec_schedule == MecSchedule::A || (a_allowed && paper_rule) ? MecSchedule::A : MecSchedule::B;
+    if (p.layout == Layout::NCHW) plan.filter_floats = uint64_t(p.filter_elements());
+}
+
+// Whether a chunk of `images` images and `rows` output rows fits the bindings and the workspace limit,
+// under the plan's schedule as it stands when asked.
+struct ChunkFit {
+    ContextImpl& context;
+    const ConvProblem& p;
+    const ForwardOptions& options;
+    const LoweredPlan& plan;
+    uint64_t limit, align, x_image, y_image;
+    uint64_t filter_bytes, fixed_workspace_bytes;
+
+    uint64_t scratch_for(int64_t images, int64_t rows) const {
+        uint64_t floats = lowered_floats(p, plan.algorithm, images, rows);
+        if (plan.schedule == MecSchedule::A && plan.algorithm == Algorithm::Mec)
+            floats = std::max(floats, uint64_t(images * rows * p.Q() * p.K));
         return floats;
-    };
-    const uint64_t filter_bytes = plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0;
-    auto workspace_fits = [&](int64_t images, int64_t rows) {
-        return !options.workspace_limit ||
-               context.pool->round(scratch_for(images, rows) * 4) + filter_bytes + fixed_workspace_bytes <=
-                   options.workspace_limit;
-    };
-    auto binding_fits = [&](int64_t images, int64_t rows) {
+    }
+    uint64_t workspace_for(int64_t images, int64_t rows) const {
+        return context.pool->round(scratch_for(images, rows) * 4) + filter_bytes + fixed_workspace_bytes;
+    }
+    bool workspace_fits(int64_t images, int64_t rows) const {
+        return !options.workspace_limit || workspace_for(images, rows) <= options.workspace_limit;
+    }
+    bool binding_fits(int64_t images, int64_t rows) const {
         return images * x_image * 4 + align <= limit && images * y_image * 4 + align <= limit &&
                scratch_for(images, rows) * 4 <= limit;
-    };
-    auto fits = [&](int64_t images, int64_t rows) {
-        return binding_fits(images, rows) && workspace_fits(images, rows);
-    };
-    // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
-    if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.mec_schedule == MecSchedule::Auto &&
-        !fits(1, P))
-        plan.schedule = MecSchedule::B;
+    }
+    bool fits(int64_t images, int64_t rows) const { return binding_fits(images, rows) && workspace_fits(images, rows); }
+};
+
+ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const ForwardOptions& options, const LoweredPlan& plan,
+                   uint64_t limit, uint64_t fixed_workspace_bytes) {
+    const uint64_t align = context.pool->alignment();
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * p.P() * p.Q());
+    const uint64_t filter_bytes = plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0;
+    return ChunkFit{context, p, options, plan, limit, align, x_image, y_image, filter_bytes, fixed_workspace_bytes};
+}
+
+void require_filter_binds(const ConvProblem& p, uint64_t limit) {
     if (uint64_t(p.filter_elements()) * 4 > limit)
         throw Error(ErrorCategory::Unsupported, "the filter (" + std::to_string(p.filter_elements() * 4) +
                                                     " bytes) exceeds the binding limit of " + std::to_string(limit) +
                                                     " bytes");
-    if (fits(1, P)) {
-        int64_t images = 1;
-        while (images < p.N && fits(images + 1, P)) ++images;
-        plan.images = images;
-        plan.rows = P;
-        plan.chunks = static_cast<uint32_t>((p.N + images - 1) / images);
-    } else {
-        if (!binding_fits(1, 1))
-            throw Error(ErrorCategory::Unsupported,
-                        std::string(to_string(algorithm)) +
-                            ": one output row of one image needs bindings beyond the limit of " +
-                            std::to_string(limit) + " bytes (" + p.str() + ")");
-        if (!workspace_fits(1, 1))
-            throw Error(
-                ErrorCategory::Unsupported,
-                std::string(to_string(algorithm)) + ": its smallest chunk (one output row of one image) needs " +
-                    std::to_string(context.pool->round(scratch_for(1, 1) * 4) + filter_bytes + fixed_workspace_bytes) +
-                    " bytes of workspace, above the workspace limit of " + std::to_string(options.workspace_limit) +
-                    " bytes (" + p.str() + ")");
-        int64_t rows = 1;
-        while (rows < P && fits(1, rows + 1)) ++rows;
-        plan.images = 1;
-        plan.rows = rows;
-        plan.chunks = static_cast<uint32_t>(p.N * ((P + rows - 1) / rows));
-        // Solution A parks a chunk's output in (P, N, Q, K) order inside the output window; a band of an NCHW
-        // output is not contiguous, so banded NCHW runs Solution B.
-        if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW) plan.schedule = MecSchedule::B;
-    }
+}
+
+// Chunks of whole images, as many to a chunk as fit.
+void plan_whole_images(const ChunkFit& fit, LoweredPlan& plan) {
+    const ConvProblem& p = fit.p;
+    const int64_t P = p.P();
+    int64_t images = 1;
+    while (images < p.N && fit.fits(images + 1, P)) ++images;
+    plan.images = images;
+    plan.rows = P;
+    plan.chunks = static_cast<uint32_t>((p.N + images - 1) / images);
+}
+
+// Unsupported when not even one output row of one image fits.
+void require_smallest_chunk_fits(const ChunkFit& fit) {
+    const ConvProblem& p = fit.p;
+    const Algorithm algorithm = fit.plan.algorithm;
+    if (!fit.binding_fits(1, 1))
+        throw Error(ErrorCategory::Unsupported,
+                    std::string(to_string(algorithm)) +
+                        ": one output row of one image needs bindings beyond the limit of " +
+                        std::to_string(fit.limit) + " bytes (" + p.str() + ")");
+    if (!fit.workspace_fits(1, 1))
+        throw Error(ErrorCategory::Unsupported,
+                    std::string(to_string(algorithm)) + ": its smallest chunk (one output row of one image) needs " +
+                        std::to_string(fit.workspace_for(1, 1)) + " bytes of workspace, above the workspace limit of " +
+                        std::to_string(fit.options.workspace_limit) + " bytes (" + p.str() + ")");
+}
+
+// Bands of output rows of one image, as many rows to a band as fit.
+void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
+    const ConvProblem& p = fit.p;
+    const int64_t P = p.P();
+    require_smallest_chunk_fits(fit);
+    int64_t rows = 1;
+    while (rows < P && fit.fits(1, rows + 1)) ++rows;
+    plan.images = 1;
+    plan.rows = rows;
+    plan.chunks = static_cast<uint32_t>(p.N * ((P + rows - 1) / rows));
+    // Solution A parks a chunk's output in (P, N, Q, K) order inside the output window; a band of an NCHW
+    // output is not contiguous, so banded NCHW runs Solution B.
+    if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW) plan.schedule = MecSchedule::B;
+}
+
+}  // namespace
+
+LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options,
+                         uint64_t fixed_workspace_bytes) {
+    // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
+    const uint64_t limit = texel_binding_limit(context, options);
+    const int64_t P = p.P(), Q = p.Q();
+
+    LoweredPlan plan;
+    plan.algorithm = algorithm;
+    if (algorithm == Algorithm::Mec) choose_mec_schedule(p, options, plan);
+    const ChunkFit fit = chunk_fit(context, p, options, plan, limit, fixed_workspace_bytes);
+    // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
+    if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.mec_schedule == MecSchedule::Auto &&
+        !fit.fits(1, P))
+        plan.schedule = MecSchedule::B;
+    require_filter_binds(p, limit);
+    if (fit.fits(1, P))
+        plan_whole_images(fit, plan);
+    else
+        plan_row_bands(fit, plan);
     plan.lowered_floats = lowered_floats(p, algorithm, plan.images, plan.rows);
-    plan.scratch_floats = scratch_for(plan.images, plan.rows);
+    plan.scratch_floats = fit.scratch_for(plan.images, plan.rows);
     if (algorithm == Algorithm::Im2col) {
         const int64_t k = p.channels_per_group() * p.R * p.S, m = plan.images * plan.rows * Q;
         plan.transposed = k % 4 != 0 && m % 4 == 0 && (plan.rows * Q) % 4 == 0;

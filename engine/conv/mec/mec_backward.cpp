@@ -207,89 +207,122 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
     return split;
 }
 
+namespace {
+
+// One group's dw from one chunk: A = window^T, B = dy(p, q; k) of the group, before any split.
+GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowered& l, const MecFilterSplit& split,
+                         int64_t g) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    const int64_t P = p.P(), Q = p.Q(), Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
+    const uint64_t k_red = uint64_t(R * S * Cg), row_floats = uint64_t(S * Cg);
+    const uint64_t y_image = uint64_t(p.K * P * Q);
+    const int64_t p0 = chunk.p0;
+    const Window& dy = chunk.output;
+    // A = window^T: rows m = (r, s, c) of a window, reduction k = (p, q): k's q steps a whole L row
+    // of lowered_rows (stride), its p steps sh lowered rows (segments of Q).
+    GemmProblem gp;
+    gp.M = u(k_red), gp.N = u(Kg);
+    gp.a = {l.range,
+            uint64_t(g) * l.group_floats,
+            1,
+            uint64_t(l.rows) * row_floats,
+            l.image_floats,
+            uint64_t(split.piece_rows * sh) * row_floats};
+    gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(int64_t(sh * row_floats));
+    if (dh > 1) gp.a_m_segment = u(int64_t(row_floats)), gp.a_m_segment_stride = u(int64_t(dh * row_floats));
+    // B = dy(p, q; k) of the group.
+    if (nhwc)
+        gp.b = {dy.range, dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1,
+                y_image,  uint64_t(split.piece_rows * Q * p.K)};
+    else
+        gp.b = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + p0 * Q),
+                1,        uint64_t(P * Q),
+                y_image,  uint64_t(split.piece_rows * Q)};
+    return gp;
+}
+
+// No split: each image's product adds into dw in order (`at` starts at the first of `count` images).
+void record_images_in_order(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const GemmProblem& at,
+                            const GemmMatrix& target, int64_t rows, int64_t count, uint64_t image_floats, bool first) {
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
+    for (int64_t i = 0; i < count; ++i) {
+        GemmProblem one = at;
+        one.K = u(rows * p.Q());
+        one.a.offset += uint64_t(i) * image_floats, one.b.offset += uint64_t(i) * y_image;
+        one.c = target;
+        one.beta = first && i == 0 ? 0.0f : 1.0f;
+        record_gemm(context, stream, one);
+    }
+}
+
+// Partial products in slots [image][piece], summed in that order into group g of dw.
+void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, const ConvProblem& p, GemmProblem at,
+                               const MecFilterSplit& split, const Operand& partials, const BufferRange& dw, int64_t g,
+                               int64_t rows, int64_t count, bool first) {
+    const int64_t Q = p.Q();
+    const uint64_t k_red = uint64_t(p.R * p.S * p.channels_per_group());
+    const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
+    const int64_t full = rows / split.piece_rows, rest = rows % split.piece_rows;
+    const int64_t pieces = full + (rest > 0);
+    at.c = {partials.whole(), 0, 1, k_red, uint64_t(pieces) * product, product};
+    if (full > 0) {
+        GemmProblem whole_pieces = at;
+        whole_pieces.K = u(split.piece_rows * Q);
+        whole_pieces.batch_i = u(count), whole_pieces.batch_j = u(full);
+        record_gemm(context, stream, whole_pieces);
+    }
+    if (rest > 0) {
+        GemmProblem last = at;
+        last.K = u(rest * Q);
+        last.a.offset += uint64_t(full) * at.a.batch_j, last.b.offset += uint64_t(full) * at.b.batch_j;
+        last.c.offset = uint64_t(full) * product;
+        last.batch_i = u(count);
+        record_gemm(context, stream, last);
+    }
+    record_splitk_reduce(context, stream, partials.whole(), dw, uint64_t(g) * product, product, count * pieces, !first);
+}
+
+// Group g of dw from one lowered chunk, split.images_at_once images at a time.
+void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
+                              const MecLowered& l, const MecFilterSplit& split, const Operand& partials,
+                              const BufferRange& dw, int64_t g) {
+    const uint64_t k_red = uint64_t(p.R * p.S * p.channels_per_group());
+    const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
+    const int64_t images = chunk.images;
+    const GemmProblem gp = window_by_dy(p, chunk, l, split, g);
+    const GemmMatrix target{dw, uint64_t(g) * product, 1, k_red, 0, 0};
+    for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
+        const int64_t count = std::min(split.images_at_once, images - i0);
+        const bool first = chunk.first && i0 == 0;
+        GemmProblem at = gp;
+        at.a.offset += uint64_t(i0) * l.image_floats;
+        at.b.offset += uint64_t(i0) * y_image;
+        if (!split.slots)
+            record_images_in_order(context, stream, p, at, target, chunk.rows, count, l.image_floats, first);
+        else
+            record_pieces_then_reduce(context, stream, p, at, split, partials, dw, g, chunk.rows, count, first);
+    }
+}
+
+}  // namespace
+
 void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& input,
                                 const Operand& grad_output, const Operand& grad_filter, const LoweredPlan& plan,
                                 const Operand& scratch, const Operand& filter_copy, const MecFilterSplit& split,
                                 const Operand& partials) {
     const bool nhwc = p.layout == Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
-    const uint64_t k_red = uint64_t(R * S * Cg), row_floats = uint64_t(S * Cg), product = uint64_t(Kg) * k_red;
-    const uint64_t y_image = uint64_t(p.K * P * Q);
+    const int64_t Cg = p.channels_per_group(), R = p.R, S = p.S;
+    const uint64_t k_red = uint64_t(R * S * Cg);
     // dw is produced in L's (r, s, c) tap order: into OHWI directly, into a copy permuted to OIHW at the end.
     const BufferRange dw = nhwc ? grad_filter.whole() : filter_copy.whole();
 
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
-        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const MecLowered l = mec_lowered(p, chunk, scratch);
-        const int64_t lowered_rows = l.rows;
-        const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
-        const BufferRange& lowered = l.range;
-        const Window& dy = chunk.output;
-        record_mec_lowering(context, stream, p, chunk.input, lowered, p0, rows, images);
-
-        const int64_t full = rows / split.piece_rows, rest = rows % split.piece_rows;
-        const int64_t pieces = full + (rest > 0);
-        for (int64_t g = 0; g < G; ++g) {
-            // A = window^T: rows m = (r, s, c) of a window, reduction k = (p, q): k's q steps a whole L row
-            // of lowered_rows (stride), its p steps sh lowered rows (segments of Q).
-            GemmProblem gp;
-            gp.M = u(k_red), gp.N = u(Kg);
-            gp.a = {lowered,
-                    uint64_t(g) * group_floats,
-                    1,
-                    uint64_t(lowered_rows) * row_floats,
-                    image_floats,
-                    uint64_t(split.piece_rows * sh) * row_floats};
-            gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(int64_t(sh * row_floats));
-            if (dh > 1) gp.a_m_segment = u(int64_t(row_floats)), gp.a_m_segment_stride = u(int64_t(dh * row_floats));
-            // B = dy(p, q; k) of the group.
-            if (nhwc)
-                gp.b = {dy.range, dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1,
-                        y_image,  uint64_t(split.piece_rows * Q * p.K)};
-            else
-                gp.b = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + p0 * Q),
-                        1,        uint64_t(P * Q),
-                        y_image,  uint64_t(split.piece_rows * Q)};
-            const GemmMatrix target{dw, uint64_t(g) * product, 1, k_red, 0, 0};
-            for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
-                const int64_t count = std::min(split.images_at_once, images - i0);
-                const bool first = chunk.first && i0 == 0;
-                GemmProblem at = gp;
-                at.a.offset += uint64_t(i0) * image_floats;
-                at.b.offset += uint64_t(i0) * y_image;
-                if (!split.slots) {
-                    // No split: each image's product adds into dw in order.
-                    for (int64_t i = 0; i < count; ++i) {
-                        GemmProblem one = at;
-                        one.K = u(rows * Q);
-                        one.a.offset += uint64_t(i) * image_floats, one.b.offset += uint64_t(i) * y_image;
-                        one.c = target;
-                        one.beta = first && i == 0 ? 0.0f : 1.0f;
-                        record_gemm(context, stream, one);
-                    }
-                    continue;
-                }
-                // Partial products in slots [image][piece], summed in that order.
-                at.c = {partials.whole(), 0, 1, k_red, uint64_t(pieces) * product, product};
-                if (full > 0) {
-                    GemmProblem whole_pieces = at;
-                    whole_pieces.K = u(split.piece_rows * Q);
-                    whole_pieces.batch_i = u(count), whole_pieces.batch_j = u(full);
-                    record_gemm(context, stream, whole_pieces);
-                }
-                if (rest > 0) {
-                    GemmProblem last = at;
-                    last.K = u(rest * Q);
-                    last.a.offset += uint64_t(full) * at.a.batch_j, last.b.offset += uint64_t(full) * at.b.batch_j;
-                    last.c.offset = uint64_t(full) * product;
-                    last.batch_i = u(count);
-                    record_gemm(context, stream, last);
-                }
-                record_splitk_reduce(context, stream, partials.whole(), dw, uint64_t(g) * product, product,
-                                     count * pieces, !first);
-            }
-        }
+        record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, chunk.images);
+        for (int64_t g = 0; g < p.groups; ++g)
+            record_group_filter_grad(context, stream, p, chunk, l, split, partials, dw, g);
     });
     if (!nhwc)
         record_permute(context, stream, dw, 0, grad_filter.whole(), 0, {p.K, Cg, R, S},
