@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 
 namespace vkconv::detail {
@@ -9,14 +10,9 @@ namespace {
 
 constexpr int64_t kMecSolutionAMaxQ = 100;  // the paper's threshold T, as public implementations use it
 
-// Padded input rows the windows of `rows` consecutive output rows read.
-int64_t mec_rows_read(const ConvProblem& p, int64_t rows) {
-    return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
-}
-
 uint64_t lowered_floats(const ConvProblem& p, Algorithm algorithm, int64_t images, int64_t rows) {
     if (algorithm == Algorithm::Im2col) return uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
-    return uint64_t(images * p.Q() * mec_rows_read(p, rows)) * uint64_t(p.S * p.C);
+    return uint64_t(images * p.Q() * input_rows_read(p, rows)) * uint64_t(p.S * p.C);
 }
 
 }  // namespace
@@ -162,7 +158,7 @@ LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm a
     plan.lowered_floats = lowered_floats(p, algorithm, plan.images, plan.rows);
     plan.scratch_floats = fit.scratch_for(plan.images, plan.rows);
     if (algorithm == Algorithm::Im2col) {
-        const int64_t k = p.channels_per_group() * p.R * p.S, m = plan.images * plan.rows * Q;
+        const int64_t k = filter_taps(p), m = plan.images * plan.rows * Q;
         plan.transposed = k % 4 != 0 && m % 4 == 0 && (plan.rows * Q) % 4 == 0;
     }
     plan.workspace_bytes = context.pool->round(plan.scratch_floats * 4) +

@@ -3,9 +3,9 @@
 #pragma once
 
 #include "conv/lowered/lowered.hpp"
-#include "vulkan/dispatch.hpp"
 #include "conv/shared/permute.hpp"
 #include "conv/shared/splitk_reduce.hpp"
+#include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
 
@@ -20,9 +20,6 @@ struct MecLowered {
     BufferRange range;          // all groups
 };
 MecLowered mec_lowered(const ConvProblem& problem, const Chunk& chunk, const Operand& scratch);
-// Specialization constants 0-13 of mec_lower and mec_gather for a chunk of `images` images whose
-// lowered matrix has `lowered_rows` rows.
-std::vector<uint32_t> mec_constants(const ConvProblem& problem, int64_t lowered_rows, int64_t images);
 // The constants mec_lower and mec_gather share, by name, for a chunk of `images` images whose lowered matrix
 // has `lowered_rows` rows.
 template <typename Shader>

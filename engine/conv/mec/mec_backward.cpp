@@ -13,10 +13,11 @@
 #include <numeric>
 #include <vector>
 
-#include "conv/mec/mec.hpp"
+#include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
-#include "vulkan/dispatch.hpp"
+#include "conv/mec/mec.hpp"
 #include "gemm/gemm.hpp"
+#include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -28,16 +29,16 @@ struct GatherPush {
     uint32_t accumulate;
     uint32_t base, count;
 };
+VKCONV_PUSH_SIZE(GatherPush, mec_gather)
+VKCONV_PUSH_MEMBER(GatherPush, mec_gather, dx_offset)
+VKCONV_PUSH_MEMBER(GatherPush, mec_gather, row_first)
+VKCONV_PUSH_MEMBER(GatherPush, mec_gather, accumulate)
 
 uint32_t u(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
 constexpr int64_t kChannelBlock = 16;  // mec_gather's NCHW channel block: one 64-byte cache line of dL
-
-int64_t lowered_rows_of(const ConvProblem& p, int64_t rows) {
-    return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
-}
 
 // dx (the chunk's images, input rows [row_first, row_first + row_count)) from dL.
 void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BufferRange& lowered,
@@ -47,8 +48,8 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
     desc.shader = "mec_gather";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(GatherPush);
-    desc.specialization = mec_constants(p, lowered_rows_of(p, rows), images);
-    desc.specialization.push_back(u(kChannelBlock));
+    auto spec = mec_specialization<contract::mec_gather>(p, input_rows_read(p, rows), images);
+    desc.specialization = spec.set(contract::mec_gather::spec::CHANNEL_BLOCK, kChannelBlock).values();
     const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
     const int64_t channels = p.layout == Layout::NHWC ? p.C : (p.C + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
     dispatch_elements(stream, context.pipelines->get(desc), bindings,
@@ -65,7 +66,7 @@ void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvPr
     int64_t row_first = 0, row_count = p.H;
     if (later_band) {
         row_first = std::max<int64_t>(0, first_padded_row - p.pad_h);
-        row_count = std::min<int64_t>(p.H, first_padded_row - p.pad_h + lowered_rows_of(p, chunk.rows)) - row_first;
+        row_count = std::min<int64_t>(p.H, first_padded_row - p.pad_h + input_rows_read(p, chunk.rows)) - row_first;
     }
     if (row_count > 0)
         record_mec_gather(context, stream, p, lowered, chunk.input, chunk.p0, chunk.rows, chunk.images, row_first,
@@ -183,7 +184,7 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
 
 MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
                                          uint64_t binding_limit) {
-    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(p.channels_per_group() * p.R * p.S);
+    const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(filter_taps(p));
     const uint64_t product = kg * k_red;
     const GemmConfigTable& table = context.gemm_configs();
     const GemmConfig& config = pick_gemm_config(table, k_red, kg, 1);
@@ -261,7 +262,7 @@ void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, cons
                                const MecFilterSplit& split, const Operand& partials, const BufferRange& dw, int64_t g,
                                int64_t rows, int64_t count, bool first) {
     const int64_t Q = p.Q();
-    const uint64_t k_red = uint64_t(p.R * p.S * p.channels_per_group());
+    const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
     const int64_t full = rows / split.piece_rows, rest = rows % split.piece_rows;
     const int64_t pieces = full + (rest > 0);
@@ -287,7 +288,7 @@ void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, cons
 void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
                               const MecLowered& l, const MecFilterSplit& split, const Operand& partials,
                               const BufferRange& dw, int64_t g) {
-    const uint64_t k_red = uint64_t(p.R * p.S * p.channels_per_group());
+    const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
     const int64_t images = chunk.images;

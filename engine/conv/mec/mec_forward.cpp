@@ -38,23 +38,6 @@ MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& 
     return l;
 }
 
-std::vector<uint32_t> mec_constants(const ConvProblem& p, int64_t lowered_rows, int64_t images) {
-    return {kElementwiseWorkgroup,
-            u(p.S),
-            u(p.stride_w),
-            u(p.pad_h),
-            u(p.pad_w),
-            u(p.dilation_w),
-            p.layout == Layout::NHWC,
-            u(p.C),
-            u(p.H),
-            u(p.W),
-            u(p.channels_per_group()),
-            u(p.Q()),
-            u(lowered_rows),
-            u(images)};
-}
-
 void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& x,
                          const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images) {
     const int64_t lowered_rows = input_rows_read(p, rows);
