@@ -3,6 +3,7 @@
 #include <array>
 
 #include "conv/depthwise/depthwise_kernels.hpp"
+#include "conv/shared/splitk_reduce.hpp"
 #include "gemm/gemm_config.hpp"
 #include "vulkan/shader_limits.hpp"
 
@@ -23,13 +24,6 @@ struct FilterPush {
 VKCONV_PUSH_SIZE(FilterPush, depthwise_backward_filter)
 VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, dy_offset)
 VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, rows_per_piece)
-
-struct ReducePush {
-    uint32_t out_offset, stride, splits, accumulate;
-    uint32_t base, count;
-};
-VKCONV_PUSH_SIZE(ReducePush, splitk_reduce)
-VKCONV_PUSH_MEMBER(ReducePush, splitk_reduce, splits)
 
 // The largest multiple of `stride` up to `want`, at least `stride`.
 uint32_t multiple_of(int64_t stride, int64_t want) {
@@ -122,15 +116,6 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
     desc.specialization = spec.set(contract::depthwise_backward_filter::spec::TAP_ROWS, filter_tap_rows(p)).values();
     const Pipeline& partial_pipeline = context.pipelines->get(desc);
 
-    PipelineDesc reduce;
-    reduce.shader = "splitk_reduce";
-    reduce.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    reduce.push_constant_bytes = sizeof(ReducePush);
-    reduce.specialization = Specialization<contract::splitk_reduce>()
-                                .set(contract::splitk_reduce::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
-                                .values();
-    const Pipeline& reduce_pipeline = context.pipelines->get(reduce);
-
     const uint64_t filter_floats = uint64_t(p.filter_elements()), lanes = filter_lanes(p, tiles);
     for_each_image_chunk(context, p, plan, input, grad_output, [&](const ImageChunk& chunk) {
         // The chunk's rows in at most plan.splits pieces (fewer where the last chunk is short).
@@ -145,9 +130,8 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(rows), u32(per_piece), 0, 0};
         dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes);
         // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic.
-        const std::array<Binding, 2> reduce_bindings{Binding{partials, false}, Binding{grad_filter.whole(), true}};
-        dispatch_elements(stream, reduce_pipeline, reduce_bindings,
-                          ReducePush{0, u32(filter_floats), u32(pieces), chunk.first ? 0u : 1u, 0, 0}, filter_floats);
+        record_splitk_reduce(context, stream, partials, grad_filter.whole(), 0, filter_floats, int64_t(pieces),
+                             !chunk.first);
     });
 }
 
