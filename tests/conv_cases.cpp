@@ -2,61 +2,118 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "test_util.hpp"
 
 namespace vkt {
-namespace {
 
-vkconv::ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S, int64_t pad = 0,
-                         int64_t stride = 1, int64_t dilation = 1, int64_t groups = 1) {
-    vkconv::ConvProblem p;
-    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
-    p.pad_h = p.pad_w = pad;
-    p.stride_h = p.stride_w = stride;
-    p.dilation_h = p.dilation_w = dilation;
-    p.groups = groups;
+ProblemBuilder& ProblemBuilder::batch(int64_t n) {
+    p_.N = n;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::channels(int64_t c) {
+    p_.C = c;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::image(int64_t h, int64_t w) {
+    p_.H = h, p_.W = w;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::filters(int64_t k) {
+    p_.K = k;
+    filters_set_ = true;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::kernel(int64_t r, int64_t s) {
+    p_.R = r, p_.S = s;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::pad(int64_t both) {
+    return pad(both, both);
+}
+ProblemBuilder& ProblemBuilder::pad(int64_t h, int64_t w) {
+    p_.pad_h = h, p_.pad_w = w;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::stride(int64_t both) {
+    return stride(both, both);
+}
+ProblemBuilder& ProblemBuilder::stride(int64_t h, int64_t w) {
+    p_.stride_h = h, p_.stride_w = w;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::dilation(int64_t both) {
+    return dilation(both, both);
+}
+ProblemBuilder& ProblemBuilder::dilation(int64_t h, int64_t w) {
+    p_.dilation_h = h, p_.dilation_w = w;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::groups(int64_t g) {
+    p_.groups = g;
+    groups_set_ = true;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::depthwise(int64_t multiplier) {
+    multiplier_ = multiplier;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::layout(vkconv::Layout layout) {
+    p_.layout = layout;
+    return *this;
+}
+ProblemBuilder& ProblemBuilder::bias(bool has_bias) {
+    p_.has_bias = has_bias;
+    return *this;
+}
+
+vkconv::ConvProblem ProblemBuilder::build() const {
+    vkconv::ConvProblem p = p_;
+    if (multiplier_) {
+        if (filters_set_ || groups_set_)
+            throw std::logic_error("vkt::problem(): depthwise() sets the filters and groups itself");
+        p.groups = p.C;
+        p.K = p.C * *multiplier_;
+    }
     return p;
 }
 
-}  // namespace
-
 std::vector<NamedProblem> odd_problems() {
-    std::vector<NamedProblem> cases = {
-        {"1x1", make(2, 5, 7, 6, 3, 1, 1)},
-        {"3x3", make(1, 3, 9, 11, 5, 3, 3)},
-        {"3x3 pad 1", make(2, 7, 8, 8, 6, 3, 3, 1)},
-        {"5x5 pad 2", make(1, 4, 13, 10, 3, 5, 5, 2)},
-        {"7x7 stride 2 pad 3", make(1, 3, 23, 19, 4, 7, 7, 3, 2)},
-        {"11x11 stride 4", make(1, 3, 31, 27, 5, 11, 11, 0, 4)},
-        {"stride 3", make(2, 5, 17, 14, 3, 3, 3, 1, 3)},
-        {"stride larger than kernel", make(1, 6, 15, 16, 4, 2, 2, 0, 3)},
-        {"dilation 2", make(1, 5, 14, 13, 3, 3, 3, 2, 1, 2)},
-        {"padding 0", make(3, 2, 6, 5, 2, 3, 3, 0)},
-        {"padding 3", make(1, 3, 5, 4, 2, 3, 3, 3)},
-        {"groups 2", make(2, 6, 9, 7, 4, 3, 3, 1, 1, 1, 2)},
-        {"groups 3", make(1, 9, 8, 10, 6, 3, 3, 1, 2, 1, 3)},
-        {"depthwise", make(2, 7, 11, 9, 7, 3, 3, 1, 1, 1, 7)},
-        {"depthwise multiplier 2", make(1, 5, 10, 8, 10, 3, 3, 1, 1, 1, 5)},
-        {"channels 23 to 19", make(1, 23, 7, 9, 19, 3, 3, 1)},
-        {"27x37 image", make(1, 3, 27, 37, 5, 3, 3)},
-        {"batch 3", make(3, 4, 6, 7, 5, 3, 3, 1)},
-        {"single pixel", make(2, 3, 1, 1, 4, 1, 1)},
-        {"kernel equals image", make(1, 4, 5, 5, 3, 5, 5)},
+    return {
+        {"1x1", problem().batch(2).channels(5).image(7, 6).filters(3).kernel(1, 1)},
+        {"3x3", problem().batch(1).channels(3).image(9, 11).filters(5).kernel(3, 3)},
+        {"3x3 pad 1", problem().batch(2).channels(7).image(8, 8).filters(6).kernel(3, 3).pad(1)},
+        {"5x5 pad 2", problem().batch(1).channels(4).image(13, 10).filters(3).kernel(5, 5).pad(2)},
+        {"7x7 stride 2 pad 3", problem().batch(1).channels(3).image(23, 19).filters(4).kernel(7, 7).pad(3).stride(2)},
+        {"11x11 stride 4", problem().batch(1).channels(3).image(31, 27).filters(5).kernel(11, 11).stride(4)},
+        {"stride 3", problem().batch(2).channels(5).image(17, 14).filters(3).kernel(3, 3).pad(1).stride(3)},
+        {"stride larger than kernel", problem().batch(1).channels(6).image(15, 16).filters(4).kernel(2, 2).stride(3)},
+        {"dilation 2", problem().batch(1).channels(5).image(14, 13).filters(3).kernel(3, 3).pad(2).dilation(2)},
+        {"padding 0", problem().batch(3).channels(2).image(6, 5).filters(2).kernel(3, 3).pad(0)},
+        {"padding 3", problem().batch(1).channels(3).image(5, 4).filters(2).kernel(3, 3).pad(3)},
+        {"groups 2", problem().batch(2).channels(6).image(9, 7).filters(4).kernel(3, 3).pad(1).groups(2)},
+        {"groups 3", problem().batch(1).channels(9).image(8, 10).filters(6).kernel(3, 3).pad(1).stride(2).groups(3)},
+        {"depthwise", problem().batch(2).channels(7).image(11, 9).filters(7).kernel(3, 3).pad(1).groups(7)},
+        {"depthwise multiplier 2",
+         problem().batch(1).channels(5).image(10, 8).filters(10).kernel(3, 3).pad(1).groups(5)},
+        {"channels 23 to 19", problem().batch(1).channels(23).image(7, 9).filters(19).kernel(3, 3).pad(1)},
+        {"27x37 image", problem().batch(1).channels(3).image(27, 37).filters(5).kernel(3, 3)},
+        {"batch 3", problem().batch(3).channels(4).image(6, 7).filters(5).kernel(3, 3).pad(1)},
+        {"single pixel", problem().batch(2).channels(3).image(1, 1).filters(4).kernel(1, 1)},
+        {"kernel equals image", problem().batch(1).channels(4).image(5, 5).filters(3).kernel(5, 5)},
         // Found by review: MEC's next-row window step (2 floats) broke vec4 alignment; tiny filters were
         // shorter than one rgba32f texel.
-        {"2x1 kernel, 2 channels", make(1, 2, 4, 4, 1, 2, 1)},
-        {"2x1 kernel, 2 channels, batch 2", make(2, 2, 4, 4, 3, 2, 1)},
-        {"tiny 1x1, 2 channels", make(1, 2, 3, 3, 1, 1, 1)},
+        {"2x1 kernel, 2 channels", problem().batch(1).channels(2).image(4, 4).filters(1).kernel(2, 1)},
+        {"2x1 kernel, 2 channels, batch 2", problem().batch(2).channels(2).image(4, 4).filters(3).kernel(2, 1)},
+        {"tiny 1x1, 2 channels", problem().batch(1).channels(2).image(3, 3).filters(1).kernel(1, 1)},
+        {"non-square kernel 3x5, pad 1,2",
+         problem().batch(2).channels(3).image(13, 8).filters(4).kernel(3, 5).pad(1, 2)},
+        {"tall kernel 5x1", problem().batch(1).channels(5).image(16, 9).filters(3).kernel(5, 1).pad(2, 0)},
+        {"stride 2,3 dilation 2,1",
+         problem().batch(1).channels(4).image(21, 17).filters(6).kernel(3, 2).pad(1, 0).stride(2, 3).dilation(2, 1)},
     };
-    auto nonsquare = make(2, 3, 13, 8, 4, 3, 5);
-    nonsquare.pad_h = 1, nonsquare.pad_w = 2;
-    cases.push_back({"non-square kernel 3x5, pad 1,2", nonsquare});
-    auto tall = make(1, 5, 16, 9, 3, 5, 1);
-    tall.pad_h = 2;
-    cases.push_back({"tall kernel 5x1", tall});
-    auto mixed = make(1, 4, 21, 17, 6, 3, 2);
-    mixed.stride_h = 2, mixed.stride_w = 3, mixed.dilation_h = 2, mixed.dilation_w = 1, mixed.pad_h = 1;
-    cases.push_back({"stride 2,3 dilation 2,1", mixed});
-    return cases;
 }
 
 std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed) {
@@ -122,6 +179,142 @@ vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProbl
     check_close(result, expected, magnitude, problem.channels_per_group() * problem.R * problem.S,
                 std::string(vkconv::to_string(algorithm)) + " forward: " + problem.str());
     return stats;
+}
+
+namespace {
+
+std::vector<float> make_values(const Values& values, int64_t count, uint32_t seed) {
+    return values ? values(count, seed) : random_values(size_t(count), seed);
+}
+
+vkconv::ConvProblem with_bias_if(vkconv::ConvProblem problem, bool always) {
+    problem.has_bias = problem.has_bias || always;
+    return problem;
+}
+
+}  // namespace
+
+BackwardCheck::BackwardCheck(vkconv::Context& context, const vkconv::ConvProblem& problem, uint32_t seed,
+                             BackwardSetup setup)
+    : context_(context),
+      problem_(problem),
+      filter_problem_(with_bias_if(problem, setup.bias_always)),
+      compare_(setup.compare),
+      x_(make_values(setup.values, problem.input_elements(), seed)),
+      w_(make_values(setup.values, problem.filter_elements(), seed + 1)),
+      dy_(make_values(setup.values, problem.output_elements(), seed + 2)) {
+    const auto ax = absolute(x_), aw = absolute(w_), ady = absolute(dy_);
+    dx_ref_ = vkconv::reference::backward_data(problem_, dy_, w_);
+    dx_mag_ = vkconv::reference::backward_data(problem_, ady, aw);
+    dw_ref_ = vkconv::reference::backward_filter(problem_, x_, dy_);
+    dw_mag_ = vkconv::reference::backward_filter(problem_, ax, ady);
+    db_ref_ = vkconv::reference::backward_bias(problem_, dy_);
+    db_mag_ = vkconv::reference::backward_bias(problem_, ady);
+    tx_ = vkconv::Tensor::from_host(context, problem_.input_shape(), x_);
+    tw_ = vkconv::Tensor::from_host(context, problem_.filter_shape(), w_);
+    tdy_ = vkconv::Tensor::from_host(context, problem_.output_shape(), dy_);
+    tdx_ = vkconv::Tensor(context, problem_.input_shape());
+    tdw_ = vkconv::Tensor(context, problem_.filter_shape());
+    tdb_ = vkconv::Tensor(context, problem_.bias_shape());
+}
+
+CheckedRun BackwardCheck::data(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options) {
+    INFO("backward_data with " << vkconv::to_string(algorithm) << ": " << problem_.str());
+    tdx_.upload(poison(problem_.input_elements()));
+    CheckedRun run;
+    run.live = context_.pool_stats().in_use;
+    run.stats = vkconv::backward_data(context_, problem_, tdy_, tw_, tdx_, algorithm, options);
+    if (algorithm != vkconv::Algorithm::Auto) {
+        CHECK(run.stats.algorithm == algorithm);
+        CHECK(run.stats.workspace_bytes ==
+              vkconv::backward_data_workspace_bytes(context_, problem_, algorithm, options));
+    }
+    check_dx(std::string(vkconv::to_string(algorithm)) + " backward_data");
+    return run;
+}
+
+CheckedRun BackwardCheck::filter(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options) {
+    INFO("backward_filter with " << vkconv::to_string(algorithm) << ": " << filter_problem_.str());
+    tdw_.upload(poison(problem_.filter_elements()));
+    tdb_.upload(poison(problem_.K));
+    CheckedRun run;
+    run.live = context_.pool_stats().in_use;
+    run.stats = vkconv::backward_filter(context_, filter_problem_, tx_, tdy_, tdw_, writes_bias() ? &tdb_ : nullptr,
+                                        algorithm, options);
+    if (algorithm != vkconv::Algorithm::Auto) {
+        CHECK(run.stats.algorithm == algorithm);
+        CHECK(run.stats.workspace_bytes ==
+              vkconv::backward_filter_workspace_bytes(context_, filter_problem_, algorithm, options));
+    }
+    const std::string what = std::string(vkconv::to_string(algorithm)) + " backward_filter";
+    check_dw(what);
+    if (writes_bias()) check_db(what + "'s bias");
+    return run;
+}
+
+CheckedRun BackwardCheck::bias() {
+    tdb_.upload(poison(problem_.K));
+    CheckedRun run;
+    run.live = context_.pool_stats().in_use;
+    run.stats = vkconv::backward_bias(context_, filter_problem_, tdy_, tdb_);
+    check_db("backward_bias");
+    return run;
+}
+
+CheckedStep BackwardCheck::step(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options) {
+    INFO("layer_backward with " << vkconv::to_string(algorithm) << ": " << filter_problem_.str());
+    tdx_.upload(poison(problem_.input_elements()));
+    tdw_.upload(poison(problem_.filter_elements()));
+    tdb_.upload(poison(problem_.K));
+    CheckedStep step;
+    step.live = context_.pool_stats().in_use;
+    step.stats = vkconv::layer_backward(context_, filter_problem_, tx_, tw_, tdy_, tdx_, tdw_,
+                                        writes_bias() ? &tdb_ : nullptr, algorithm, options);
+    if (algorithm != vkconv::Algorithm::Auto) {
+        CHECK(step.stats.data_algorithm == algorithm);
+        CHECK(step.stats.filter_algorithm == algorithm);
+        CHECK(step.stats.step.workspace_bytes ==
+              vkconv::layer_backward_workspace_bytes(context_, filter_problem_, algorithm, options));
+    }
+    const std::string what = std::string(vkconv::to_string(algorithm)) + " layer step";
+    check_dx(what + " dx");
+    check_dw(what + " dw");
+    if (writes_bias()) check_db(what + " db");
+    return step;
+}
+
+void BackwardCheck::check(const std::vector<float>& gpu, const std::vector<double>& reference,
+                          const std::vector<double>& magnitude, int64_t reduction, const std::string& what) const {
+    if (compare_ == Compare::Exact)
+        check_exact(gpu, reference, magnitude, what + " " + problem_.str());
+    else
+        check_close(gpu, reference, magnitude, reduction, what + " " + problem_.str());
+}
+
+void BackwardCheck::check_dx(const std::string& what) {
+    dx_ = tdx_.download();
+    check(dx_, dx_ref_, dx_mag_, problem_.filters_per_group() * problem_.R * problem_.S, what);
+}
+
+void BackwardCheck::check_dw(const std::string& what) {
+    dw_ = tdw_.download();
+    check(dw_, dw_ref_, dw_mag_, problem_.N * problem_.P() * problem_.Q(), what);
+}
+
+void BackwardCheck::check_db(const std::string& what) {
+    db_ = tdb_.download();
+    check(db_, db_ref_, db_mag_, problem_.N * problem_.P() * problem_.Q(), what);
+}
+
+BackwardResult check_backward(vkconv::Context& context, const vkconv::ConvProblem& problem, vkconv::Algorithm algorithm,
+                              uint32_t seed, const vkconv::ForwardOptions& options, BackwardSetup setup) {
+    const bool bias = problem.has_bias || setup.bias_always;
+    BackwardCheck check(context, problem, seed, std::move(setup));
+    BackwardResult result;
+    result.data = check.data(algorithm, options);
+    result.filter = check.filter(algorithm, options);
+    if (bias) result.bias = check.bias();
+    return result;
 }
 
 }  // namespace vkt

@@ -117,4 +117,22 @@ void check_close(std::span<const float> gpu, std::span<const double> reference, 
     }
 }
 
+void check_exact(std::span<const float> gpu, std::span<const double> reference, std::span<const double> magnitude,
+                 const std::string& what) {
+    INFO(what);
+    REQUIRE(gpu.size() == reference.size());
+    for (double m : magnitude) REQUIRE(m < 16777216.0);  // 2^24: every partial sum is exact in fp32
+    size_t wrong = 0, first = gpu.size();
+    for (size_t i = 0; i < gpu.size(); ++i)
+        if (!(double(gpu[i]) == reference[i])) {
+            ++wrong;
+            first = std::min(first, i);
+        }
+    if (wrong) {
+        INFO(wrong << " of " << gpu.size() << " values differ; first at " << first << ": gpu " << gpu[first]
+                   << ", exact " << reference[first]);
+        FAIL("an exact integer sum came out different: a term was lost, doubled or misplaced");
+    }
+}
+
 }  // namespace vkt

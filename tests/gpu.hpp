@@ -53,6 +53,13 @@ std::vector<float> random_values(size_t count, uint32_t seed, float low = -1.0f,
 void check_close(std::span<const float> gpu, std::span<const double> reference, std::span<const double> magnitude,
                  int64_t reduction_length, const std::string& what);
 
+// Checks a GPU result for equality with the reference, for data that keep every sum exact: nonzero integers small
+// enough that every product and partial sum is an integer below 2^24, exact in fp32 in any order. `magnitude` (the
+// reference on |operands|) proves it: each value must be below 2^24. One lost, doubled or misplaced term fails.
+// Reports how many values differ and the first, with `what`.
+void check_exact(std::span<const float> gpu, std::span<const double> reference, std::span<const double> magnitude,
+                 const std::string& what);
+
 }  // namespace vkt
 
 // Gets the shared context into `name`, or returns from the test case when there is no device.

@@ -9,53 +9,8 @@
 
 using vkconv::Layout;
 
-namespace {
-
 using vkt::absolute;
 using vkt::poison;
-
-// Returns the backward-data pass's stats.
-vkconv::RunStats check_backward(vkconv::Context& context, const vkconv::ConvProblem& p, uint32_t seed,
-                                vkconv::Algorithm algorithm = vkconv::Algorithm::Direct,
-                                const vkconv::ForwardOptions& options = {}) {
-    INFO("algorithm " << vkconv::to_string(algorithm));
-    const auto x = vkt::random_values(p.input_elements(), seed);
-    const auto w = vkt::random_values(p.filter_elements(), seed + 1);
-    const auto dy = vkt::random_values(p.output_elements(), seed + 2);
-    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
-    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
-    auto tdx = vkconv::Tensor::from_host(context, p.input_shape(), poison(p.input_elements()));
-    auto tdw = vkconv::Tensor::from_host(context, p.filter_shape(), poison(p.filter_elements()));
-    auto tdb = vkconv::Tensor::from_host(context, p.bias_shape(), poison(p.K));
-
-    const auto data = vkconv::backward_data(context, p, tdy, tw, tdx, algorithm, options);
-    CHECK(data.algorithm == algorithm);
-    CHECK(data.workspace_bytes == vkconv::backward_data_workspace_bytes(context, p, algorithm, options));
-    vkt::check_close(tdx.download(), vkconv::reference::backward_data(p, dy, w),
-                     vkconv::reference::backward_data(p, absolute(dy), absolute(w)), p.filters_per_group() * p.R * p.S,
-                     "backward_data " + p.str());
-
-    auto with_bias = p;
-    with_bias.has_bias = true;
-    const auto filter = vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb, algorithm, options);
-    CHECK(filter.algorithm == algorithm);
-    CHECK(filter.workspace_bytes == vkconv::backward_filter_workspace_bytes(context, with_bias, algorithm, options));
-    const int64_t reduction = p.N * p.P() * p.Q();
-    vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
-                     vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
-                     "backward_filter " + p.str());
-    const auto bias_magnitude = vkconv::reference::backward_bias(p, absolute(dy));
-    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy), bias_magnitude, reduction,
-                     "backward_filter's bias " + p.str());
-    tdb.upload(poison(p.K));
-    vkconv::backward_bias(context, with_bias, tdy, tdb);
-    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy), bias_magnitude, reduction,
-                     "backward_bias " + p.str());
-    return data;
-}
-
-}  // namespace
 
 TEST_CASE("every algorithm's backward passes match the reference on the named odd cases", "[backward][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
@@ -66,7 +21,7 @@ TEST_CASE("every algorithm's backward passes match the reference on the named od
                 auto problem = named.problem;
                 problem.layout = layout;
                 INFO("case '" << named.name << "'");
-                check_backward(*context, problem, seed += 3, algorithm);
+                vkt::check_backward(*context, problem, algorithm, seed += 3);
             }
         }
     }
@@ -79,7 +34,7 @@ TEST_CASE("every algorithm's backward passes match the reference on a seeded ran
     for (auto problem : vkt::random_problems(120, 4242)) {
         problem.has_bias = false;
         const auto algorithms = vkt::algorithms_for(problem);  // each problem one of them, in turn
-        check_backward(*context, problem, seed += 3, algorithms[size_t(i++) % algorithms.size()]);
+        vkt::check_backward(*context, problem, algorithms[size_t(i++) % algorithms.size()], seed += 3);
     }
 }
 
@@ -95,11 +50,11 @@ TEST_CASE("im2col and mec backward passes run in chunks of images and bands of r
                 vkconv::ForwardOptions options;
                 options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;  // two images a chunk
                 INFO(vkconv::to_string(layout) << " image chunks, stride " << stride << ", dilation " << dilation);
-                check_backward(*context, p, seed++, algorithm, options);
+                vkt::check_backward(*context, p, algorithm, seed++, options);
                 // Just above one image of x and of dy, below one image's lowered matrix.
                 options.max_binding_bytes = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4 + 2048;
                 INFO(vkconv::to_string(layout) << " row bands");
-                CHECK(check_backward(*context, p, seed++, algorithm, options).chunks > uint32_t(p.N));
+                CHECK(vkt::check_backward(*context, p, algorithm, seed++, options).data.stats.chunks > uint32_t(p.N));
             }
         }
     }
@@ -145,31 +100,23 @@ TEST_CASE("backward passes are bit-identical from run to run", "[backward][gpu]"
     vkconv::ConvProblem p;
     p.N = 3, p.C = 6, p.H = 13, p.W = 11, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.stride_h = 2;
     p.has_bias = true;
-    auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
-    auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
-    auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
-    vkconv::Tensor dx(*context, p.input_shape()), dw(*context, p.filter_shape()), db(*context, p.bias_shape());
+    vkt::BackwardCheck check(*context, p, 1);  // x, w, dy from seeds 1, 2, 3
     for (auto algorithm : vkt::algorithms_for(p)) {
         INFO(vkconv::to_string(algorithm));
-        dx.upload(poison(p.input_elements()));
-        dw.upload(poison(p.filter_elements()));
-        db.upload(poison(p.K));
-        vkconv::backward_data(*context, p, dy, w, dx, algorithm);
-        vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
-        const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+        // Each pass poisons the outputs it writes and checks them against the reference.
+        check.data(algorithm);
+        check.filter(algorithm);
+        const auto dx1 = check.dx(), dw1 = check.dw(), db1 = check.db();
         CHECK(vkt::all_written(dx1));
         CHECK(vkt::all_written(dw1));
         CHECK(vkt::all_written(db1));
         for (int run = 0; run < 3; ++run) {
             // Poisoned first: a rerun that writes nothing must not pass as identical.
-            dx.upload(poison(p.input_elements()));
-            dw.upload(poison(p.filter_elements()));
-            db.upload(poison(p.K));
-            vkconv::backward_data(*context, p, dy, w, dx, algorithm);
-            vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
-            CHECK(dx.download() == dx1);
-            CHECK(dw.download() == dw1);
-            CHECK(db.download() == db1);
+            check.data(algorithm);
+            check.filter(algorithm);
+            CHECK(check.dx() == dx1);
+            CHECK(check.dw() == dw1);
+            CHECK(check.db() == db1);
         }
     }
 }
@@ -289,7 +236,7 @@ TEST_CASE("im2col backward-filter split-K pieces add up to the reference", "[bac
             const uint64_t with_split = vkconv::backward_filter_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
             const uint64_t lowered = vkconv::backward_data_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
             CHECK(with_split > lowered);  // the partial products are there
-            check_backward(*context, p, seed += 3, vkconv::Algorithm::Im2col);
+            vkt::check_backward(*context, p, vkconv::Algorithm::Im2col, seed += 3);
         }
     }
 }
@@ -309,7 +256,7 @@ TEST_CASE("mec backward-filter reduces over images and row pieces, split or not,
                 auto p = base;
                 p.N = n, p.layout = layout;
                 INFO(p.str());
-                check_backward(*context, p, seed += 3, vkconv::Algorithm::Mec);
+                vkt::check_backward(*context, p, vkconv::Algorithm::Mec, seed += 3);
             }
         }
     }
@@ -331,27 +278,22 @@ TEST_CASE("layer_backward runs both passes on one shared workspace and matches t
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
             p.layout = layout;
             INFO(vkconv::to_string(algorithm) << " " << p.str());
-            auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
-            auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
-            auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::random_values(p.output_elements(), 3));
-            auto dx = vkconv::Tensor::from_host(*context, p.input_shape(), poison(p.input_elements()));
-            auto dw = vkconv::Tensor::from_host(*context, p.filter_shape(), poison(p.filter_elements()));
-            auto db = vkconv::Tensor::from_host(*context, p.bias_shape(), poison(p.K));
-            const auto data = vkconv::backward_data(*context, p, dy, w, dx, algorithm);
-            const auto filter = vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
-            const auto dx1 = dx.download(), dw1 = dw.download(), db1 = db.download();
+            vkt::BackwardCheck check(*context, p, 1);  // x, w, dy from seeds 1, 2, 3
+            // Each pass poisons the outputs it writes and checks them against the reference; the step poisons all
+            // three.
+            const auto data = check.data(algorithm).stats;
+            const auto filter = check.filter(algorithm).stats;
+            const auto dx1 = check.dx(), dw1 = check.dw(), db1 = check.db();
             CHECK(vkt::all_written(dx1));
             CHECK(vkt::all_written(dw1));
             CHECK(vkt::all_written(db1));
-            dx.upload(poison(p.input_elements()));
-            dw.upload(poison(p.filter_elements()));
-            db.upload(poison(p.K));
-            const uint64_t in_use = context->pool_stats().in_use;
-            const auto step = vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm);
+            const auto layer = check.step(algorithm);
+            const auto& step = layer.stats;
+            const uint64_t in_use = layer.live;
             // Same plans, same order of every sum: bit-identical to the separate calls.
-            CHECK(dx.download() == dx1);
-            CHECK(dw.download() == dw1);
-            CHECK(db.download() == db1);
+            CHECK(check.dx() == dx1);
+            CHECK(check.dw() == dw1);
+            CHECK(check.db() == db1);
             CHECK(step.data_algorithm == data.algorithm);
             CHECK(step.filter_algorithm == filter.algorithm);
             CHECK(step.data_workspace_bytes == data.workspace_bytes);
@@ -398,7 +340,7 @@ TEST_CASE("backward passes handle every input size that gives the same output si
                 for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
                     p.layout = layout;
                     INFO(p.str());
-                    check_backward(*context, p, seed += 3, algorithm);
+                    vkt::check_backward(*context, p, algorithm, seed += 3);
                 }
             }
         }
@@ -417,7 +359,7 @@ TEST_CASE("mec backward-data gathers every row of dL for any mix of vertical str
                 p.N = 2, p.C = 3, p.H = 29, p.W = 6, p.K = 5, p.R = R, p.S = 2, p.pad_h = 2;
                 p.stride_h = stride, p.dilation_h = dilation, p.layout = layout;
                 INFO(p.str());
-                check_backward(*context, p, seed += 3, vkconv::Algorithm::Mec);
+                vkt::check_backward(*context, p, vkconv::Algorithm::Mec, seed += 3);
             }
         }
     }
@@ -492,7 +434,7 @@ TEST_CASE("a workspace limit is honoured to the byte by every pass, in smaller c
                     chunked += forward.chunks > 1;
                     for (auto query : {vkconv::backward_data_workspace_bytes, vkconv::backward_filter_workspace_bytes})
                         CHECK(query(*context, p, algorithm, options) <= limit);
-                    check_backward(*context, p, seed += 3, algorithm, options);
+                    vkt::check_backward(*context, p, algorithm, seed += 3, options);
                 } catch (const vkconv::Error& e) {
                     // Refused: named, with the limit in the message, and only below the smallest chunk.
                     CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
@@ -529,11 +471,12 @@ TEST_CASE(
         INFO(p.str());
         for (auto algorithm : {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
             CHECK(vkt::check_forward(*context, p, algorithm, seed += 3).chunks > 1);
-            CHECK(check_backward(*context, p, seed += 3, algorithm).chunks > 1);
+            CHECK(vkt::check_backward(*context, p, algorithm, seed += 3).data.stats.chunks > 1);
         }
         // Direct binds whole tensors: here it runs in tiles, one image each.
         CHECK(vkt::check_forward(*context, p, vkconv::Algorithm::Direct, seed += 3).chunks == uint32_t(p.N));
-        CHECK(check_backward(*context, p, seed += 3, vkconv::Algorithm::Direct).chunks == uint32_t(p.N));
+        CHECK(vkt::check_backward(*context, p, vkconv::Algorithm::Direct, seed += 3).data.stats.chunks ==
+              uint32_t(p.N));
         vkconv::ForwardOptions tiny;
         tiny.workspace_limit = 1024;
         for (int pass = 0; pass < 3; ++pass) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <sstream>
 
+#include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
 
@@ -157,12 +158,6 @@ void check_output(const TempDir& dir, const vkconv::ConvProblem& p, const Operan
     vkt::check_close(y.data, expected, magnitude, p.channels_per_group() * p.R * p.S, what + ": " + p.str());
 }
 
-vkconv::ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S) {
-    vkconv::ConvProblem p;
-    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
-    return p;
-}
-
 struct ForwardCase {
     std::string name;
     vkconv::ConvProblem problem;
@@ -171,21 +166,27 @@ struct ForwardCase {
 
 std::vector<ForwardCase> forward_cases() {
     std::vector<ForwardCase> cases;
-    auto plain = make(2, 3, 7, 6, 4, 3, 3);
-    plain.pad_h = plain.pad_w = 1;
+    const vkconv::ConvProblem plain = vkt::problem().batch(2).channels(3).image(7, 6).filters(4).kernel(3, 3).pad(1);
     cases.push_back({"nchw without bias", plain, {"--padding", "1"}});
     auto nhwc = plain;
     nhwc.layout = vkconv::Layout::NHWC;
     nhwc.has_bias = true;
     cases.push_back({"nhwc with bias", nhwc, {"--layout", "nhwc", "--padding", "1"}});
-    auto odd = make(2, 4, 11, 9, 6, 3, 3);
-    odd.stride_h = 2, odd.stride_w = 1, odd.pad_h = 1, odd.pad_w = 2;
-    odd.dilation_h = odd.dilation_w = 2, odd.groups = 2, odd.has_bias = true;
+    const vkconv::ConvProblem odd = vkt::problem()
+                                        .batch(2)
+                                        .channels(4)
+                                        .image(11, 9)
+                                        .filters(6)
+                                        .kernel(3, 3)
+                                        .pad(1, 2)
+                                        .stride(2, 1)
+                                        .dilation(2)
+                                        .groups(2)
+                                        .bias();
     cases.push_back({"stride, padding, dilation, groups",
                      odd,
                      {"--stride", "2,1", "--padding", "1,2", "--dilation", "2", "--groups", "2"}});
-    auto simple = make(1, 5, 8, 8, 3, 3, 3);
-    simple.has_bias = true;
+    const vkconv::ConvProblem simple = vkt::problem().batch(1).channels(5).image(8, 8).filters(3).kernel(3, 3).bias();
     cases.push_back({"--algo direct", simple, {"--algo", "direct"}});
     cases.push_back({"--algo auto", simple, {"--algo", "auto"}});
     cases.push_back({"--algo im2col",
@@ -218,8 +219,7 @@ struct BadCase {
 
 // Valid files for a 1x4x6x6 input and 2x4x3x3 filter; the arguments of a run that would succeed.
 Args valid_setup(const TempDir& dir) {
-    auto p = make(1, 4, 6, 6, 2, 3, 3);
-    p.has_bias = false;
+    const vkconv::ConvProblem p = vkt::problem().batch(1).channels(4).image(6, 6).filters(2).kernel(3, 3).bias(false);
     write_operands(dir, p, 1);
     return forward_args(dir, p);
 }
@@ -429,9 +429,8 @@ TEST_CASE("cli: forward writes the reference result", "[cli][gpu]") {
 TEST_CASE("cli: forward --stats prints one JSON object with exact memory", "[cli][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     TempDir dir;
-    auto p = make(2, 6, 9, 10, 5, 3, 3);
-    p.pad_h = p.pad_w = 1;
-    p.has_bias = true;
+    const vkconv::ConvProblem p =
+        vkt::problem().batch(2).channels(6).image(9, 10).filters(5).kernel(3, 3).pad(1).bias();
     const auto operands = write_operands(dir, p, 77);
     const auto r = run_cli(dir, with(forward_args(dir, p), {"--padding", "1", "--algo", "direct", "--stats"}));
     check_success(r);
@@ -558,10 +557,12 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
         vkconv::ConvProblem problem;
         Args options;
     };
-    auto strided = make(2, 4, 10, 9, 6, 3, 3);  // stride 2 on 10 rows: the last input row is never read
-    strided.stride_h = strided.stride_w = 2, strided.pad_w = 1, strided.groups = 2;
-    auto nhwc = make(1, 3, 7, 6, 5, 3, 2);
-    nhwc.layout = vkconv::Layout::NHWC, nhwc.dilation_h = 2, nhwc.pad_h = 1;
+    // stride 2 on 10 rows: the last input row is never read
+    const vkconv::ConvProblem strided =
+        vkt::problem().batch(2).channels(4).image(10, 9).filters(6).kernel(3, 3).pad(0, 1).stride(2).groups(2);
+    const vkconv::ConvProblem nhwc =
+        vkt::problem().batch(1).channels(3).image(7, 6).filters(5).kernel(3, 2).pad(1, 0).dilation(2, 1).layout(
+            vkconv::Layout::NHWC);
     const std::vector<Case> cases = {
         {"nchw, stride 2, groups 2", strided, {"--stride", "2", "--padding", "0,1", "--groups", "2"}},
         {"nhwc, dilation 2,1", nhwc, {"--layout", "nhwc", "--dilation", "2,1", "--padding", "1,0"}},
@@ -619,7 +620,7 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
 
 TEST_CASE("cli: backward commands refuse bad input with exit 2 and write nothing", "[cli]") {
     TempDir dir;
-    auto p = make(1, 3, 5, 5, 2, 3, 3);
+    const vkconv::ConvProblem p = vkt::problem().batch(1).channels(3).image(5, 5).filters(2).kernel(3, 3);
     vkconv::write_npy(dir.file("x.npy"), p.input_shape(), vkt::random_values(p.input_elements(), 1));
     vkconv::write_npy(dir.file("w.npy"), p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
     vkconv::write_npy(dir.file("dy.npy"), p.output_shape(), vkt::random_values(p.output_elements(), 3));
@@ -672,8 +673,8 @@ TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JS
     // The MEC paper's lowered-buffer ratio for cv5, from the library's exact workspaces.
     CHECK_THAT(r.out, Catch::Contains("cv5") && Catch::Contains("= 4.17x"));
     const std::string json = vkt::read_bytes(dir.file("memory.json"));
-    auto p = make(2, 96, 24, 24, 256, 5, 5);
-    p.layout = vkconv::Layout::NHWC;
+    const vkconv::ConvProblem p =
+        vkt::problem().batch(2).channels(96).image(24, 24).filters(256).kernel(5, 5).layout(vkconv::Layout::NHWC);
     const uint64_t im2col = vkconv::forward_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
     CHECK_THAT(json,
                Catch::Contains("\"algorithm\": \"im2col\", \"forward_workspace_bytes\": " + std::to_string(im2col)));
@@ -689,9 +690,8 @@ TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JS
 TEST_CASE("cli: --workspace-limit runs a lowered algorithm in chunks that fit", "[cli][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     TempDir dir;
-    auto p = make(2, 6, 9, 10, 5, 3, 3);
-    p.pad_h = p.pad_w = 1;
-    p.has_bias = true;
+    const vkconv::ConvProblem p =
+        vkt::problem().batch(2).channels(6).image(9, 10).filters(5).kernel(3, 3).pad(1).bias();
     const auto operands = write_operands(dir, p, 78);
     const uint64_t full = vkconv::forward_workspace_bytes(*context, p, vkconv::Algorithm::Im2col);
     const uint64_t limit = full / 2;
@@ -712,7 +712,7 @@ TEST_CASE("cli: --workspace-limit auto derives a limit from the heap budget and 
     const uint64_t limit = context->auto_workspace_limit();
     CHECK(limit > 0);
     TempDir dir;
-    auto p = make(1, 3, 8, 8, 4, 3, 3);
+    const vkconv::ConvProblem p = vkt::problem().batch(1).channels(3).image(8, 8).filters(4).kernel(3, 3);
     const auto operands = write_operands(dir, p, 79);
     const auto r = run_cli(dir, with(forward_args(dir, p), {"--algo", "mec", "--workspace-limit", "auto", "--stats"}));
     check_success(r);

@@ -6,11 +6,11 @@
 #include <limits>
 #include <random>
 
-#include "vulkan/command_stream.hpp"
-#include "conv_cases.hpp"
-#include "conv/depthwise/depthwise.hpp"
 #include "context/tensor_storage.hpp"
+#include "conv/depthwise/depthwise.hpp"
+#include "conv_cases.hpp"
 #include "test_util.hpp"
+#include "vulkan/command_stream.hpp"
 
 using vkconv::Algorithm;
 using vkconv::ConvProblem;
@@ -18,22 +18,13 @@ using vkconv::Layout;
 
 namespace {
 
-ConvProblem depthwise(int64_t N, int64_t C, int64_t multiplier, int64_t H, int64_t W, int64_t R, int64_t S,
-                      int64_t pad = 0, int64_t stride = 1, int64_t dilation = 1) {
-    ConvProblem p;
-    p.N = N, p.C = C, p.K = C * multiplier, p.groups = C, p.H = H, p.W = W, p.R = R, p.S = S;
-    p.pad_h = p.pad_w = pad;
-    p.stride_h = p.stride_w = stride;
-    p.dilation_h = p.dilation_w = dilation;
-    return p;
-}
-
 using vkt::absolute;
 using vkt::poison;
 
-// Forward (with the problem's bias), backward-data, and backward-filter with the bias gradient, all with
-// the depthwise algorithm on NaN-poisoned outputs, each checked against the reference and its workspace
-// query. Returns the three passes' stats.
+// Forward (with the problem's bias) through vkt::check_forward, then backward-data, backward-filter with the bias
+// gradient and backward_bias through vkt::check_backward (x, w, dy from seed + 3, + 4, + 5), all with the
+// depthwise algorithm on NaN-poisoned outputs, each checked against the reference and its workspace query.
+// Returns the stats of forward, backward-data and backward-filter.
 std::array<vkconv::RunStats, 3> check_depthwise(vkconv::Context& context, const ConvProblem& p, uint32_t seed,
                                                 const vkconv::ForwardOptions& options = {}) {
     INFO(p.str());
@@ -41,37 +32,9 @@ std::array<vkconv::RunStats, 3> check_depthwise(vkconv::Context& context, const 
     stats[0] = vkt::check_forward(context, p, Algorithm::Depthwise, seed, options);
     CHECK(stats[0].algorithm == Algorithm::Depthwise);
     CHECK(stats[0].workspace_bytes == vkconv::forward_workspace_bytes(context, p, Algorithm::Depthwise, options));
-
-    const auto x = vkt::random_values(p.input_elements(), seed + 3);
-    const auto w = vkt::random_values(p.filter_elements(), seed + 4);
-    const auto dy = vkt::random_values(p.output_elements(), seed + 5);
-    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
-    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
-    auto tdx = vkconv::Tensor::from_host(context, p.input_shape(), poison(p.input_elements()));
-    auto tdw = vkconv::Tensor::from_host(context, p.filter_shape(), poison(p.filter_elements()));
-    auto tdb = vkconv::Tensor::from_host(context, p.bias_shape(), poison(p.K));
-
-    stats[1] = vkconv::backward_data(context, p, tdy, tw, tdx, Algorithm::Depthwise, options);
-    CHECK(stats[1].algorithm == Algorithm::Depthwise);
-    CHECK(stats[1].workspace_bytes == vkconv::backward_data_workspace_bytes(context, p, Algorithm::Depthwise, options));
-    vkt::check_close(tdx.download(), vkconv::reference::backward_data(p, dy, w),
-                     vkconv::reference::backward_data(p, absolute(dy), absolute(w)), p.filters_per_group() * p.R * p.S,
-                     "depthwise backward_data " + p.str());
-
-    auto with_bias = p;
-    with_bias.has_bias = true;
-    stats[2] = vkconv::backward_filter(context, with_bias, tx, tdy, tdw, &tdb, Algorithm::Depthwise, options);
-    CHECK(stats[2].algorithm == Algorithm::Depthwise);
-    CHECK(stats[2].workspace_bytes ==
-          vkconv::backward_filter_workspace_bytes(context, with_bias, Algorithm::Depthwise, options));
-    const int64_t reduction = p.N * p.P() * p.Q();
-    vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
-                     vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction,
-                     "depthwise backward_filter " + p.str());
-    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
-                     vkconv::reference::backward_bias(p, absolute(dy)), reduction,
-                     "depthwise backward_filter's bias " + p.str());
+    const auto backward = vkt::check_backward(context, p, Algorithm::Depthwise, seed + 3, options);
+    stats[1] = backward.data.stats;
+    stats[2] = backward.filter.stats;
     return stats;
 }
 
@@ -80,41 +43,47 @@ std::array<vkconv::RunStats, 3> check_depthwise(vkconv::Context& context, const 
 // vec4 path (C % 4) and widths on and off the NCHW one (W % 4).
 std::vector<vkt::NamedProblem> odd_depthwise_problems() {
     std::vector<vkt::NamedProblem> cases = {
-        {"3x3 pad 1", depthwise(1, 4, 1, 8, 8, 3, 3, 1)},
-        {"multiplier 2", depthwise(2, 3, 2, 7, 9, 3, 3, 1)},
-        {"multiplier 3", depthwise(1, 5, 3, 6, 13, 3, 3, 1)},
-        {"multiplier 3, C % 4 == 0", depthwise(1, 4, 3, 9, 8, 3, 3, 1)},
-        {"padding 0", depthwise(2, 6, 1, 9, 10, 3, 3, 0)},
-        {"padding 2 on 3x3", depthwise(1, 4, 1, 5, 6, 3, 3, 2)},
-        {"dilation 2", depthwise(1, 3, 1, 11, 12, 3, 3, 2, 1, 2)},
-        {"dilation 3, stride 2, multiplier 2", depthwise(2, 2, 2, 17, 16, 3, 3, 1, 2, 3)},
-        {"7x7 pad 3", depthwise(1, 4, 1, 15, 16, 7, 7, 3)},
-        {"7x7 stride 2 multiplier 2", depthwise(1, 3, 2, 19, 13, 7, 7, 3, 2)},
-        {"1x1", depthwise(2, 5, 1, 4, 7, 1, 1)},
-        {"1x1 multiplier 2, stride 2", depthwise(1, 8, 2, 9, 8, 1, 1, 0, 2)},
-        {"width 1", depthwise(2, 4, 1, 6, 1, 3, 3, 1)},
-        {"width 1, 1x1", depthwise(1, 3, 2, 5, 1, 1, 1)},
-        {"width 5", depthwise(1, 8, 1, 7, 5, 3, 3, 1)},
-        {"width 13, batch 3", depthwise(3, 5, 1, 6, 13, 3, 3, 1)},
-        {"single pixel", depthwise(2, 4, 1, 1, 1, 1, 1)},
-        {"kernel equals image", depthwise(1, 3, 1, 5, 5, 5, 5)},
-        {"wide 24x40", depthwise(1, 8, 1, 24, 40, 3, 3, 1)},
+        {"3x3 pad 1", vkt::problem().batch(1).channels(4).depthwise(1).image(8, 8).kernel(3, 3).pad(1)},
+        {"multiplier 2", vkt::problem().batch(2).channels(3).depthwise(2).image(7, 9).kernel(3, 3).pad(1)},
+        {"multiplier 3", vkt::problem().batch(1).channels(5).depthwise(3).image(6, 13).kernel(3, 3).pad(1)},
+        {"multiplier 3, C % 4 == 0", vkt::problem().batch(1).channels(4).depthwise(3).image(9, 8).kernel(3, 3).pad(1)},
+        {"padding 0", vkt::problem().batch(2).channels(6).depthwise(1).image(9, 10).kernel(3, 3).pad(0)},
+        {"padding 2 on 3x3", vkt::problem().batch(1).channels(4).depthwise(1).image(5, 6).kernel(3, 3).pad(2)},
+        {"dilation 2", vkt::problem().batch(1).channels(3).depthwise(1).image(11, 12).kernel(3, 3).pad(2).dilation(2)},
+        {"dilation 3, stride 2, multiplier 2",
+         vkt::problem().batch(2).channels(2).depthwise(2).image(17, 16).kernel(3, 3).pad(1).stride(2).dilation(3)},
+        {"7x7 pad 3", vkt::problem().batch(1).channels(4).depthwise(1).image(15, 16).kernel(7, 7).pad(3)},
+        {"7x7 stride 2 multiplier 2",
+         vkt::problem().batch(1).channels(3).depthwise(2).image(19, 13).kernel(7, 7).pad(3).stride(2)},
+        {"1x1", vkt::problem().batch(2).channels(5).depthwise(1).image(4, 7).kernel(1, 1)},
+        {"1x1 multiplier 2, stride 2",
+         vkt::problem().batch(1).channels(8).depthwise(2).image(9, 8).kernel(1, 1).stride(2)},
+        {"width 1", vkt::problem().batch(2).channels(4).depthwise(1).image(6, 1).kernel(3, 3).pad(1)},
+        {"width 1, 1x1", vkt::problem().batch(1).channels(3).depthwise(2).image(5, 1).kernel(1, 1)},
+        {"width 5", vkt::problem().batch(1).channels(8).depthwise(1).image(7, 5).kernel(3, 3).pad(1)},
+        {"width 13, batch 3", vkt::problem().batch(3).channels(5).depthwise(1).image(6, 13).kernel(3, 3).pad(1)},
+        {"single pixel", vkt::problem().batch(2).channels(4).depthwise(1).image(1, 1).kernel(1, 1)},
+        {"kernel equals image", vkt::problem().batch(1).channels(3).depthwise(1).image(5, 5).kernel(5, 5)},
+        {"wide 24x40", vkt::problem().batch(1).channels(8).depthwise(1).image(24, 40).kernel(3, 3).pad(1)},
+        {"3x5 kernel, pad 1,2", vkt::problem().batch(2).channels(4).depthwise(1).image(9, 14).kernel(3, 5).pad(1, 2)},
+        {"1x7 kernel", vkt::problem().batch(1).channels(6).depthwise(2).image(5, 20).kernel(1, 7).pad(0, 3)},
+        {"stride 2,3 dilation 2,1",
+         vkt::problem().batch(1).channels(4).depthwise(1).image(21, 17).kernel(3, 2).pad(1, 0).stride(2, 3).dilation(
+             2, 1)},
     };
-    auto nonsquare = depthwise(2, 4, 1, 9, 14, 3, 5);
-    nonsquare.pad_h = 1, nonsquare.pad_w = 2;
-    cases.push_back({"3x5 kernel, pad 1,2", nonsquare});
-    auto row = depthwise(1, 6, 2, 5, 20, 1, 7);
-    row.pad_w = 3;
-    cases.push_back({"1x7 kernel", row});
-    auto mixed = depthwise(1, 4, 1, 21, 17, 3, 2);
-    mixed.stride_h = 2, mixed.stride_w = 3, mixed.dilation_h = 2, mixed.pad_h = 1;
-    cases.push_back({"stride 2,3 dilation 2,1", mixed});
     // Every input size that gives a 4x5 output for strides 1..3 (H, W = base .. base + stride - 1).
     for (int64_t stride = 1; stride <= 3; ++stride) {
         const int64_t base_h = 3 * stride + 3 - 2, base_w = 4 * stride + 3 - 2;  // (P-1)*s + R - 2*pad
         for (int64_t extra = 0; extra < stride; ++extra) {
-            auto p = depthwise(2, 4, 1 + extra % 2, base_h + extra, base_w + extra, 3, 3, 1, stride);
-            cases.push_back({"stride " + std::to_string(stride) + ", input +" + std::to_string(extra), p});
+            cases.push_back({"stride " + std::to_string(stride) + ", input +" + std::to_string(extra),
+                             vkt::problem()
+                                 .batch(2)
+                                 .channels(4)
+                                 .depthwise(1 + extra % 2)
+                                 .image(base_h + extra, base_w + extra)
+                                 .kernel(3, 3)
+                                 .pad(1)
+                                 .stride(stride)});
         }
     }
     return cases;
@@ -138,27 +107,44 @@ TEST_CASE("depthwise passes match the reference on odd depthwise shapes", "[dept
 
 namespace {
 
-// `count` random depthwise problems from `seed` (any multiplier, stride, padding, dilation, layout, bias),
-// each checked in all three passes.
-void check_random_depthwise(vkconv::Context& context, int count, uint32_t seed) {
+// `count` valid random depthwise problems from `seed`: any multiplier, stride, padding, dilation, layout, bias.
+std::vector<ConvProblem> random_depthwise_problems(int count, uint32_t seed) {
     std::mt19937 rng(seed);
     auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-    int checked = 0;
-    while (checked < count) {
-        auto p = depthwise(pick(1, 3), pick(1, 9), pick(1, 3), pick(1, 14), pick(1, 14), pick(1, 5), pick(1, 5));
-        p.pad_h = pick(0, 3), p.pad_w = pick(0, 3);
-        p.stride_h = pick(1, 3), p.stride_w = pick(1, 3);
-        p.dilation_h = pick(1, 3), p.dilation_w = pick(1, 3);
-        p.layout = pick(0, 1) ? Layout::NHWC : Layout::NCHW;
-        p.has_bias = pick(0, 1) == 1;
+    std::vector<ConvProblem> out;
+    while (static_cast<int>(out.size()) < count) {
+        // One draw after another, in the order the sweep has always drawn them, so its problems stay the same.
+        const int64_t S = pick(1, 5), R = pick(1, 5), W = pick(1, 14), H = pick(1, 14), multiplier = pick(1, 3),
+                      C = pick(1, 9), N = pick(1, 3);
+        const int64_t pad_h = pick(0, 3), pad_w = pick(0, 3), stride_h = pick(1, 3), stride_w = pick(1, 3),
+                      dilation_h = pick(1, 3), dilation_w = pick(1, 3);
+        const Layout layout = pick(0, 1) ? Layout::NHWC : Layout::NCHW;
+        const bool bias = pick(0, 1) == 1;
+        const ConvProblem p = vkt::problem()
+                                  .batch(N)
+                                  .channels(C)
+                                  .depthwise(multiplier)
+                                  .image(H, W)
+                                  .kernel(R, S)
+                                  .pad(pad_h, pad_w)
+                                  .stride(stride_h, stride_w)
+                                  .dilation(dilation_h, dilation_w)
+                                  .layout(layout)
+                                  .bias(bias);
         try {
             p.validate();
         } catch (const vkconv::Error&) {
             continue;  // kernel larger than the padded input: draw again
         }
-        check_depthwise(context, p, seed + 7 * uint32_t(checked));
-        ++checked;
+        out.push_back(p);
     }
+    return out;
+}
+
+// `count` random depthwise problems from `seed`, each checked in all three passes.
+void check_random_depthwise(vkconv::Context& context, int count, uint32_t seed) {
+    const auto problems = random_depthwise_problems(count, seed);
+    for (size_t i = 0; i < problems.size(); ++i) check_depthwise(context, problems[i], seed + 7 * uint32_t(i));
 }
 
 }  // namespace
@@ -189,11 +175,14 @@ TEST_CASE("depthwise kernels match the reference through both read paths", "[dep
     VKT_REQUIRE_CONTEXT(context);
     namespace d = vkconv::detail;
     d::ContextImpl& impl = d::impl_of(*context);
-    auto nchw_vec4 = depthwise(2, 4, 1, 9, 12, 3, 3, 1);
-    auto nchw_scalar = depthwise(1, 3, 2, 7, 13, 3, 3, 1, 2);
-    auto nhwc_vec4 = depthwise(2, 8, 1, 6, 9, 3, 3, 1);
-    auto nhwc_scalar = depthwise(1, 3, 3, 8, 7, 5, 3, 2, 1, 2);
-    nhwc_vec4.layout = nhwc_scalar.layout = Layout::NHWC;
+    const ConvProblem nchw_vec4 = vkt::problem().batch(2).channels(4).depthwise(1).image(9, 12).kernel(3, 3).pad(1);
+    const ConvProblem nchw_scalar =
+        vkt::problem().batch(1).channels(3).depthwise(2).image(7, 13).kernel(3, 3).pad(1).stride(2);
+    const ConvProblem nhwc_vec4 =
+        vkt::problem().batch(2).channels(8).depthwise(1).image(6, 9).kernel(3, 3).pad(1).layout(Layout::NHWC);
+    const ConvProblem nhwc_scalar =
+        vkt::problem().batch(1).channels(3).depthwise(3).image(8, 7).kernel(5, 3).pad(2).dilation(2).layout(
+            Layout::NHWC);
     uint32_t seed = 8000;
     for (auto p : {nchw_vec4, nchw_scalar, nhwc_vec4, nhwc_scalar}) {
         INFO(p.str());
@@ -243,9 +232,15 @@ TEST_CASE("depthwise passes run in chunks of images when bindings are capped", "
     uint32_t seed = 6000;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         for (int64_t multiplier : {1, 2}) {
-            auto p = depthwise(5, 8, multiplier, 12, 16, 3, 3, 1);
-            p.layout = layout;
-            p.has_bias = true;
+            const ConvProblem p = vkt::problem()
+                                      .batch(5)
+                                      .channels(8)
+                                      .depthwise(multiplier)
+                                      .image(12, 16)
+                                      .kernel(3, 3)
+                                      .pad(1)
+                                      .layout(layout)
+                                      .bias();
             vkconv::ForwardOptions options;
             // Two images of the larger of x and y per binding (plus the window's alignment slack).
             options.max_binding_bytes = 2 * uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4 + 1024;
@@ -254,8 +249,7 @@ TEST_CASE("depthwise passes run in chunks of images when bindings are capped", "
         }
     }
     // Less than one image a binding: tiles of bands of rows (and pieces of channels).
-    auto p = depthwise(2, 8, 1, 12, 16, 3, 3, 1);
-    p.has_bias = true;
+    const ConvProblem p = vkt::problem().batch(2).channels(8).depthwise(1).image(12, 16).kernel(3, 3).pad(1).bias();
     vkconv::ForwardOptions tiny;
     tiny.max_binding_bytes = 1024;
     for (const auto& stats : check_depthwise(*context, p, seed += 7, tiny)) {
@@ -266,8 +260,7 @@ TEST_CASE("depthwise passes run in chunks of images when bindings are capped", "
 
 TEST_CASE("depthwise backward-filter is bit-identical from run to run", "[depthwise][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    auto p = depthwise(4, 6, 2, 19, 23, 3, 3, 1, 2);
-    p.has_bias = true;
+    ConvProblem p = vkt::problem().batch(4).channels(6).depthwise(2).image(19, 23).kernel(3, 3).pad(1).stride(2).bias();
     vkconv::ForwardOptions chunked;
     chunked.max_binding_bytes = 2 * uint64_t(p.K * p.P() * p.Q()) * 4 + 1024;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
@@ -302,8 +295,7 @@ TEST_CASE("depthwise backward-filter is bit-identical from run to run", "[depthw
 TEST_CASE("the pool peak of a depthwise pass is its operands plus the reported workspace", "[depthwise][gpu]") {
     auto context = vkt::fresh_context();
     if (!context) return;
-    auto p = depthwise(3, 8, 2, 13, 12, 3, 3, 1);
-    p.has_bias = true;
+    ConvProblem p = vkt::problem().batch(3).channels(8).depthwise(2).image(13, 12).kernel(3, 3).pad(1).bias();
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         p.layout = layout;
         vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), b(*context, p.bias_shape());
@@ -334,7 +326,7 @@ TEST_CASE("the pool peak of a depthwise pass is its operands plus the reported w
 
 TEST_CASE("the heuristic picks depthwise for depthwise problems", "[depthwise][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    auto p = depthwise(1, 6, 2, 9, 8, 3, 3, 1);
+    ConvProblem p = vkt::problem().batch(1).channels(6).depthwise(2).image(9, 8).kernel(3, 3).pad(1);
     vkconv::ForwardOptions heuristic;
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
     const auto Auto = Algorithm::Auto;

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "conv_cases.hpp"
 #include "test_util.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/problem.hpp"
@@ -24,12 +25,6 @@ namespace {
 
 using Doubles = std::vector<double>;
 using Floats = std::vector<float>;
-
-ConvProblem make_problem(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S) {
-    ConvProblem p;
-    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
-    return p;
-}
 
 const Floats one_to_nine = {1, 2, 3, 4, 5, 6, 7, 8, 9};  // 3x3 image, row-major
 
@@ -72,21 +67,45 @@ double max_abs_diff(const Doubles& a, const Doubles& b) {
 // zeros there), padding wider than the dilated kernel's reach into the image, and groups of several sizes.
 std::vector<std::pair<std::string, ConvProblem>> odd_problems() {
     std::vector<std::pair<std::string, ConvProblem>> out;
-    auto add = [&](const char* name, ConvProblem p, int64_t pad_h, int64_t pad_w, int64_t stride_h, int64_t stride_w,
-                   int64_t dilation_h, int64_t dilation_w, int64_t groups) {
-        p.pad_h = pad_h, p.pad_w = pad_w, p.stride_h = stride_h, p.stride_w = stride_w;
-        p.dilation_h = dilation_h, p.dilation_w = dilation_w, p.groups = groups;
+    auto add = [&](const char* name, const ConvProblem& p) {
         p.validate();
         out.emplace_back(name, p);
     };
-    add("3x2 kernel, stride 2x3, dilated width", make_problem(2, 3, 7, 6, 4, 3, 2), 1, 0, 2, 3, 1, 2, 1);
-    add("groups 2, stride 3x2, dilation 2x1", make_problem(1, 4, 9, 8, 6, 3, 3), 2, 1, 3, 2, 2, 1, 2);
-    add("depthwise 3x3", make_problem(2, 6, 5, 7, 6, 3, 3), 1, 1, 1, 1, 1, 1, 6);
-    add("depthwise multiplier 2, stride 2", make_problem(1, 3, 6, 5, 6, 3, 3), 1, 1, 2, 2, 1, 1, 3);
-    add("1x1 stride 2, last row unread", make_problem(1, 2, 6, 5, 3, 1, 1), 0, 0, 2, 2, 1, 1, 1);
-    add("4x4 stride 3, last row unread", make_problem(2, 2, 11, 10, 3, 4, 4), 0, 0, 3, 3, 1, 1, 1);
-    add("groups 3, dilation 3x2, pad 3, stride 2", make_problem(1, 6, 10, 9, 9, 3, 2), 3, 3, 2, 2, 3, 2, 3);
-    add("kernel larger than image", make_problem(1, 2, 3, 2, 2, 4, 3), 2, 1, 1, 1, 1, 1, 1);
+    add("3x2 kernel, stride 2x3, dilated width", vkt::problem()
+                                                     .batch(2)
+                                                     .channels(3)
+                                                     .image(7, 6)
+                                                     .filters(4)
+                                                     .kernel(3, 2)
+                                                     .pad(1, 0)
+                                                     .stride(2, 3)
+                                                     .dilation(1, 2)
+                                                     .groups(1));
+    add("groups 2, stride 3x2, dilation 2x1", vkt::problem()
+                                                  .batch(1)
+                                                  .channels(4)
+                                                  .image(9, 8)
+                                                  .filters(6)
+                                                  .kernel(3, 3)
+                                                  .pad(2, 1)
+                                                  .stride(3, 2)
+                                                  .dilation(2, 1)
+                                                  .groups(2));
+    add("depthwise 3x3",
+        vkt::problem().batch(2).channels(6).image(5, 7).filters(6).kernel(3, 3).pad(1).stride(1).dilation(1).groups(6));
+    add("depthwise multiplier 2, stride 2",
+        vkt::problem().batch(1).channels(3).image(6, 5).filters(6).kernel(3, 3).pad(1).stride(2).dilation(1).groups(3));
+    add("1x1 stride 2, last row unread",
+        vkt::problem().batch(1).channels(2).image(6, 5).filters(3).kernel(1, 1).pad(0).stride(2).dilation(1).groups(1));
+    add("4x4 stride 3, last row unread",
+        vkt::problem().batch(2).channels(2).image(11, 10).filters(3).kernel(4, 4).pad(0).stride(3).dilation(1).groups(
+            1));
+    add("groups 3, dilation 3x2, pad 3, stride 2",
+        vkt::problem().batch(1).channels(6).image(10, 9).filters(9).kernel(3, 2).pad(3).stride(2).dilation(3, 2).groups(
+            3));
+    add("kernel larger than image",
+        vkt::problem().batch(1).channels(2).image(3, 2).filters(2).kernel(4, 3).pad(2, 1).stride(1).dilation(1).groups(
+            1));
     return out;
 }
 
@@ -94,18 +113,17 @@ std::vector<std::pair<std::string, ConvProblem>> odd_problems() {
 
 TEST_CASE("forward on hand-worked cases", "[reference]") {
     SECTION("2x2 all-ones kernel on 1..9") {
-        const ConvProblem p = make_problem(1, 1, 3, 3, 1, 2, 2);
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(3, 3).filters(1).kernel(2, 2);
         // 1+2+4+5, 2+3+5+6, 4+5+7+8, 5+6+8+9
         CHECK(ref::forward(p, one_to_nine, Floats{1, 1, 1, 1}) == Doubles{12, 16, 24, 28});
     }
     SECTION("no kernel flip: taps pair up in the same orientation") {
-        const ConvProblem p = make_problem(1, 1, 3, 3, 1, 2, 2);
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(3, 3).filters(1).kernel(2, 2);
         // kernel [1 2; 3 4]: 1*1+2*2+3*4+4*5 = 37, 1*2+2*3+3*5+4*6 = 47, 1*4+2*5+3*7+4*8 = 67, 1*5+2*6+3*8+4*9 = 77
         CHECK(ref::forward(p, one_to_nine, Floats{1, 2, 3, 4}) == Doubles{37, 47, 67, 77});
     }
     SECTION("padding 1") {
-        ConvProblem p = make_problem(1, 1, 3, 3, 1, 2, 2);
-        p.pad_h = p.pad_w = 1;
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(3, 3).filters(1).kernel(2, 2).pad(1);
         // 4x4 output; each entry sums the image pixels under a 2x2 window of the zero-padded 5x5 image:
         //   1      1+2      2+3      3
         //   1+4    12       16       3+6
@@ -115,32 +133,27 @@ TEST_CASE("forward on hand-worked cases", "[reference]") {
               Doubles{1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9});
     }
     SECTION("stride 2") {
-        ConvProblem p = make_problem(1, 1, 4, 4, 1, 2, 2);
-        p.stride_h = p.stride_w = 2;
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(4, 4).filters(1).kernel(2, 2).stride(2);
         const Floats x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
         // disjoint windows: 1+2+5+6, 3+4+7+8, 9+10+13+14, 11+12+15+16
         CHECK(ref::forward(p, x, Floats{1, 1, 1, 1}) == Doubles{14, 22, 46, 54});
     }
     SECTION("stride 2 with padding 1") {
-        ConvProblem p = make_problem(1, 1, 3, 3, 1, 2, 2);
-        p.pad_h = p.pad_w = 1, p.stride_h = p.stride_w = 2;
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(3, 3).filters(1).kernel(2, 2).pad(1).stride(2);
         // every other window of the padding-1 case above: 1, 2+3, 4+7, 28
         CHECK(ref::forward(p, one_to_nine, Floats{1, 1, 1, 1}) == Doubles{1, 5, 11, 28});
     }
     SECTION("dilation 2") {
-        ConvProblem p = make_problem(1, 1, 4, 4, 1, 2, 2);
-        p.dilation_h = p.dilation_w = 2;
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(4, 4).filters(1).kernel(2, 2).dilation(2);
         const Floats x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
         // taps 2 apart: x(0,0)+x(0,2)+x(2,0)+x(2,2) = 1+3+9+11, 2+4+10+12, 5+7+13+15, 6+8+14+16
         CHECK(ref::forward(p, x, Floats{1, 1, 1, 1}) == Doubles{24, 28, 40, 44});
         // kernel [1 2; 3 4] on the corners of the 3x3 image: 1*1 + 2*3 + 3*7 + 4*9
-        ConvProblem q = make_problem(1, 1, 3, 3, 1, 2, 2);
-        q.dilation_h = q.dilation_w = 2;
+        const ConvProblem q = vkt::problem().batch(1).channels(1).image(3, 3).filters(1).kernel(2, 2).dilation(2);
         CHECK(ref::forward(q, one_to_nine, Floats{1, 2, 3, 4}) == Doubles{64});
     }
     SECTION("groups 2, one input channel per group") {
-        ConvProblem p = make_problem(1, 2, 2, 2, 4, 2, 2);
-        p.groups = 2;
+        const ConvProblem p = vkt::problem().batch(1).channels(2).image(2, 2).filters(4).kernel(2, 2).groups(2);
         const Floats x = {1, 2, 3, 4, /* channel 1 */ 5, 6, 7, 8};
         // filters 0,1 read channel 0 only, filters 2,3 channel 1 only
         const Floats w = {1, 0, 0, 0, /**/ 0, 0, 0, 1, /**/ 1, 1, 1, 1, /**/ 1, -1, 0, 0};
@@ -148,14 +161,12 @@ TEST_CASE("forward on hand-worked cases", "[reference]") {
         CHECK(ref::forward(p, x, w) == Doubles{1, 4, 26, -1});
     }
     SECTION("groups 2, two input channels per group") {
-        ConvProblem p = make_problem(1, 4, 1, 1, 2, 1, 1);
-        p.groups = 2;
+        const ConvProblem p = vkt::problem().batch(1).channels(4).image(1, 1).filters(2).kernel(1, 1).groups(2);
         // digits keep the channels apart: 1*10 + 2*100 = 210 and 3*1000 + 4*10000 = 43000
         CHECK(ref::forward(p, Floats{1, 2, 3, 4}, Floats{10, 100, 1000, 10000}) == Doubles{210, 43000});
     }
     SECTION("bias is added to every output position of its channel") {
-        ConvProblem p = make_problem(1, 1, 3, 3, 2, 2, 2);
-        p.has_bias = true;
+        const ConvProblem p = vkt::problem().batch(1).channels(1).image(3, 3).filters(2).kernel(2, 2).bias();
         // filter 0 all ones, filter 1 picks the top-left tap; biases 0.5 and -1
         const Floats w = {1, 1, 1, 1, /**/ 1, 0, 0, 0};
         CHECK(ref::forward(p, one_to_nine, w, Floats{0.5f, -1}) ==
@@ -164,7 +175,7 @@ TEST_CASE("forward on hand-worked cases", "[reference]") {
 }
 
 TEST_CASE("backward passes on hand-worked cases", "[reference]") {
-    const ConvProblem p = make_problem(1, 1, 3, 3, 1, 2, 2);
+    const ConvProblem p = vkt::problem().batch(1).channels(1).image(3, 3).filters(1).kernel(2, 2);
     const Floats kernel = {1, 2, 3, 4};
 
     SECTION("backward_data of a single output gradient places the kernel at its window") {
@@ -200,16 +211,14 @@ TEST_CASE("backward passes on hand-worked cases", "[reference]") {
         CHECK(ref::backward_filter(p, one_to_nine, Floats{1, 0, 0, 2}) == Doubles{11, 14, 20, 23});
     }
     SECTION("backward_filter with groups only pairs each filter with its group's channels") {
-        ConvProblem g = make_problem(1, 4, 1, 1, 2, 1, 1);
-        g.groups = 2;
+        const ConvProblem g = vkt::problem().batch(1).channels(4).image(1, 1).filters(2).kernel(1, 1).groups(2);
         // dw[k][c] = x[group(k)*2 + c] * dy[k]: 1*10, 2*10, 3*100, 4*100
         CHECK(ref::backward_filter(g, Floats{1, 2, 3, 4}, Floats{10, 100}) == Doubles{10, 20, 300, 400});
         // dx[c] = sum over k of its group of w[k][c]*dy[k]: 10*1, 10*2, 100*3, 100*4
         CHECK(ref::backward_data(g, Floats{10, 100}, Floats{1, 2, 3, 4}) == Doubles{10, 20, 300, 400});
     }
     SECTION("backward_bias sums the output gradient over images and positions") {
-        ConvProblem b = make_problem(2, 1, 1, 2, 2, 1, 1);
-        b.has_bias = true;
+        ConvProblem b = vkt::problem().batch(2).channels(1).image(1, 2).filters(2).kernel(1, 1).bias();
         // NCHW dy {2,2,1,2}: image 0 k0 [1 2], k1 [3 4]; image 1 k0 [5 6], k1 [7 8]
         // db = 1+2+5+6, 3+4+7+8
         CHECK(ref::backward_bias(b, Floats{1, 2, 3, 4, 5, 6, 7, 8}) == Doubles{14, 22});
@@ -316,7 +325,8 @@ TEST_CASE("backward passes are the adjoints of forward", "[reference]") {
 }
 
 TEST_CASE("wrong tensor sizes and invalid problems throw InvalidArgument", "[reference]") {
-    ConvProblem p = make_problem(1, 2, 4, 4, 3, 3, 3);  // input 32, filter 54, output 12
+    ConvProblem p =
+        vkt::problem().batch(1).channels(2).image(4, 4).filters(3).kernel(3, 3);  // input 32, filter 54, output 12
     const Floats x(32), w(54), dy(12);
     const Floats short_x(31), long_w(55), short_dy(11);
 

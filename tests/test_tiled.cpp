@@ -13,35 +13,29 @@ namespace {
 
 constexpr uint64_t kLimit = 4096;  // bytes: 1024 floats a binding
 
-ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S) {
-    ConvProblem p;
-    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
-    return p;
-}
-
 struct Case {
     const char* name;
     ConvProblem p;
 };
 
 std::vector<Case> cases() {
-    std::vector<Case> all;
-    auto image = make(2, 5, 23, 17, 6, 3, 3);  // 7.8 KB an image: bands of rows
-    image.pad_h = image.pad_w = 1;
-    all.push_back({"image beyond the limit, padding 1", image});
-    auto strided = make(1, 2, 40, 13, 4, 5, 3);  // one dx row needs 17 input rows of its tile
-    strided.stride_h = 2, strided.dilation_h = 2, strided.pad_h = 3, strided.pad_w = 1, strided.stride_w = 2;
-    all.push_back({"stride 2, dilation 2, padding 3", strided});
-    auto filter = make(2, 16, 6, 5, 20, 3, 3);  // 11.5 KB of filters: pieces within the one group
-    filter.pad_h = 1;
-    all.push_back({"filter beyond the limit", filter});
-    auto grouped = make(1, 8, 9, 7, 64, 3, 3);  // 4 groups of 16 filters x 2 channels: pieces of whole groups
-    grouped.groups = 4, grouped.pad_w = 2;
-    all.push_back({"grouped filter beyond the limit", grouped});
-    auto depthwise = make(2, 6, 19, 18, 12, 3, 3);  // channel multiplier 2
-    depthwise.groups = 6, depthwise.pad_h = depthwise.pad_w = 1;
-    all.push_back({"depthwise image beyond the limit", depthwise});
-    return all;
+    return {
+        // 7.8 KB an image: bands of rows
+        {"image beyond the limit, padding 1",
+         vkt::problem().batch(2).channels(5).image(23, 17).filters(6).kernel(3, 3).pad(1)},
+        // one dx row needs 17 input rows of its tile
+        {"stride 2, dilation 2, padding 3",
+         vkt::problem().batch(1).channels(2).image(40, 13).filters(4).kernel(5, 3).pad(3, 1).stride(2).dilation(2, 1)},
+        // 11.5 KB of filters: pieces within the one group
+        {"filter beyond the limit",
+         vkt::problem().batch(2).channels(16).image(6, 5).filters(20).kernel(3, 3).pad(1, 0)},
+        // 4 groups of 16 filters x 2 channels: pieces of whole groups
+        {"grouped filter beyond the limit",
+         vkt::problem().batch(1).channels(8).image(9, 7).filters(64).kernel(3, 3).pad(0, 2).groups(4)},
+        // channel multiplier 2
+        {"depthwise image beyond the limit",
+         vkt::problem().batch(2).channels(6).depthwise(2).image(19, 18).kernel(3, 3).pad(1)},
+    };
 }
 
 std::unique_ptr<vkconv::Context> small_binding_context() {
@@ -82,61 +76,34 @@ TEST_CASE("tiled backward passes match the reference when an image or the filter
             auto p = problem;
             p.layout = layout;
             p.has_bias = true;
-            const auto x = vkt::random_values(p.input_elements(), seed++);
-            const auto w = vkt::random_values(p.filter_elements(), seed++);
-            const auto dy = vkt::random_values(p.output_elements(), seed++);
-            auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
-            auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
-            auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
-            vkconv::Tensor tdx(*context, p.input_shape()), tdw(*context, p.filter_shape()),
-                tdb(*context, p.bias_shape());
-            const auto dx_ref = vkconv::reference::backward_data(p, dy, w);
-            const auto dx_mag = vkconv::reference::backward_data(p, vkt::absolute(dy), vkt::absolute(w));
-            const auto dw_ref = vkconv::reference::backward_filter(p, x, dy);
-            const auto dw_mag = vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy));
-            const auto db_ref = vkconv::reference::backward_bias(p, dy);
-            const auto db_mag = vkconv::reference::backward_bias(p, vkt::absolute(dy));
-            const int64_t data_reduction = p.filters_per_group() * p.R * p.S, filter_reduction = p.N * p.P() * p.Q();
+            // x, w, dy from seed, seed + 1, seed + 2.
+            vkt::BackwardCheck check(*context, p, seed);
+            seed += 3;
             for (Algorithm algorithm : vkt::algorithms_for(p)) {
                 INFO(name << ": " << p.str() << " " << vkconv::to_string(algorithm));
-                tdx.upload(vkt::poison(p.input_elements()));
-                const uint64_t live = context->pool_stats().in_use;  // every tensor above, not just the pass's
-                const auto data = vkconv::backward_data(*context, p, tdy, tw, tdx, algorithm);
-                CHECK(data.chunks > uint32_t(p.N));
-                CHECK(data.workspace_bytes == vkconv::backward_data_workspace_bytes(*context, p, algorithm));
-                CHECK(data.peak_bytes == live + data.workspace_bytes);
-                vkt::check_close(tdx.download(), dx_ref, dx_mag, data_reduction, "tiled backward_data");
+                // Each pass below poisons what it writes and checks it against the reference; each checks that
+                // its workspace equals the query.
+                const auto data = check.data(algorithm);
+                const uint64_t live = data.live;  // every tensor of the check, not just the pass's
+                CHECK(data.stats.chunks > uint32_t(p.N));
+                CHECK(data.stats.peak_bytes == live + data.stats.workspace_bytes);
 
-                tdw.upload(vkt::poison(p.filter_elements()));
-                tdb.upload(vkt::poison(p.K));
-                const auto filter = vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm);
-                CHECK(filter.workspace_bytes == vkconv::backward_filter_workspace_bytes(*context, p, algorithm));
-                CHECK(filter.peak_bytes == live + filter.workspace_bytes);
-                const auto dw_first = tdw.download(), db_first = tdb.download();
-                vkt::check_close(dw_first, dw_ref, dw_mag, filter_reduction, "tiled backward_filter");
-                vkt::check_close(db_first, db_ref, db_mag, filter_reduction, "tiled bias gradient");
-                tdw.upload(vkt::poison(p.filter_elements()));  // a rerun that writes nothing must not pass
-                tdb.upload(vkt::poison(p.K));
-                vkconv::backward_filter(*context, p, tx, tdy, tdw, &tdb, algorithm);
-                CHECK(tdw.download() == dw_first);  // sums over tiles in a fixed order
-                CHECK(tdb.download() == db_first);
+                const auto filter = check.filter(algorithm);  // dw and db
+                CHECK(filter.stats.peak_bytes == live + filter.stats.workspace_bytes);
+                const auto dw_first = check.dw(), db_first = check.db();
+                check.filter(algorithm);        // a rerun from poison: one that writes nothing must not pass
+                CHECK(check.dw() == dw_first);  // sums over tiles in a fixed order
+                CHECK(check.db() == db_first);
 
                 // The bias gradient alone, in tiles of its own.
-                tdb.upload(vkt::poison(p.K));
-                const auto bias = vkconv::backward_bias(*context, p, tdy, tdb);
-                CHECK(bias.peak_bytes == live + bias.workspace_bytes);
-                vkt::check_close(tdb.download(), db_ref, db_mag, filter_reduction, "tiled backward_bias");
+                const auto bias = check.bias();
+                CHECK(bias.stats.peak_bytes == live + bias.stats.workspace_bytes);
 
                 // The whole step in one submission on shared slots.
-                tdx.upload(vkt::poison(p.input_elements()));
-                tdw.upload(vkt::poison(p.filter_elements()));
-                tdb.upload(vkt::poison(p.K));
-                const auto step = vkconv::layer_backward(*context, p, tx, tw, tdy, tdx, tdw, &tdb, algorithm);
-                CHECK(step.step.workspace_bytes == vkconv::layer_backward_workspace_bytes(*context, p, algorithm));
-                CHECK(step.step.peak_bytes == live + step.step.workspace_bytes);
-                vkt::check_close(tdx.download(), dx_ref, dx_mag, data_reduction, "tiled layer step dx");
-                CHECK(tdw.download() == dw_first);
-                CHECK(tdb.download() == db_first);
+                const auto step = check.step(algorithm);
+                CHECK(step.stats.step.peak_bytes == live + step.stats.step.workspace_bytes);
+                CHECK(check.dw() == dw_first);
+                CHECK(check.db() == db_first);
             }
         }
 }
@@ -215,25 +182,11 @@ TEST_CASE("a layer step stays within the workspace limit when its passes cannot 
     p.dilation_h = 3, p.dilation_w = 2, p.has_bias = true;
     vkconv::ForwardOptions limited;
     limited.workspace_limit = 4099;
-    const auto x = vkt::random_values(p.input_elements(), 1), w = vkt::random_values(p.filter_elements(), 2);
-    const auto dy = vkt::random_values(p.output_elements(), 3);
-    auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
-    auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
-    auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
-    auto tdx = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::poison(p.input_elements()));
-    auto tdw = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::poison(p.filter_elements()));
-    auto tdb = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::poison(p.K));
-    const uint64_t live = context->pool_stats().in_use;
-    const auto step = vkconv::layer_backward(*context, p, tx, tw, tdy, tdx, tdw, &tdb, Algorithm::Direct, limited);
-    CHECK(step.step.workspace_bytes <= limited.workspace_limit);
-    CHECK(step.step.workspace_bytes == vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Direct, limited));
-    CHECK(step.step.peak_bytes == live + step.step.workspace_bytes);
-    vkt::check_close(tdx.download(), vkconv::reference::backward_data(p, dy, w),
-                     vkconv::reference::backward_data(p, vkt::absolute(dy), vkt::absolute(w)),
-                     p.filters_per_group() * p.R * p.S, "dx");
-    vkt::check_close(tdw.download(), vkconv::reference::backward_filter(p, x, dy),
-                     vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)), p.N * p.P() * p.Q(),
-                     "dw");
-    vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
-                     vkconv::reference::backward_bias(p, vkt::absolute(dy)), p.N * p.P() * p.Q(), "db");
+    vkt::BackwardCheck check(*context, p, 1);  // x, w, dy from seeds 1, 2, 3
+    // Poisons dx, dw and db, runs the step, checks all three against the reference and the workspace query.
+    const auto step = check.step(Algorithm::Direct, limited);
+    CHECK(step.stats.step.workspace_bytes <= limited.workspace_limit);
+    CHECK(step.stats.step.workspace_bytes ==
+          vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Direct, limited));
+    CHECK(step.stats.step.peak_bytes == step.live + step.stats.step.workspace_bytes);
 }

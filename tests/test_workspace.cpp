@@ -274,90 +274,10 @@ void check_bias_bounds(const vkconv::Context& context, const ConvProblem& p, uin
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Runs: one layer's operands, each pass checked against the reference, with the live pool bytes before it.
-
-struct Run {
-    RunStats stats;
-    uint64_t live = 0;  // pool bytes in use just before the pass
-};
-
-class Layer {
-public:
-    Layer(vkconv::Context& context, const ConvProblem& p, uint32_t seed)
-        : context_(context),
-          p_(p),
-          x_(vkt::random_values(p.input_elements(), seed)),
-          w_(vkt::random_values(p.filter_elements(), seed + 1)),
-          dy_(vkt::random_values(p.output_elements(), seed + 2)),
-          tx_(vkconv::Tensor::from_host(context, p.input_shape(), x_)),
-          tw_(vkconv::Tensor::from_host(context, p.filter_shape(), w_)),
-          tdy_(vkconv::Tensor::from_host(context, p.output_shape(), dy_)),
-          tdx_(context, p.input_shape()),
-          tdw_(context, p.filter_shape()),
-          tdb_(context, p.bias_shape()) {}
-
-    Run data(Algorithm a, const ForwardOptions& options = {}) {
-        tdx_.upload(vkt::poison(p_.input_elements()));
-        Run r;
-        r.live = context_.pool_stats().in_use;
-        r.stats = vkconv::backward_data(context_, p_, tdy_, tw_, tdx_, a, options);
-        check_dx("backward_data");
-        return r;
-    }
-    // With the problem's bias: db too (grad_bias passed exactly when the problem has one).
-    Run filter(Algorithm a, const ForwardOptions& options = {}) {
-        tdw_.upload(vkt::poison(p_.filter_elements()));
-        tdb_.upload(vkt::poison(p_.K));
-        Run r;
-        r.live = context_.pool_stats().in_use;
-        r.stats = vkconv::backward_filter(context_, p_, tx_, tdy_, tdw_, p_.has_bias ? &tdb_ : nullptr, a, options);
-        check_dw("backward_filter");
-        if (p_.has_bias) check_db("backward_filter's bias");
-        return r;
-    }
-    Run bias() {
-        tdb_.upload(vkt::poison(p_.K));
-        Run r;
-        r.live = context_.pool_stats().in_use;
-        r.stats = vkconv::backward_bias(context_, p_, tdy_, tdb_);
-        check_db("backward_bias");
-        return r;
-    }
-    vkconv::LayerBackwardStats step(Algorithm a, uint64_t& live, const ForwardOptions& options = {}) {
-        tdx_.upload(vkt::poison(p_.input_elements()));
-        tdw_.upload(vkt::poison(p_.filter_elements()));
-        tdb_.upload(vkt::poison(p_.K));
-        live = context_.pool_stats().in_use;
-        const auto stats =
-            vkconv::layer_backward(context_, p_, tx_, tw_, tdy_, tdx_, tdw_, p_.has_bias ? &tdb_ : nullptr, a, options);
-        check_dx("layer step dx");
-        check_dw("layer step dw");
-        if (p_.has_bias) check_db("layer step db");
-        return stats;
-    }
-
-private:
-    void check_dx(const std::string& what) {
-        vkt::check_close(tdx_.download(), vkconv::reference::backward_data(p_, dy_, w_),
-                         vkconv::reference::backward_data(p_, vkt::absolute(dy_), vkt::absolute(w_)),
-                         p_.filters_per_group() * p_.R * p_.S, what + " " + p_.str());
-    }
-    void check_dw(const std::string& what) {
-        vkt::check_close(tdw_.download(), vkconv::reference::backward_filter(p_, x_, dy_),
-                         vkconv::reference::backward_filter(p_, vkt::absolute(x_), vkt::absolute(dy_)),
-                         p_.N * p_.P() * p_.Q(), what + " " + p_.str());
-    }
-    void check_db(const std::string& what) {
-        vkt::check_close(tdb_.download(), vkconv::reference::backward_bias(p_, dy_),
-                         vkconv::reference::backward_bias(p_, vkt::absolute(dy_)), p_.N * p_.P() * p_.Q(),
-                         what + " " + p_.str());
-    }
-
-    vkconv::Context& context_;
-    ConvProblem p_;
-    std::vector<float> x_, w_, dy_;
-    vkconv::Tensor tx_, tw_, tdy_, tdx_, tdw_, tdb_;
-};
+// Runs. The backward passes run in a vkt::BackwardCheck: one layer's operands, each pass on poisoned outputs and
+// checked against the reference, with the pool bytes live just before it (CheckedRun::live). Set up with
+// {.bias_always = false}, backward-filter and the step write db exactly when the problem has a bias, as the
+// formulas assume.
 
 // The run's memory: its workspace is the formula, and its peak is what was live plus that workspace.
 void check_run_memory(const RunStats& stats, uint64_t live, uint64_t expected) {
@@ -377,12 +297,6 @@ RunStats forward_checked(vkconv::Context& context, const ConvProblem& p, Algorit
     return stats;
 }
 
-ConvProblem make(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S) {
-    ConvProblem p;
-    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = R, p.S = S;
-    return p;
-}
-
 struct Named {
     const char* name;
     ConvProblem p;
@@ -390,22 +304,14 @@ struct Named {
 
 // Odd problems for the untiled passes, with reductions (N*P*Q) long enough that backward-filter splits.
 std::vector<Named> problems() {
-    std::vector<Named> all;
-    // P = 20, Q = 18: 1080 positions into a dw of 3 x 12 per group.
-    auto grouped = make(3, 4, 20, 17, 6, 3, 2);
-    grouped.groups = 2, grouped.pad_h = 2, grouped.pad_w = 1, grouped.dilation_h = 2;
-    all.push_back({"3x2 kernel, 2 groups, dilation 2,1, padding 2,1", grouped});
-    // P = 9, Q = 8: 144 positions, one input channel per group.
-    auto depthwise = make(2, 3, 18, 16, 6, 3, 3);
-    depthwise.groups = 3, depthwise.pad_h = depthwise.pad_w = 1, depthwise.stride_h = depthwise.stride_w = 2;
-    all.push_back({"depthwise multiplier 2, stride 2", depthwise});
-    return all;
-}
-
-std::vector<Algorithm> algorithms_for(const ConvProblem& p) {
-    std::vector<Algorithm> list{Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec};
-    if (p.groups == p.C) list.push_back(Algorithm::Depthwise);
-    return list;
+    return {
+        // P = 20, Q = 18: 1080 positions into a dw of 3 x 12 per group.
+        {"3x2 kernel, 2 groups, dilation 2,1, padding 2,1",
+         vkt::problem().batch(3).channels(4).image(20, 17).filters(6).kernel(3, 2).pad(2, 1).dilation(2, 1).groups(2)},
+        // P = 9, Q = 8: 144 positions, one input channel per group.
+        {"depthwise multiplier 2, stride 2",
+         vkt::problem().batch(2).channels(3).image(18, 16).filters(6).kernel(3, 3).pad(1).stride(2).groups(3)},
+    };
 }
 
 }  // namespace
@@ -413,8 +319,7 @@ std::vector<Algorithm> algorithms_for(const ConvProblem& p) {
 TEST_CASE("forward workspaces equal the lowered matrix and filter copy of the problem's sizes", "[workspace][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     // Many filters over a small lowered matrix: Solution A's parked output outweighs MEC's L.
-    auto many_filters = make(2, 2, 9, 8, 16, 2, 2);
-    many_filters.pad_w = 1;
+    const ConvProblem many_filters = vkt::problem().batch(2).channels(2).image(9, 8).filters(16).kernel(2, 2).pad(0, 1);
     CHECK(Sizes(many_filters).y_image() > Sizes(many_filters).mec(1, many_filters.P()));
     struct Case {
         Named named;
@@ -452,8 +357,17 @@ TEST_CASE("forward workspaces equal the lowered matrix and filter copy of the pr
 TEST_CASE("forward chunks hold the most images or rows whose bindings and workspace fit", "[workspace][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     const uint64_t align = context->pool_stats().alignment;
-    auto p = make(5, 3, 13, 11, 4, 3, 3);
-    p.pad_h = 1, p.stride_h = 2, p.dilation_w = 2, p.has_bias = true;  // P = 7, Q = 7
+    // P = 7, Q = 7
+    ConvProblem p = vkt::problem()
+                        .batch(5)
+                        .channels(3)
+                        .image(13, 11)
+                        .filters(4)
+                        .kernel(3, 3)
+                        .pad(1, 0)
+                        .stride(2, 1)
+                        .dilation(1, 2)
+                        .bias();
     const Sizes z(p);
     uint32_t seed = 200;
     struct Variant {
@@ -511,21 +425,21 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                 p.layout = layout;
                 p.has_bias = bias;
                 const Sizes z(p);
-                Layer layer(*context, p, seed += 3);
+                vkt::BackwardCheck layer(*context, p, seed += 3, {.bias_always = false});
                 INFO(name << ": " << p.str());
                 if (bias) {
                     // db alone: pieces * K partial sums when it takes several pieces.
-                    const Run b = layer.bias();
+                    const vkt::CheckedRun b = layer.bias();
                     check_run_memory(b.stats, b.live, bias_partials(*context, p, b.stats.bias_pieces));
                     check_bias_bounds(*context, p, b.stats.bias_pieces, {});
                     CHECK(b.stats.partial_products == 0);
                 }
-                for (Algorithm a : algorithms_for(p)) {
+                for (Algorithm a : vkt::algorithms_for(p)) {
                     INFO(vkconv::to_string(a));
                     // Backward-data: no split reductions.
                     const Expected de = backward_data_expected(*context, p, a, {});
                     CHECK(vkconv::backward_data_workspace_bytes(*context, p, a) == de.bytes);
-                    const Run d = layer.data(a);
+                    const vkt::CheckedRun d = layer.data(a);
                     CHECK(d.stats.algorithm == a);
                     check_run_memory(d.stats, d.live, de.bytes);
                     if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(d.stats.chunks == de.chunks);
@@ -533,7 +447,7 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                     CHECK(d.stats.bias_pieces == 0);
 
                     // Backward-filter's default plan: its split counts as reported, in the formula and bounded.
-                    const Run r = layer.filter(a);
+                    const vkt::CheckedRun r = layer.filter(a);
                     const RunStats& s = r.stats;
                     const Expected e = backward_filter_expected(*context, p, a, {}, s.partial_products, s.bias_pieces);
                     CHECK(vkconv::backward_filter_workspace_bytes(*context, p, a) == e.bytes);
@@ -551,8 +465,9 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                     bias_splits_seen += s.bias_pieces >= 2;
 
                     // The layer step: each shared slot the larger pass's.
-                    uint64_t live = 0;
-                    const auto step = layer.step(a, live);
+                    const auto checked_step = layer.step(a);
+                    const auto& step = checked_step.stats;
+                    const uint64_t live = checked_step.live;
                     CHECK(step.data_algorithm == a);
                     CHECK(step.filter_algorithm == a);
                     CHECK(step.step.partial_products == s.partial_products);
@@ -573,7 +488,7 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                     tight.workspace_limit = std::max<uint64_t>(unsplit, 1);
                     INFO("workspace limit " << tight.workspace_limit);
                     CHECK(vkconv::backward_filter_workspace_bytes(*context, p, a, tight) == unsplit);
-                    const Run pinned = layer.filter(a, tight);
+                    const vkt::CheckedRun pinned = layer.filter(a, tight);
                     check_run_memory(pinned.stats, pinned.live, unsplit);
                     CHECK(pinned.stats.partial_products == floor_pieces);
                     CHECK(pinned.stats.bias_pieces == (bias ? 1u : 0u));
@@ -596,7 +511,7 @@ TEST_CASE("backward chunks and partial products follow a capped binding or works
         p.layout = layout;
         const Sizes z(p);
         const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
-        Layer layer(*context, p, seed += 3);
+        vkt::BackwardCheck layer(*context, p, seed += 3, {.bias_always = false});
         std::vector<std::pair<const char*, ForwardOptions>> variants(3);
         // One image's scratch a binding: chunks of one image.
         variants[0].first = "binding cap: one image";
@@ -617,11 +532,11 @@ TEST_CASE("backward chunks and partial products follow a capped binding or works
             const Expected d = backward_data_expected(*context, p, a, options);
             CHECK(d.chunks > 1);
             CHECK(vkconv::backward_data_workspace_bytes(*context, p, a, options) == d.bytes);
-            const Run data = layer.data(a, options);
+            const vkt::CheckedRun data = layer.data(a, options);
             CHECK(data.stats.chunks == d.chunks);
             check_run_memory(data.stats, data.live, d.bytes);
 
-            const Run r = layer.filter(a, options);
+            const vkt::CheckedRun r = layer.filter(a, options);
             const Expected e =
                 backward_filter_expected(*context, p, a, options, r.stats.partial_products, r.stats.bias_pieces);
             CHECK(e.chunks > 1);
@@ -724,15 +639,22 @@ uint64_t bytes_of(const vkconv::Context& context, const std::vector<uint64_t>& s
 
 // One layout each (both are covered, at half the time).
 std::vector<Named> tiled_problems() {
-    std::vector<Named> all;
-    auto image = make(2, 5, 23, 17, 6, 3, 3);  // 7.8 KB an image
-    image.pad_h = image.pad_w = 1;
-    all.push_back({"image beyond the limit, padding 1", image});
-    auto strided = make(1, 2, 40, 13, 4, 5, 3);  // one dx row needs 17 input rows of its tile
-    strided.stride_h = 2, strided.dilation_h = 2, strided.pad_h = 3, strided.pad_w = 1, strided.stride_w = 2;
-    strided.layout = Layout::NHWC;
-    all.push_back({"stride 2, dilation 2, padding 3", strided});
-    return all;
+    return {
+        // 7.8 KB an image
+        {"image beyond the limit, padding 1",
+         vkt::problem().batch(2).channels(5).image(23, 17).filters(6).kernel(3, 3).pad(1)},
+        // one dx row needs 17 input rows of its tile
+        {"stride 2, dilation 2, padding 3", vkt::problem()
+                                                .batch(1)
+                                                .channels(2)
+                                                .image(40, 13)
+                                                .filters(4)
+                                                .kernel(5, 3)
+                                                .pad(3, 1)
+                                                .stride(2)
+                                                .dilation(2, 1)
+                                                .layout(Layout::NHWC)},
+    };
 }
 
 }  // namespace
@@ -746,7 +668,7 @@ TEST_CASE("tiled workspaces equal the tile buffers plus the tile pass's own", "[
     for (const auto& [name, problem] : tiled_problems()) {
         auto p = problem;
         p.has_bias = true;
-        Layer layer(*context, p, seed += 3);
+        vkt::BackwardCheck layer(*context, p, seed += 3, {.bias_always = false});
         for (Algorithm a : {Algorithm::Direct, Algorithm::Im2col}) {
             INFO(name << ": " << p.str() << " " << vkconv::to_string(a));
             const TileModel f = tile_model(*context, p, TilePass::Forward, a, 0, 0);
@@ -760,11 +682,11 @@ TEST_CASE("tiled workspaces equal the tile buffers plus the tile pass's own", "[
             const uint64_t data = bytes_of(*context, d.slots);
             INFO("backward-data band " << d.band);
             CHECK(vkconv::backward_data_workspace_bytes(*context, p, a) == data);
-            const Run dr = layer.data(a);
+            const vkt::CheckedRun dr = layer.data(a);
             CHECK(dr.stats.chunks == d.tiles);
             check_run_memory(dr.stats, dr.live, data);
 
-            const Run fr = layer.filter(a);
+            const vkt::CheckedRun fr = layer.filter(a);
             const TileModel w =
                 tile_model(*context, p, TilePass::Filter, a, fr.stats.partial_products, fr.stats.bias_pieces);
             const uint64_t filter = bytes_of(*context, w.slots);
@@ -786,8 +708,9 @@ TEST_CASE("tiled workspaces equal the tile buffers plus the tile pass's own", "[
             std::vector<uint64_t> shared(d.slots.size());
             REQUIRE(d.slots.size() == w.slots.size());
             for (size_t i = 0; i < shared.size(); ++i) shared[i] = std::max(d.slots[i], w.slots[i]);
-            uint64_t live = 0;
-            const auto step = layer.step(a, live);
+            const auto checked_step = layer.step(a);
+            const auto& step = checked_step.stats;
+            const uint64_t live = checked_step.live;
             CHECK(step.step.partial_products == fr.stats.partial_products);
             CHECK(step.step.bias_pieces == fr.stats.bias_pieces);
             CHECK(vkconv::layer_backward_workspace_bytes(*context, p, a) == bytes_of(*context, shared));
