@@ -197,20 +197,20 @@ TEST_CASE("depthwise kernels match the reference through both read paths", "[dep
         auto tdw = vkconv::Tensor::from_host(*context, p.filter_shape(), poison(p.filter_elements()));
         for (bool texel : {true, false}) {
             INFO((texel ? "texel views" : "storage buffers"));
-            auto plan = [&](d::DepthwisePass pass) {
+            auto plan = [&](vkconv::Pass pass) {
                 auto result = d::plan_depthwise(impl, p, pass, {});
                 result.texel = texel;
                 return result;
             };
             d::ForwardOperands ops;
             ops.input = operand(tx), ops.filter = operand(tw), ops.output = operand(ty);
-            const auto filter_plan = plan(d::DepthwisePass::BackwardFilter);
+            const auto filter_plan = plan(vkconv::Pass::BackwardFilter);
             vkconv::Tensor workspace(*context, {int64_t(filter_plan.workspace_floats)});
             {
                 d::CommandStream stream(*impl.device);
-                d::record_depthwise_forward(impl, stream, p, ops, plan(d::DepthwisePass::Forward));
+                d::record_depthwise_forward(impl, stream, p, ops, plan(vkconv::Pass::Forward));
                 d::record_depthwise_backward_data(impl, stream, p, operand(tdy), operand(tw), operand(tdx),
-                                                  plan(d::DepthwisePass::BackwardData));
+                                                  plan(vkconv::Pass::BackwardData));
                 d::record_depthwise_backward_filter(impl, stream, p, operand(tx), operand(tdy), operand(tdw),
                                                     filter_plan, operand(workspace));
                 stream.submit_and_wait();

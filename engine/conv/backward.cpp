@@ -2,17 +2,15 @@
 // both of a layer's plans in one submission.
 #include <string>
 
+#include "context/pass.hpp"
+#include "context/tensor_storage.hpp"
 #include "conv/auto_choice.hpp"
 #include "conv/backward_plan.hpp"
-#include "context/pass.hpp"
 #include "conv/tiled/tiled.hpp"
-#include "context/tensor_storage.hpp"
 #include "vkconv/backward.hpp"
 
 namespace vkconv {
 namespace {
-
-using detail::BackwardPass;
 
 // A backward pass's plan: its algorithm's own, or tiles of it where a tensor is too large to bind
 // (tiled/tiled.hpp).
@@ -84,15 +82,14 @@ FilterOperands filter_operands(detail::ContextImpl& impl, const ConvProblem& p, 
 // The plan of `pass` for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp); tiled
 // where the problem's tensors are too large to bind, or when `tiled` asks for it (a layer step whose
 // other pass is tiled shares its workspace slots).
-PassPlan plan_pass(const Context& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+PassPlan plan_pass(const Context& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                    const ForwardOptions& options, bool tiled = false) {
     detail::ContextImpl& impl = detail::impl_of(context);
-    const Pass public_pass = detail::public_pass_of(pass);
-    const auto choice = detail::choose_algorithm(context, public_pass, p, algorithm, options);
+    const auto choice = detail::choose_algorithm(context, pass, p, algorithm, options);
     PassPlan plan;
     plan.tiled = tiled || detail::needs_tiling(impl, p, choice.algorithm, options);
     if (plan.tiled)
-        plan.tiles = detail::plan_tiled(impl, p, public_pass, choice.algorithm, options);
+        plan.tiles = detail::plan_tiled(impl, p, pass, choice.algorithm, options);
     else
         plan.plan = detail::plan_backward(impl, p, pass, choice.algorithm, options);
     return plan;
@@ -121,13 +118,13 @@ void record_filter_pass(detail::ContextImpl& impl, detail::CommandStream& stream
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                        const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, BackwardPass::Data, algorithm, options).workspace_bytes();
+    return plan_pass(context, problem, Pass::BackwardData, algorithm, options).workspace_bytes();
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, BackwardPass::Filter, algorithm, options).workspace_bytes();
+    return plan_pass(context, problem, Pass::BackwardFilter, algorithm, options).workspace_bytes();
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
@@ -136,7 +133,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
     impl.device->throw_if_lost();
     problem.validate();
     const DataOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
-    const auto plan = plan_pass(context, problem, BackwardPass::Data, algorithm, options);
+    const auto plan = plan_pass(context, problem, Pass::BackwardData, algorithm, options);
     RunStats stats = planned_stats(problem, plan, detail::operand_bytes({&ops.dy, &ops.w, &ops.dx}));
     detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
@@ -151,7 +148,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
     impl.device->throw_if_lost();
     problem.validate();
     const FilterOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
-    const auto plan = plan_pass(context, problem, BackwardPass::Filter, algorithm, options);
+    const auto plan = plan_pass(context, problem, Pass::BackwardFilter, algorithm, options);
     RunStats stats = planned_stats(problem, plan, detail::operand_bytes({&ops.x, &ops.dy, &ops.dw, &ops.db}));
     detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
@@ -207,8 +204,8 @@ struct StepPlan {
 uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& slots);
 
 StepPlan step_plan(const Context& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
-    StepPlan step{plan_pass(context, p, BackwardPass::Data, algorithm, options),
-                  plan_pass(context, p, BackwardPass::Filter, algorithm, options)};
+    StepPlan step{plan_pass(context, p, Pass::BackwardData, algorithm, options),
+                  plan_pass(context, p, Pass::BackwardFilter, algorithm, options)};
     step.shared = step.data.tiled == step.filter.tiled;
     if (step.shared) {
         step.slots = step.data.slots();

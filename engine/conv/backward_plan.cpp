@@ -15,23 +15,19 @@
 namespace vkconv::detail {
 namespace {
 
-DepthwisePass depthwise_pass(BackwardPass pass) {
-    return pass == BackwardPass::Data ? DepthwisePass::BackwardData : DepthwisePass::BackwardFilter;
-}
-
-BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                       const ForwardOptions& options) {
     BackwardPlan plan;
     plan.pass = pass;
     plan.algorithm = algorithm;
-    const bool filter = pass == BackwardPass::Filter;
+    const bool filter = pass == Pass::BackwardFilter;
     switch (algorithm) {
         case Algorithm::Direct:
         case Algorithm::Auto:
             check_direct_bindings(context, p);
             break;
         case Algorithm::Depthwise:
-            plan.depthwise = plan_depthwise(context, p, depthwise_pass(pass), options);
+            plan.depthwise = plan_depthwise(context, p, pass, options);
             plan.slots[0] = plan.depthwise.workspace_floats;
             plan.chunks = plan.depthwise.chunks;
             break;
@@ -98,7 +94,7 @@ BackwardPlan plan_for(ContextImpl& context, const ConvProblem& p, BackwardPass p
 }
 
 // The plan, or nothing when the algorithm cannot run this problem (Unsupported).
-std::optional<BackwardPlan> try_plan(ContextImpl& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+std::optional<BackwardPlan> try_plan(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                                      const ForwardOptions& options) {
     try {
         return plan_for(context, p, pass, algorithm, options);
@@ -147,7 +143,7 @@ uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& sl
     return bytes;
 }
 
-BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& p, BackwardPass pass, Algorithm algorithm,
+BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                            const ForwardOptions& options) {
     if (algorithm != Algorithm::Auto) return plan_for(context, p, pass, algorithm, options);
     // One input channel per group: a GEMM with a reduction of R*S (backward-data: K/G) is all overhead.

@@ -6,25 +6,18 @@
 #include <array>
 
 #include "conv/depthwise/depthwise.hpp"
-#include "conv/shared/bias_grad.hpp"
-#include "conv/mec/mec.hpp"
 #include "conv/lowered/lowered.hpp"
+#include "conv/mec/mec.hpp"
+#include "conv/shared/bias_grad.hpp"
 #include "vkconv/backward.hpp"
 #include "vkconv/find.hpp"
 
 namespace vkconv::detail {
 
-enum class BackwardPass { Data, Filter };
-inline BackwardPass backward_pass_of(Pass pass) {
-    return pass == Pass::BackwardData ? BackwardPass::Data : BackwardPass::Filter;
-}
-inline Pass public_pass_of(BackwardPass pass) {
-    return pass == BackwardPass::Data ? Pass::BackwardData : Pass::BackwardFilter;
-}
 using WorkspaceSlots = std::array<uint64_t, 4>;
 
 struct BackwardPlan {
-    BackwardPass pass = BackwardPass::Data;
+    Pass pass = Pass::BackwardData;
     Algorithm algorithm = Algorithm::Direct;  // never Auto
     LoweredPlan lowered;                      // im2col, mec
     DepthwisePlan depthwise;                  // depthwise
@@ -42,14 +35,14 @@ struct BackwardPlan {
 // Resolves Auto (README: depthwise for one channel per group, else the lowering with the smaller
 // workspace) and plans. Throws Unsupported where `algorithm` cannot run this problem (direct: where a
 // tensor exceeds maxStorageBufferRange).
-BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, BackwardPass pass, Algorithm algorithm,
+BackwardPlan plan_backward(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                            const ForwardOptions& options);
 
 uint64_t workspace_bytes_of(const ContextImpl& context, const WorkspaceSlots& slots);
 
 // What RunStats reports of a plan's split reductions (RunStats::partial_products and bias_pieces).
 inline uint32_t partial_products_of(const BackwardPlan& plan) {
-    if (plan.pass != BackwardPass::Filter) return 0;
+    if (plan.pass != Pass::BackwardFilter) return 0;
     switch (plan.algorithm) {
         case Algorithm::Im2col:
             return plan.im2col_splits > 1 ? plan.im2col_splits : 0;
@@ -62,7 +55,7 @@ inline uint32_t partial_products_of(const BackwardPlan& plan) {
     }
 }
 inline uint32_t bias_pieces_of(const ConvProblem& problem, const BackwardPlan& plan) {
-    if (plan.pass != BackwardPass::Filter || !problem.has_bias) return 0;
+    if (plan.pass != Pass::BackwardFilter || !problem.has_bias) return 0;
     return plan.bias.in_place ? 1u : static_cast<uint32_t>(plan.bias.pieces);  // in place: no partial sums
 }
 

@@ -3,17 +3,17 @@
 #include <cctype>
 #include <string>
 
+#include "context/pass.hpp"
+#include "context/tensor_storage.hpp"
 #include "conv/auto_choice.hpp"
 #include "conv/backward_plan.hpp"
 #include "conv/depthwise/depthwise.hpp"
 #include "conv/direct/direct.hpp"
 #include "conv/forward_plan.hpp"
 #include "conv/im2col/im2col.hpp"
-#include "conv/mec/mec.hpp"
 #include "conv/lowered/lowered.hpp"
-#include "context/pass.hpp"
+#include "conv/mec/mec.hpp"
 #include "conv/tiled/tiled.hpp"
-#include "context/tensor_storage.hpp"
 #include "vkconv/conv.hpp"
 
 namespace vkconv {
@@ -82,7 +82,7 @@ Algorithm untiled_heuristic(ContextImpl& impl, const ConvProblem& problem, const
     // the depthwise kernels run in chunks of images, direct only where one image is too large for them.
     if (is_depthwise(problem)) {
         try {
-            plan_depthwise(impl, problem, DepthwisePass::Forward, options);
+            plan_depthwise(impl, problem, Pass::Forward, options);
             return Algorithm::Depthwise;
         } catch (const Error& e) {
             if (e.category() != ErrorCategory::Unsupported) throw;
@@ -118,7 +118,7 @@ ForwardPlan plan_forward(ContextImpl& context, const ConvProblem& problem, Algor
     plan.algorithm = algorithm;
     switch (algorithm) {
         case Algorithm::Depthwise:
-            plan.depthwise = plan_depthwise(context, problem, DepthwisePass::Forward, options);
+            plan.depthwise = plan_depthwise(context, problem, Pass::Forward, options);
             plan.slots = {plan.depthwise.workspace_floats, 0};
             plan.workspace_bytes = plan.depthwise.workspace_bytes;
             plan.chunks = plan.depthwise.chunks;

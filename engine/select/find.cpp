@@ -7,8 +7,8 @@
 #include <optional>
 #include <random>
 
-#include "conv/auto_choice.hpp"
 #include "context/context_impl.hpp"
+#include "conv/auto_choice.hpp"
 #include "conv/backward_plan.hpp"
 #include "conv/depthwise/depthwise.hpp"
 #include "conv/tiled/tiled.hpp"
@@ -98,12 +98,10 @@ detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& p
     detail::ContextImpl& impl = detail::impl_of(context);
     if (detail::needs_tiling(impl, problem, Algorithm::Auto, options))
         return {detail::plan_tiled(impl, problem, pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
-    const auto backward_pass = detail::backward_pass_of(pass);
-    return {
-        detail::or_tiled_direct(
-            impl, problem, pass, options,
-            [&] { return detail::plan_backward(impl, problem, backward_pass, Algorithm::Auto, options).algorithm; }),
-        MecSchedule::Auto};
+    return {detail::or_tiled_direct(
+                impl, problem, pass, options,
+                [&] { return detail::plan_backward(impl, problem, pass, Algorithm::Auto, options).algorithm; }),
+            MecSchedule::Auto};
 }
 
 // Every algorithm that applies to the problem; forward MEC under MecSchedule::Auto once per schedule.

@@ -10,10 +10,9 @@
 
 #include "conv/operands.hpp"
 #include "vkconv/conv.hpp"
+#include "vkconv/find.hpp"  // Pass
 
 namespace vkconv::detail {
-
-enum class DepthwisePass { Forward, BackwardData, BackwardFilter };
 
 inline bool is_depthwise(const ConvProblem& p) {
     return p.channels_per_group() == 1;
@@ -30,7 +29,7 @@ struct DepthwisePlan {
 
 // Error(Unsupported) naming the problem when it is not depthwise, or when one image's tensors exceed the
 // binding limit.
-DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& problem, DepthwisePass pass,
+DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& problem, Pass pass,
                              const ForwardOptions& options);
 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,

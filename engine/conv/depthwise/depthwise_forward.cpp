@@ -31,8 +31,7 @@ VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, y_offset)
 
 }  // namespace
 
-DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, DepthwisePass pass,
-                             const ForwardOptions& options) {
+DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pass, const ForwardOptions& options) {
     if (!is_depthwise(p))
         throw Error(
             ErrorCategory::Unsupported,
@@ -52,7 +51,7 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Depthwi
                         std::to_string(limit) + " bytes (" + p.str() + ")");
     plan.images = std::min<int64_t>(p.N, int64_t((limit - align) / image));
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
-    if (pass == DepthwisePass::BackwardFilter) {
+    if (pass == Pass::BackwardFilter) {
         plan.splits = depthwise_filter_splits(context, p, plan.images, limit);
         // Under a workspace limit, fewer pieces; even one piece's sums are workspace.
         auto bytes = [&](uint64_t splits) { return context.pool->round(splits * uint64_t(p.filter_elements()) * 4); };

@@ -105,7 +105,7 @@ bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algo
             const ForwardPlan plan = plan_forward(context, q, algorithm, options);
             slots.assign(plan.slots.begin(), plan.slots.end());
         } else {
-            const BackwardPlan plan = plan_backward(context, q, backward_pass_of(pass), algorithm, options);
+            const BackwardPlan plan = plan_backward(context, q, pass, algorithm, options);
             slots.assign(plan.slots.begin(), plan.slots.end());
             partial_products = partial_products_of(plan), bias_pieces = bias_pieces_of(q, plan);
         }
@@ -118,7 +118,7 @@ bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algo
 
 Algorithm heuristic_for_tile(ContextImpl& context, const ConvProblem& q, Pass pass, const ForwardOptions& options) {
     if (pass == Pass::Forward) return heuristic_forward_algorithm(context, q, options);
-    return plan_backward(context, q, backward_pass_of(pass), Algorithm::Auto, options).algorithm;
+    return plan_backward(context, q, pass, Algorithm::Auto, options).algorithm;
 }
 
 std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_piece) {
@@ -463,7 +463,7 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
         }
         const ImageRef dy_image{&dy, t.n, p.K, p.P(), p.Q()}, dy_tile{&workspace[0], 0, q.K, t.rows, p.Q()};
         record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_tile, 0, 0, q.K, t.rows, false, limit);
-        const BackwardPlan tile_plan = plan_backward(context, q, BackwardPass::Data, plan.algorithm, plan.tile_options);
+        const BackwardPlan tile_plan = plan_backward(context, q, Pass::BackwardData, plan.algorithm, plan.tile_options);
         record_backward_data(context, stream, q, tile_plan, {workspace[0].allocation, uint64_t(q.output_elements())},
                              {workspace[1].allocation, uint64_t(q.filter_elements())},
                              {workspace[3].allocation, uint64_t(q.input_elements())}, tile_pass_workspace(workspace));
@@ -486,7 +486,7 @@ void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, c
         const ImageRef dy_image{&dy, t.n, p.K, p.P(), p.Q()}, dy_tile{&workspace[3], 0, q.K, t.rows, p.Q()};
         record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_tile, 0, 0, q.K, t.rows, false, limit);
         const BackwardPlan tile_plan =
-            plan_backward(context, q, BackwardPass::Filter, plan.algorithm, plan.tile_options);
+            plan_backward(context, q, Pass::BackwardFilter, plan.algorithm, plan.tile_options);
         const Operand dy_op{workspace[3].allocation, uint64_t(q.output_elements())};
         const Operand dw_tile{workspace[1].allocation, uint64_t(q.filter_elements())};
         const auto own = tile_pass_workspace(workspace);
