@@ -5,7 +5,7 @@
 // one image, each band adds its part to dx (ACCUMULATE after the first band).
 //
 // dcol layout: [g][m][k] with m = (n, p - p0, q) over the chunk and k the filter's tap order ((c, r, s)
-// for NCHW/OIHW, (r, s, c) for NHWC/OHWI), as conv_im2col lowers x.
+// for NCHW/OIHW, (r, s, c) for NHWC/OHWI), as the im2col lowering (engine/conv/im2col/) lowers x.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC, 10 C, 11 H, 12 W, 13 CG, 14 Q, 15 ROWS, 16 IMAGES.
