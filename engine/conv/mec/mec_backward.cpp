@@ -144,11 +144,9 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
             for (int64_t g = 0; g < G; ++g) {
                 GemmProblem gp;
                 gp.M = u(images * Q), gp.N = u(int64_t(row_floats)), gp.K = u(count * Kg);
-                if (nhwc)
-                    gp.a = {dy.range, dy.delta + uint64_t(first_row * Q * p.K + g * Kg), uint64_t(p.K), 1, dy_row, 0};
-                else
-                    gp.a = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + first_row * Q), 1, uint64_t(P * Q), dy_row,
-                            0};
+                // A = dy from the first tap's row: rows (image, q), one row of dy per batch entry.
+                const OutputMatrix v = output_matrix(p, dy.delta, g, first_row, 1);
+                gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, dy_row, 0};
                 // k = (tap, filter): each tap one segment of Kg filters.
                 gp.a_k_segment = u(Kg), gp.a_k_segment_stride = u(tap_rows * int64_t(dy_row));
                 if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
@@ -213,11 +211,9 @@ namespace {
 // One group's dw from one chunk: A = window^T, B = dy(p, q; k) of the group, before any split.
 GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowered& l, const MecFilterSplit& split,
                          int64_t g) {
-    const bool nhwc = p.layout == Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
-    const uint64_t k_red = uint64_t(R * S * Cg), row_floats = uint64_t(S * Cg);
-    const uint64_t y_image = uint64_t(p.K * P * Q);
+    const int64_t Q = p.Q(), Cg = p.channels_per_group(), Kg = p.filters_per_group();
+    const int64_t S = p.S, sh = p.stride_h, dh = p.dilation_h;
+    const uint64_t k_red = uint64_t(filter_taps(p)), row_floats = uint64_t(S * Cg);
     const int64_t p0 = chunk.p0;
     const Window& dy = chunk.output;
     // A = window^T: rows m = (r, s, c) of a window, reduction k = (p, q): k's q steps a whole L row
@@ -232,14 +228,10 @@ GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowe
             uint64_t(split.piece_rows * sh) * row_floats};
     gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(int64_t(sh * row_floats));
     if (dh > 1) gp.a_m_segment = u(int64_t(row_floats)), gp.a_m_segment_stride = u(int64_t(dh * row_floats));
-    // B = dy(p, q; k) of the group.
-    if (nhwc)
-        gp.b = {dy.range, dy.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1,
-                y_image,  uint64_t(split.piece_rows * Q * p.K)};
-    else
-        gp.b = {dy.range, dy.delta + uint64_t(g * Kg * P * Q + p0 * Q),
-                1,        uint64_t(P * Q),
-                y_image,  uint64_t(split.piece_rows * Q)};
+    // B = dy(p, q; k) of the group: batch i steps images, batch j a piece of output rows.
+    const OutputMatrix v = output_matrix(p, dy.delta, g, p0, chunk.rows);
+    gp.b = {dy.range,     v.offset,       v.row_stride,
+            v.col_stride, v.image_stride, uint64_t(split.piece_rows * Q) * v.row_stride};
     return gp;
 }
 
