@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "context/context_impl.hpp"
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "select/sampled_reference.hpp"
@@ -147,6 +148,44 @@ TEST_CASE("find offers depthwise for depthwise problems", "[find][gpu]") {
         }
         CHECK(depthwise);
     }
+}
+
+TEST_CASE("a workspace query with auto runs no GPU work, and covers whatever auto then measures", "[find][gpu]") {
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    auto& impl = *context->impl();
+    auto p = odd_problem();
+    p.W = 15;  // measured by no other test on this context
+    const auto query = [&](Pass pass) {
+        if (pass == Pass::Forward) return vkconv::forward_workspace_bytes(*context, p, Algorithm::Auto);
+        if (pass == Pass::BackwardData) return vkconv::backward_data_workspace_bytes(*context, p, Algorithm::Auto);
+        return vkconv::backward_filter_workspace_bytes(*context, p, Algorithm::Auto);
+    };
+    // Measuring would build pipelines, allocate find's operands and fill the cache: none of it happens.
+    context->reset_peak();
+    const size_t pipelines = impl.pipelines->size();
+    const auto before = context->pool_stats();
+    uint64_t bound[3];
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) bound[int(pass)] = query(pass);
+    const uint64_t step_bound = vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Auto);
+    CHECK(impl.pipelines->size() == pipelines);
+    CHECK(context->pool_stats().peak_in_use == before.peak_in_use);
+    CHECK(context->pool_stats().driver_allocations == before.driver_allocations);
+    // The bound is the most any candidate needs, so it covers each algorithm Auto may pick.
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+        for (Algorithm algorithm : vkt::algorithms_for(p)) {
+            INFO(vkconv::to_string(pass) << " " << vkconv::to_string(algorithm));
+            CHECK(query_workspace(*context, pass, p, algorithm, {}) <= bound[int(pass)]);
+        }
+    // Auto then measures and runs; what it ran fits the bound, and the query is now exact.
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+        INFO(vkconv::to_string(pass));
+        const auto run = run_auto_checked(*context, pass, p, {}, 80 + uint32_t(pass));
+        CHECK(run.stats.workspace_bytes <= bound[int(pass)]);
+        CHECK(query(pass) == run.stats.workspace_bytes);
+    }
+    const uint64_t step_exact = vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Auto);
+    CHECK(step_exact <= step_bound);
 }
 
 TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find][gpu]") {

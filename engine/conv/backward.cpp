@@ -79,13 +79,11 @@ FilterOperands filter_operands(detail::ContextImpl& impl, const ConvProblem& p, 
     return ops;
 }
 
-// The plan of `pass` for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp); tiled
-// where the problem's tensors are too large to bind, or when `tiled` asks for it (a layer step whose
-// other pass is tiled shares its workspace slots).
-PassPlan plan_pass(const Context& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                   const ForwardOptions& options, bool tiled = false) {
+// The plan of `pass` for a chosen algorithm; tiled where the problem's tensors are too large to bind, or
+// when `tiled` asks for it (a layer step whose other pass is tiled shares its workspace slots).
+PassPlan plan_choice(const Context& context, const ConvProblem& p, Pass pass, const detail::Choice& choice,
+                     const ForwardOptions& options, bool tiled = false) {
     detail::ContextImpl& impl = detail::impl_of(context);
-    const auto choice = detail::choose_algorithm(context, pass, p, algorithm, options);
     PassPlan plan;
     plan.tiled = tiled || detail::needs_tiling(impl, p, choice.algorithm, options);
     if (plan.tiled)
@@ -93,6 +91,19 @@ PassPlan plan_pass(const Context& context, const ConvProblem& p, Pass pass, Algo
     else
         plan.plan = detail::plan_backward(impl, p, pass, choice.algorithm, options);
     return plan;
+}
+
+// The plan of `pass` for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp).
+PassPlan plan_pass(const Context& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+                   const ForwardOptions& options) {
+    return plan_choice(context, p, pass, detail::choose_algorithm(context, pass, p, algorithm, options), options);
+}
+
+uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+                              const ForwardOptions& options) {
+    return detail::query_workspace(context, pass, p, algorithm, options, [&](const detail::Choice& choice) {
+        return plan_choice(context, p, pass, choice, options).workspace_bytes();
+    });
 }
 
 void record_data_pass(detail::ContextImpl& impl, detail::CommandStream& stream, const ConvProblem& p,
@@ -118,13 +129,13 @@ void record_filter_pass(detail::ContextImpl& impl, detail::CommandStream& stream
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                        const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, Pass::BackwardData, algorithm, options).workspace_bytes();
+    return pass_workspace_query(context, problem, Pass::BackwardData, algorithm, options);
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, Pass::BackwardFilter, algorithm, options).workspace_bytes();
+    return pass_workspace_query(context, problem, Pass::BackwardFilter, algorithm, options);
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
@@ -203,9 +214,10 @@ struct StepPlan {
 
 uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& slots);
 
-StepPlan step_plan(const Context& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
-    StepPlan step{plan_pass(context, p, Pass::BackwardData, algorithm, options),
-                  plan_pass(context, p, Pass::BackwardFilter, algorithm, options)};
+StepPlan step_plan(const Context& context, const ConvProblem& p, const detail::Choice& data,
+                   const detail::Choice& filter, const ForwardOptions& options) {
+    StepPlan step{plan_choice(context, p, Pass::BackwardData, data, options),
+                  plan_choice(context, p, Pass::BackwardFilter, filter, options)};
     step.shared = step.data.tiled == step.filter.tiled;
     if (step.shared) {
         step.slots = step.data.slots();
@@ -230,7 +242,14 @@ uint64_t bytes_of(const detail::ContextImpl& impl, const std::vector<uint64_t>& 
 uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                         const ForwardOptions& options) {
     problem.validate();
-    return step_plan(context, problem, algorithm, options).workspace_bytes;
+    // As the single-pass queries: the filter pass's workspace for each data choice, the most over both.
+    return detail::query_workspace(
+        context, Pass::BackwardData, problem, algorithm, options, [&](const detail::Choice& data) {
+            return detail::query_workspace(
+                context, Pass::BackwardFilter, problem, algorithm, options, [&](const detail::Choice& filter) {
+                    return step_plan(context, problem, data, filter, options).workspace_bytes;
+                });
+        });
 }
 
 LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
@@ -247,7 +266,9 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
-    const StepPlan plan = step_plan(context, problem, algorithm, options);
+    const StepPlan plan =
+        step_plan(context, problem, detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, options),
+                  detail::choose_algorithm(context, Pass::BackwardFilter, problem, algorithm, options), options);
     const PassPlan &data = plan.data, &filter_plan = plan.filter;
 
     LayerBackwardStats stats;

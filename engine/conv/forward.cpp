@@ -179,10 +179,10 @@ struct ForwardPassPlan {
     uint64_t workspace_bytes() const { return tiled ? tiles.workspace_bytes : plan.workspace_bytes; }
 };
 
-ForwardPassPlan plan_pass(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                          const ForwardOptions& options) {
+// The forward plan for a chosen algorithm (and MEC schedule).
+ForwardPassPlan plan_choice(const Context& context, const ConvProblem& problem, const detail::Choice& choice,
+                            const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
-    const auto choice = detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options);
     const ForwardOptions chosen = detail::with_schedule(options, choice);
     ForwardPassPlan pass;
     pass.tiled = detail::needs_tiling(impl, problem, choice.algorithm, chosen);
@@ -193,12 +193,21 @@ ForwardPassPlan plan_pass(const Context& context, const ConvProblem& problem, Al
     return pass;
 }
 
+// The forward plan for `algorithm`, Auto resolved by measuring or the heuristic (auto_choice.hpp).
+ForwardPassPlan plan_pass(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                          const ForwardOptions& options) {
+    return plan_choice(context, problem, detail::choose_algorithm(context, Pass::Forward, problem, algorithm, options),
+                       options);
+}
+
 }  // namespace
 
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const ForwardOptions& options) {
     problem.validate();
-    return plan_pass(context, problem, algorithm, options).workspace_bytes();
+    return detail::query_workspace(
+        context, Pass::Forward, problem, algorithm, options,
+        [&](const detail::Choice& choice) { return plan_choice(context, problem, choice, options).workspace_bytes(); });
 }
 
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,

@@ -246,16 +246,28 @@ bool plannable(const Context& context, Pass pass, const ConvProblem& problem, co
 
 }  // namespace
 
-Choice choose_algorithm(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
-                        const ForwardOptions& options) {
-    if (algorithm != Algorithm::Auto) return {algorithm, options.mec_schedule};
+std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
+                                   const ForwardOptions& options) {
+    if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule};
     if (options.auto_choice == AutoChoice::Heuristic) return heuristic(context, pass, problem, options);
-    ContextImpl& impl = impl_of(context);
     // A cached choice that cannot plan here (a file written under other limits) is measured again.
-    if (auto cached = impl.find_cache->lookup(pass, problem, options)) {
+    if (auto cached = impl_of(context).find_cache->lookup(pass, problem, options)) {
         const Choice choice{cached->algorithm, cached->mec_schedule};
         if (plannable(context, pass, problem, choice, options)) return choice;
     }
+    return std::nullopt;
+}
+
+std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const ForwardOptions& options) {
+    std::vector<Choice> choices;
+    for (const auto& [algorithm, schedule] : candidates_for(pass, problem, options))
+        choices.push_back({algorithm, schedule});
+    return choices;
+}
+
+Choice choose_algorithm(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
+                        const ForwardOptions& options) {
+    if (auto known = known_choice(context, pass, problem, algorithm, options)) return *known;
     // Measuring changes only what the context shares behind its impl (pool, pipelines, cache), never the
     // Context object a const caller holds.
     const auto results = find_algorithms(const_cast<Context&>(context), pass, problem, options);

@@ -13,7 +13,9 @@ namespace vkconv {
 // depthwise problems, otherwise the lowering (im2col or mec) with the smaller workspace for that pass, and
 // direct where neither fits. `options.max_binding_bytes` caps the lowered chunks as in forward.
 
-// Bytes of temporary device memory each pass needs (exact, as the pool counts them). For a problem with
+// Bytes of temporary device memory each pass needs (exact, as the pool counts them; with Auto, as
+// forward_workspace_bytes says: exact once the choice is known, else the most any candidate needs; never
+// any GPU work). For a problem with
 // has_bias, backward-filter's figure includes the bias gradient's partial sums (allocated whether or not a
 // grad_bias tensor is passed); backward_bias reports its own in RunStats::workspace_bytes.
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,

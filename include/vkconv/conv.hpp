@@ -82,6 +82,9 @@ struct RunStats {
 
 // Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact: the
 // pool's in-use counter grows by exactly this much during the pass (allocation rounding included).
+// A workspace query never runs GPU work. With Algorithm::Auto it is exact once the choice is known (Auto
+// has measured this problem on the context, its cache file has it, or AutoChoice::Heuristic); before that
+// it is the most any algorithm Auto may choose needs, so the measured choice fits in it.
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const ForwardOptions& options = {});
 
