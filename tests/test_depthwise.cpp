@@ -198,11 +198,11 @@ TEST_CASE("depthwise kernels match the reference through both read paths", "[dep
         for (bool texel : {true, false}) {
             INFO((texel ? "texel views" : "storage buffers"));
             auto plan = [&](vkconv::Pass pass) {
-                auto result = d::plan_depthwise(impl, p, pass, {});
+                d::DepthwisePlan result = d::plan_depthwise(impl, p, pass, {}).value();
                 result.texel = texel;
                 return result;
             };
-            d::ForwardOperands ops;
+            d::ConvOperands ops;
             ops.input = operand(tx), ops.filter = operand(tw), ops.output = operand(ty);
             const auto filter_plan = plan(vkconv::Pass::BackwardFilter);
             vkconv::Tensor workspace(*context, {int64_t(filter_plan.workspace_floats)});

@@ -34,6 +34,8 @@ uint64_t query_workspace(vkconv::Context& context, Pass pass, const ConvProblem&
             return vkconv::backward_data_workspace_bytes(context, p, algorithm, options);
         case Pass::BackwardFilter:
             return vkconv::backward_filter_workspace_bytes(context, p, algorithm, options);
+        case Pass::BackwardBias:
+            FAIL("backward-bias has one algorithm and no workspace query");
     }
     return 0;
 }
@@ -85,6 +87,8 @@ AutoRun run_auto_checked(vkconv::Context& context, Pass pass, const ConvProblem&
                 vkt::check_close(tdb.download(), vkconv::reference::backward_bias(p, dy),
                                  vkconv::reference::backward_bias(p, ady), positions, "db");
             break;
+        case Pass::BackwardBias:
+            FAIL("backward-bias has one algorithm: Auto does not choose for it");
     }
     CHECK(run.stats.algorithm != Algorithm::Auto);
     return run;
@@ -361,11 +365,16 @@ TEST_CASE("find rejects bad options and problems", "[find][gpu]") {
     bad.groups = 2;  // C = 5 is not a multiple
     vkt::invalid_argument_message([&] { vkconv::find_algorithms(*context, Pass::Forward, bad); });
     CHECK(vkconv::parse_pass("Backward-Filter") == Pass::BackwardFilter);
+    CHECK(vkconv::parse_pass("backward-bias") == Pass::BackwardBias);
     vkt::invalid_argument_message([&] { vkconv::parse_pass("backward"); });
+    // Backward-bias has one algorithm: nothing to choose among.
+    const std::string one = vkt::invalid_argument_message(
+        [&] { vkconv::find_algorithms(*context, Pass::BackwardBias, odd_problem()); });
+    CHECK(one.find("backward-bias") != std::string::npos);
 }
 
 TEST_CASE("the sampled reference agrees with the full reference and catches a wrong value", "[find]") {
-    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter, Pass::BackwardBias})
         for (auto layout : {vkconv::Layout::NCHW, vkconv::Layout::NHWC}) {
             auto p = odd_problem();
             p.layout = layout, p.groups = 1, p.dilation_w = 2, p.W = 12;
@@ -377,6 +386,7 @@ TEST_CASE("the sampled reference agrees with the full reference and catches a wr
             if (pass == Pass::Forward) exact = vkconv::reference::forward(p, x, w, b), a_in = x, b_in = w, bias = b;
             if (pass == Pass::BackwardData) exact = vkconv::reference::backward_data(p, dy, w), a_in = dy, b_in = w;
             if (pass == Pass::BackwardFilter) exact = vkconv::reference::backward_filter(p, x, dy), a_in = x, b_in = dy;
+            if (pass == Pass::BackwardBias) exact = vkconv::reference::backward_bias(p, dy), a_in = dy;
             std::vector<float> result(exact.begin(), exact.end());
             CHECK(vkconv::detail::sampled_error_over_bound(pass, p, a_in, b_in, bias, result, result.size()) <= 1.0);
             result.back() += 0.01f;  // the last output is always sampled

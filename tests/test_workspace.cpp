@@ -571,7 +571,9 @@ enum class TilePass { Forward, Data, Filter };
 struct TileModel {
     int64_t band = 0;
     uint32_t tiles = 0;
-    std::vector<uint64_t> slots;  // floats: in, filter, bias, out, then the tile pass's own
+    // Floats, by the role of the tile buffer in the convolution: x-shaped (x', or dx' for backward-data),
+    // filter, bias, y-shaped (y', or dy' for the backward passes), then the tile pass's own.
+    std::vector<uint64_t> slots;
 };
 
 // The tallest band of rows (output rows; backward-data: dx rows) whose tiles fit: every tile buffer within a
@@ -587,7 +589,7 @@ TileModel tile_model(const vkconv::Context& context, const ConvProblem& p, TileP
     const int64_t total = pass == TilePass::Data ? z.H : z.P;
     for (int64_t band = total; band >= 1; --band) {
         bool ok = a != Algorithm::Im2col || col_row * kFloat <= limit;
-        uint64_t in = 0, out = 0, own_lowered = 0;
+        uint64_t x_tile = 0, y_tile = 0, own_lowered = 0;
         for (int64_t first = 0; first < total; first += band) {
             const int64_t last = std::min(total, first + band);
             int64_t rows = last - first;  // output rows of the tile
@@ -603,12 +605,11 @@ TileModel tile_model(const vkconv::Context& context, const ConvProblem& p, TileP
             }
             const int64_t tile_h = z.rows_read(rows);  // input rows of the tile, padding included
             const uint64_t x = uint64_t(z.C * tile_h * z.W), y = uint64_t(z.K * rows * z.Q);
-            const uint64_t tile_in = pass == TilePass::Data ? y : x, tile_out = pass == TilePass::Data ? x : y;
-            if (tile_in * kFloat > fits || tile_out * kFloat > fits) ok = false;
+            if (x * kFloat > fits || y * kFloat > fits) ok = false;
             const uint64_t x_span = nhwc ? uint64_t(z.W * z.C) : uint64_t(z.W * std::min(tile_h, z.H));
             const uint64_t y_span = nhwc ? uint64_t(z.Q * z.K) : uint64_t(z.Q * rows);
             if (x_span * kFloat > fits || y_span * kFloat > fits) ok = false;
-            in = std::max(in, tile_in), out = std::max(out, tile_out);
+            x_tile = std::max(x_tile, x), y_tile = std::max(y_tile, y);
             // im2col in the tile: the tallest chunk of its rows whose col fits a binding.
             if (a == Algorithm::Im2col)
                 own_lowered =
@@ -619,7 +620,7 @@ TileModel tile_model(const vkconv::Context& context, const ConvProblem& p, TileP
         m.band = band;
         m.tiles = uint32_t(z.N * ((total + band - 1) / band));
         const uint64_t bias = p.has_bias && pass != TilePass::Data ? uint64_t(z.K) : 0;
-        m.slots = {in, z.filter(), bias, out, own_lowered, 0};
+        m.slots = {x_tile, z.filter(), bias, y_tile, own_lowered, 0};
         if (pass != TilePass::Forward) {
             m.slots.push_back(pass == TilePass::Filter ? uint64_t(partials) * z.group_product() : 0);
             m.slots.push_back(

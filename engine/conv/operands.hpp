@@ -1,12 +1,19 @@
-// The operands of a forward pass by role: input, filter, bias and output, each a whole tensor's range.
+// The operands of a convolution pass by their role in the convolution (as CUTLASS names a pass's A, B and
+// C by the tensors they are): each a whole tensor's range. Which roles a pass reads and which it writes:
+//
+//   pass             reads                              writes
+//   forward          input x, filter w, bias b          output y
+//   backward-data    output dy, filter w                input dx
+//   backward-filter  input x, output dy                 filter dw, bias db (when asked for)
+//   backward-bias    output dy                          bias db
 #pragma once
 
 #include "context/operands.hpp"
 
 namespace vkconv::detail {
 
-struct ForwardOperands {
-    Operand input, filter, bias, output;  // bias empty when the problem has none
+struct ConvOperands {
+    Operand input, filter, bias, output;  // bias empty when the pass has none
     BufferRange bias_or(const Operand& stand_in) const { return bias ? bias.whole() : stand_in.whole(); }
 };
 

@@ -9,9 +9,8 @@
 
 #include "context/context_impl.hpp"
 #include "conv/auto_choice.hpp"
-#include "conv/backward_plan.hpp"
 #include "conv/depthwise/depthwise.hpp"
-#include "conv/tiled/tiled.hpp"
+#include "conv/heuristic.hpp"
 #include "select/find_cache.hpp"
 #include "select/sampled_reference.hpp"
 
@@ -25,6 +24,8 @@ const char* to_string(Pass pass) noexcept {
             return "backward-data";
         case Pass::BackwardFilter:
             return "backward-filter";
+        case Pass::BackwardBias:
+            return "backward-bias";
     }
     return "unknown";
 }
@@ -32,10 +33,11 @@ const char* to_string(Pass pass) noexcept {
 Pass parse_pass(std::string_view text) {
     std::string name(text);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter, Pass::BackwardBias})
         if (name == to_string(pass)) return pass;
-    throw Error(ErrorCategory::InvalidArgument,
-                "unknown pass '" + std::string(text) + "' (expected forward, backward-data or backward-filter)");
+    throw Error(ErrorCategory::InvalidArgument, "unknown pass '" + std::string(text) +
+                                                    "' (expected forward, backward-data, backward-filter or "
+                                                    "backward-bias)");
 }
 
 namespace {
@@ -88,21 +90,12 @@ struct Bench {
             case Pass::BackwardFilter:
                 return backward_filter(context, problem, ta, tb, result, grad_bias.empty() ? nullptr : &grad_bias,
                                        algorithm, options);
+            case Pass::BackwardBias:
+                break;  // refused by find_algorithms
         }
         return {};
     }
 };
-
-detail::Choice heuristic(const Context& context, Pass pass, const ConvProblem& problem, const ForwardOptions& options) {
-    if (pass == Pass::Forward) return {choose_forward_algorithm(context, problem, options), options.mec_schedule};
-    detail::ContextImpl& impl = detail::impl_of(context);
-    if (detail::needs_tiling(impl, problem, Algorithm::Auto, options))
-        return {detail::plan_tiled(impl, problem, pass, Algorithm::Auto, options).algorithm, MecSchedule::Auto};
-    return {detail::or_tiled_direct(
-                impl, problem, pass, options,
-                [&] { return detail::plan_backward(impl, problem, pass, Algorithm::Auto, options).algorithm; }),
-            MecSchedule::Auto};
-}
 
 // Every algorithm that applies to the problem; forward MEC under MecSchedule::Auto once per schedule.
 std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const ConvProblem& problem,
@@ -170,12 +163,18 @@ std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
     const std::vector<float> poison(size_t(bench.result.elements()), std::numeric_limits<float>::quiet_NaN());
     std::vector<AlgorithmPerf> results;
     for (const auto& [algorithm, schedule] : candidates) {
+        // One that does not fit the limits is not a candidate.
+        const auto plan = detail::plan_choice(bench.context, bench.problem, bench.pass, {algorithm, schedule}, options);
+        if (!plan) {
+            last_error = Error(plan.refusal().category, plan.refusal().reason);
+            continue;
+        }
         Timing timing;
         try {
             timing = time_candidate(bench, poison, algorithm, schedule, options);
         } catch (const Error& e) {
-            // Does not fit the limits, or the memory it needs is not there now: not a candidate.
-            if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::OutOfDeviceMemory) throw;
+            // The memory it needs is not there now: not a candidate either.
+            if (e.category() != ErrorCategory::OutOfDeviceMemory) throw;
             last_error = e;
             continue;
         }
@@ -192,13 +191,14 @@ std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
 }
 
 // The fastest verified choice, stored; with none verified, the heuristic's choice, remembered.
-void cache_choice(detail::ContextImpl& impl, const Context& context, Pass pass, const ConvProblem& problem,
-                  const ForwardOptions& options, const AlgorithmPerf& best) {
+void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& problem, const ForwardOptions& options,
+                  const AlgorithmPerf& best) {
     if (best.verified)
         impl.find_cache->store(pass, problem, options, {best.algorithm, best.mec_schedule, best.ms});
     else  // nothing to trust a time of: the heuristic's choice, kept in memory so Auto does not measure again
-        impl.find_cache->remember(pass, problem, options,
-                                  {heuristic(context, pass, problem, options).algorithm, MecSchedule::Auto, 0});
+        impl.find_cache->remember(
+            pass, problem, options,
+            {detail::heuristic_algorithm(impl, problem, pass, options).value(), MecSchedule::Auto, 0});
 }
 
 }  // namespace
@@ -210,6 +210,9 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
     problem.validate();
     if (options.find_repeats < 1)
         throw Error(ErrorCategory::InvalidArgument, "find_repeats must be at least 1 (it is 0)");
+    if (pass == Pass::BackwardBias)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "backward-bias has one algorithm, the bias-gradient kernel: there is nothing to find");
 
     const auto candidates = candidates_for(pass, problem, options);
     Bench bench(context, pass, problem);
@@ -220,10 +223,12 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
         return x.ms < y.ms;
     });
     if (results.empty()) {
-        heuristic(context, pass, problem, options);  // throws the "nothing fits" error the passes give
-        throw *last_error;                           // else why the last candidate could not run
+        // The "nothing fits" error the passes give, else why the last candidate could not run.
+        if (auto heuristic = detail::heuristic_algorithm(impl, problem, pass, options); !heuristic)
+            heuristic.refusal().raise();
+        throw *last_error;
     }
-    cache_choice(impl, context, pass, problem, options, results.front());
+    cache_choice(impl, pass, problem, options, results.front());
     return results;
 }
 
@@ -232,16 +237,7 @@ namespace {
 
 bool plannable(const Context& context, Pass pass, const ConvProblem& problem, const Choice& choice,
                const ForwardOptions& options) {
-    try {
-        const ForwardOptions chosen = with_schedule(options, choice);
-        if (pass == Pass::Forward) forward_workspace_bytes(context, problem, choice.algorithm, chosen);
-        if (pass == Pass::BackwardData) backward_data_workspace_bytes(context, problem, choice.algorithm, chosen);
-        if (pass == Pass::BackwardFilter) backward_filter_workspace_bytes(context, problem, choice.algorithm, chosen);
-        return true;
-    } catch (const Error& e) {
-        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
-        return false;
-    }
+    return static_cast<bool>(plan_choice(context, problem, pass, choice, options));
 }
 
 }  // namespace
@@ -249,7 +245,8 @@ bool plannable(const Context& context, Pass pass, const ConvProblem& problem, co
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const ForwardOptions& options) {
     if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule};
-    if (options.auto_choice == AutoChoice::Heuristic) return heuristic(context, pass, problem, options);
+    if (options.auto_choice == AutoChoice::Heuristic || pass == Pass::BackwardBias)
+        return Choice{Algorithm::Auto, options.mec_schedule};  // the heuristic's, planned by plan_pass
     // A cached choice that cannot plan here (a file written under other limits) is measured again.
     if (auto cached = impl_of(context).find_cache->lookup(pass, problem, options)) {
         const Choice choice{cached->algorithm, cached->mec_schedule};
@@ -265,14 +262,12 @@ std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const
     return choices;
 }
 
-Choice choose_algorithm(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
+Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                         const ForwardOptions& options) {
     if (auto known = known_choice(context, pass, problem, algorithm, options)) return *known;
-    // Measuring changes only what the context shares behind its impl (pool, pipelines, cache), never the
-    // Context object a const caller holds.
-    const auto results = find_algorithms(const_cast<Context&>(context), pass, problem, options);
+    const auto results = find_algorithms(context, pass, problem, options);
     if (results.front().verified) return {results.front().algorithm, results.front().mec_schedule};
-    return heuristic(context, pass, problem, options);  // nothing verified: not worth trusting a time
+    return {Algorithm::Auto, options.mec_schedule};  // nothing verified, not worth trusting a time: the heuristic
 }
 
 ForwardOptions with_schedule(const ForwardOptions& options, const Choice& choice) {

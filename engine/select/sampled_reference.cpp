@@ -95,6 +95,14 @@ Sum backward_filter_at(const ConvProblem& p, const ConvIndexer& ix, std::span<co
     return sum;
 }
 
+Sum backward_bias_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> dy, uint64_t k) {
+    Sum sum;
+    for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t op = 0; op < ix.P; ++op)
+            for (int64_t oq = 0; oq < ix.Q; ++oq) sum.add(double(dy[ix.output(n, int64_t(k), op, oq)]));
+    return sum;
+}
+
 }  // namespace
 
 double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const float> a, std::span<const float> b,
@@ -109,6 +117,7 @@ double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const
             reduction = p.filters_per_group() * p.R * p.S;
             break;
         case Pass::BackwardFilter:
+        case Pass::BackwardBias:
             reduction = p.N * ix.P * ix.Q;
             break;
     }
@@ -129,6 +138,9 @@ double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const
                 break;
             case Pass::BackwardFilter:
                 sum = backward_filter_at(p, ix, a, b, flat);
+                break;
+            case Pass::BackwardBias:
+                sum = backward_bias_at(p, ix, a, flat);
                 break;
         }
         const double error = std::fabs(double(result[flat]) - sum.value);

@@ -13,7 +13,8 @@ namespace vkconv::detail {
 // first and last included), the reference summed in double and the bound the worst case of fp32
 // recursive summation over the pass's reduction length times the sum of the terms' magnitudes.
 // Operands by pass: forward a = input, b = filter, bias (empty without); backward-data a = grad_output,
-// b = filter; backward-filter a = input, b = grad_output. NaN in the result gives infinity.
+// b = filter; backward-filter a = input, b = grad_output; backward-bias a = grad_output. NaN in the result
+// gives infinity.
 double sampled_error_over_bound(Pass pass, const ConvProblem& problem, std::span<const float> a,
                                 std::span<const float> b, std::span<const float> bias, std::span<const float> result,
                                 size_t samples);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "conv/operands.hpp"
+#include "conv/planned.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/find.hpp"  // Pass
 
@@ -27,13 +28,13 @@ struct DepthwisePlan {
     bool texel = false;             // read-only operands through texel-buffer views (else storage buffers)
 };
 
-// Error(Unsupported) naming the problem when it is not depthwise, or when one image's tensors exceed the
-// binding limit.
-DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                             const ForwardOptions& options);
+// Refused, naming the problem, when it is not depthwise, or when one image's tensors exceed the binding
+// limit.
+Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& problem, Pass pass,
+                                      const ForwardOptions& options);
 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                              const ForwardOperands& operands, const DepthwisePlan& plan);
+                              const ConvOperands& operands, const DepthwisePlan& plan);
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan);

@@ -31,10 +31,10 @@ VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, y_offset)
 
 }  // namespace
 
-DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pass, const ForwardOptions& options) {
+Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pass,
+                                      const ForwardOptions& options) {
     if (!is_depthwise(p))
-        throw Error(
-            ErrorCategory::Unsupported,
+        return unsupported(
             "depthwise: the problem is not depthwise (it needs one input channel per group, groups == C): " + p.str());
     DepthwisePlan plan;
     // CPU implementations (lavapipe) read texel buffers much faster than storage buffers; GPUs take the
@@ -45,10 +45,9 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pa
     const uint64_t image = std::max(uint64_t(p.C * p.H * p.W), uint64_t(p.K * p.P() * p.Q())) * 4;
     const uint64_t filter = uint64_t(p.filter_elements()) * 4;
     if (filter > limit || image + align > limit)
-        throw Error(ErrorCategory::Unsupported,
-                    "depthwise: " + std::string(filter > limit ? "the filter" : "one image") + " (" +
-                        std::to_string(filter > limit ? filter : image) + " bytes) exceeds the binding limit of " +
-                        std::to_string(limit) + " bytes (" + p.str() + ")");
+        return unsupported("depthwise: " + std::string(filter > limit ? "the filter" : "one image") + " (" +
+                           std::to_string(filter > limit ? filter : image) + " bytes) exceeds the binding limit of " +
+                           std::to_string(limit) + " bytes (" + p.str() + ")");
     plan.images = std::min<int64_t>(p.N, int64_t((limit - align) / image));
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
     if (pass == Pass::BackwardFilter) {
@@ -58,10 +57,9 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pa
         while (options.workspace_limit && plan.splits > 1 && bytes(plan.splits) > options.workspace_limit)
             --plan.splits;
         if (options.workspace_limit && bytes(plan.splits) > options.workspace_limit)
-            throw Error(ErrorCategory::Unsupported, "depthwise: backward-filter needs " + std::to_string(bytes(1)) +
-                                                        " bytes of workspace, above the workspace limit of " +
-                                                        std::to_string(options.workspace_limit) + " bytes (" + p.str() +
-                                                        ")");
+            return unsupported("depthwise: backward-filter needs " + std::to_string(bytes(1)) +
+                               " bytes of workspace, above the workspace limit of " +
+                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
         // Where the pieces cannot grow (binding or workspace limit), chunks of fewer images keep every
         // invocation's loop under lavapipe's cap (shader_limits.hpp).
         const uint64_t per_row = depthwise_filter_row_iterations(p);
@@ -70,10 +68,9 @@ DepthwisePlan plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pa
         };
         while (!loop_fits() && plan.images > 1) plan.images = (plan.images + 1) / 2;
         if (!loop_fits())
-            throw Error(ErrorCategory::Unsupported,
-                        "depthwise: backward-filter needs more reduction pieces than the workspace and binding "
-                        "limits allow (" +
-                            p.str() + ")");
+            return unsupported(
+                "depthwise: backward-filter needs more reduction pieces than the workspace and binding limits allow (" +
+                p.str() + ")");
         plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
         plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements());
     }
@@ -107,7 +104,7 @@ DepthwiseTiles forward_tiles(const ConvProblem& p) {
 }
 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                              const ForwardOperands& ops, const DepthwisePlan& plan) {
+                              const ConvOperands& ops, const DepthwisePlan& plan) {
     const DepthwiseTiles tiles = forward_tiles(p);
     PipelineDesc desc;
     desc.shader = depthwise_shader("forward", tiles, plan.texel);

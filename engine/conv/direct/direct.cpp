@@ -9,17 +9,16 @@
 
 namespace vkconv::detail {
 
-void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem) {
+std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const ConvProblem& problem) {
     const uint64_t range = context.device->limits().maxStorageBufferRange;
     for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
                                          {problem.filter_elements(), "filter"},
                                          {problem.output_elements(), "output"}})
         if (uint64_t(elements) * 4 > range)
-            throw Error(ErrorCategory::Unsupported, "direct binds whole tensors, and the " + std::string(role) +
-                                                        "-shaped one (" + std::to_string(uint64_t(elements) * 4) +
-                                                        " bytes) exceeds the device's "
-                                                        "maxStorageBufferRange (" +
-                                                        std::to_string(range) + " bytes): " + problem.str());
+            return unsupported("direct binds whole tensors, and the " + std::string(role) + "-shaped one (" +
+                               std::to_string(uint64_t(elements) * 4) + " bytes) exceeds the device's " +
+                               "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + problem.str());
+    return std::nullopt;
 }
 
 void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
@@ -35,7 +34,7 @@ void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline
 }
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                           const ForwardOperands& operands) {
+                           const ConvOperands& operands) {
     PipelineDesc desc;
     desc.shader = "conv2d_direct";
     desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);

@@ -1,14 +1,17 @@
 // The direct algorithm: conv2d_direct.comp, one invocation per output value, no workspace.
 #pragma once
 
+#include <optional>
+
 #include "conv/constants.hpp"
 #include "conv/operands.hpp"
+#include "conv/planned.hpp"
 
 namespace vkconv::detail {
 
-// Error(Unsupported) naming the tensor when one of the problem's tensors exceeds maxStorageBufferRange:
-// direct binds whole tensors (the passes then run it in tiles, tiled/tiled.hpp).
-void check_direct_bindings(const ContextImpl& context, const ConvProblem& problem);
+// Why direct cannot run the problem, naming the tensor, when one of its tensors exceeds
+// maxStorageBufferRange: direct binds whole tensors (the passes then run it in tiles, tiled/tiled.hpp).
+std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const ConvProblem& problem);
 
 // Dispatches a direct kernel over `elements` outputs in pieces of its reduction ([0, extent) in units
 // that each cost `unit_iterations` loop iterations), so no invocation loops past kMaxLoopIterations;
@@ -18,6 +21,6 @@ void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline
                      uint64_t unit_iterations);
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                           const ForwardOperands& operands);
+                           const ConvOperands& operands);
 
 }  // namespace vkconv::detail

@@ -11,7 +11,7 @@ namespace vkconv::detail {
 
 // Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats).
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                           const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch);
+                           const ConvOperands& operands, const LoweredPlan& plan, const Operand& scratch);
 // The im2col lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows
 // [p0, p0 + rows)) into `col` ([g][m][k], or [g][k][m] when `transposed`).
 void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, bool transposed,

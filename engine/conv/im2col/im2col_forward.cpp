@@ -40,8 +40,8 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
     dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0}, floats);
 }
 
-void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                           const ForwardOperands& ops, const LoweredPlan& plan, const Operand& scratch) {
+void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
+                           const LoweredPlan& plan, const Operand& scratch) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
     const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));

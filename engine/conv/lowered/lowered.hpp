@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conv/operands.hpp"
+#include "conv/planned.hpp"
 #include "vkconv/conv.hpp"
 
 namespace vkconv::detail {
@@ -60,12 +61,11 @@ uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions&
 // lowered algorithms and the tiles bind.
 uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options);
 
-// Throws Unsupported when not even one output row of one image fits the binding limit.
-// Under options.workspace_limit the chunks shrink until the plan's workspace plus `fixed_workspace_bytes`
-// (what the pass needs besides the lowered matrix and MEC's OIHW filter copy) fits; Unsupported when even
-// one output row of one image does not.
-LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
-                         const ForwardOptions& options, uint64_t fixed_workspace_bytes = 0);
+// The chunks, as large as the binding limit allows. Under options.workspace_limit they shrink until the
+// plan's workspace plus `fixed_workspace_bytes` (what the pass needs besides the lowered matrix and MEC's
+// OIHW filter copy) fits. Refused when not even one output row of one image fits.
+Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
+                                  const ForwardOptions& options, uint64_t fixed_workspace_bytes = 0);
 // The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
 

@@ -1,5 +1,6 @@
 // Chunk planning and exact workspace sizes for im2col and MEC.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "conv/gemm_mapping.hpp"
@@ -85,11 +86,10 @@ ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const ForwardOpti
     return ChunkFit{context, p, options, plan, limit, align, x_image, y_image, filter_bytes, fixed_workspace_bytes};
 }
 
-void require_filter_binds(const ConvProblem& p, uint64_t limit) {
-    if (uint64_t(p.filter_elements()) * 4 > limit)
-        throw Error(ErrorCategory::Unsupported, "the filter (" + std::to_string(p.filter_elements() * 4) +
-                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
-                                                    " bytes");
+std::optional<Refusal> filter_refusal(const ConvProblem& p, uint64_t limit) {
+    if (uint64_t(p.filter_elements()) * 4 <= limit) return std::nullopt;
+    return unsupported("the filter (" + std::to_string(p.filter_elements() * 4) +
+                       " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
 }
 
 // Chunks of whole images, as many to a chunk as fit.
@@ -103,27 +103,25 @@ void plan_whole_images(const ChunkFit& fit, LoweredPlan& plan) {
     plan.chunks = static_cast<uint32_t>((p.N + images - 1) / images);
 }
 
-// Unsupported when not even one output row of one image fits.
-void require_smallest_chunk_fits(const ChunkFit& fit) {
+// Why not even one output row of one image fits, if it does not.
+std::optional<Refusal> smallest_chunk_refusal(const ChunkFit& fit) {
     const ConvProblem& p = fit.p;
-    const Algorithm algorithm = fit.plan.algorithm;
+    const std::string algorithm = to_string(fit.plan.algorithm);
     if (!fit.binding_fits(1, 1))
-        throw Error(ErrorCategory::Unsupported,
-                    std::string(to_string(algorithm)) +
-                        ": one output row of one image needs bindings beyond the limit of " +
-                        std::to_string(fit.limit) + " bytes (" + p.str() + ")");
+        return unsupported(algorithm + ": one output row of one image needs bindings beyond the limit of " +
+                           std::to_string(fit.limit) + " bytes (" + p.str() + ")");
     if (!fit.workspace_fits(1, 1))
-        throw Error(ErrorCategory::Unsupported,
-                    std::string(to_string(algorithm)) + ": its smallest chunk (one output row of one image) needs " +
-                        std::to_string(fit.workspace_for(1, 1)) + " bytes of workspace, above the workspace limit of " +
-                        std::to_string(fit.options.workspace_limit) + " bytes (" + p.str() + ")");
+        return unsupported(algorithm + ": its smallest chunk (one output row of one image) needs " +
+                           std::to_string(fit.workspace_for(1, 1)) +
+                           " bytes of workspace, above the workspace limit of " +
+                           std::to_string(fit.options.workspace_limit) + " bytes (" + p.str() + ")");
+    return std::nullopt;
 }
 
-// Bands of output rows of one image, as many rows to a band as fit.
+// Bands of output rows of one image, as many rows to a band as fit (one row fits: smallest_chunk_refusal).
 void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
     const ConvProblem& p = fit.p;
     const int64_t P = p.P();
-    require_smallest_chunk_fits(fit);
     int64_t rows = 1;
     while (rows < P && fit.fits(1, rows + 1)) ++rows;
     plan.images = 1;
@@ -136,8 +134,8 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
 
 }  // namespace
 
-LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options,
-                         uint64_t fixed_workspace_bytes) {
+Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
+                                  const ForwardOptions& options, uint64_t fixed_workspace_bytes) {
     // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
     const uint64_t limit = texel_binding_limit(context, options);
     const int64_t P = p.P(), Q = p.Q();
@@ -150,11 +148,13 @@ LoweredPlan plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm a
     if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.mec_schedule == MecSchedule::Auto &&
         !fit.fits(1, P))
         plan.schedule = MecSchedule::B;
-    require_filter_binds(p, limit);
-    if (fit.fits(1, P))
+    if (auto refusal = filter_refusal(p, limit)) return *refusal;
+    if (fit.fits(1, P)) {
         plan_whole_images(fit, plan);
-    else
+    } else {
+        if (auto refusal = smallest_chunk_refusal(fit)) return *refusal;
         plan_row_bands(fit, plan);
+    }
     plan.lowered_floats = lowered_floats(p, algorithm, plan.images, plan.rows);
     plan.scratch_floats = fit.scratch_for(plan.images, plan.rows);
     if (algorithm == Algorithm::Im2col) {

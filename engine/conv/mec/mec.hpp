@@ -39,7 +39,7 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
                          const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images);
 
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                        const ForwardOperands& operands, const LoweredPlan& plan, const Operand& scratch,
+                        const ConvOperands& operands, const LoweredPlan& plan, const Operand& scratch,
                         const Operand& filter_copy);
 
 // MEC backward passes, in the forward's chunks (plan_lowered with Solution B: the lowered buffer holds L or

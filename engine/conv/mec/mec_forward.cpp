@@ -52,7 +52,7 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
                       floats);
 }
 
-void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ForwardOperands& ops,
+void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
                         const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();

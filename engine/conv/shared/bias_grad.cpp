@@ -29,14 +29,13 @@ int64_t bias_pieces_for_loop_limit(const ConvProblem& p, int64_t images) {
     return std::max<int64_t>(1, (positions + kMaxLoopIterations - 1) / kMaxLoopIterations);
 }
 
-BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max_binding_bytes) {
+Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max_binding_bytes) {
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
     uint64_t limit = context.device->limits().maxStorageBufferRange;
     if (max_binding_bytes) limit = std::min(limit, max_binding_bytes);
     if (y_image * 4 + align > limit)
-        throw Error(ErrorCategory::Unsupported, "one image of grad_output (" + std::to_string(y_image * 4) +
-                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
-                                                    " bytes");
+        return unsupported("one image of grad_output (" + std::to_string(y_image * 4) +
+                           " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
     BiasPlan plan;
     plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
     // Enough (piece, channel) invocations to fill the device four times over (measured on lavapipe: fewer

@@ -4,6 +4,7 @@
 
 #include "context/context_impl.hpp"
 #include "context/operands.hpp"
+#include "conv/planned.hpp"
 #include "vkconv/problem.hpp"
 
 namespace vkconv::detail {
@@ -21,7 +22,8 @@ struct BiasPlan {
 // The fewest pieces a chunk of `images` images must be summed in, so that no invocation loops over more
 // positions than shader_limits.hpp allows.
 int64_t bias_pieces_for_loop_limit(const ConvProblem& problem, int64_t images);
-BiasPlan plan_bias_grad(ContextImpl& context, const ConvProblem& problem, uint64_t max_binding_bytes);
+// Refused when one image of dy exceeds the binding limit (maxStorageBufferRange, or `max_binding_bytes`).
+Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& problem, uint64_t max_binding_bytes);
 
 // db by `plan`, through `partials` (plan.partial_floats).
 void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const BiasPlan& plan,

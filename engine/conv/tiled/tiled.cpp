@@ -7,6 +7,7 @@
 
 #include "context/context_impl.hpp"
 #include "conv/gemm_mapping.hpp"
+#include "conv/heuristic.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
@@ -88,37 +89,9 @@ TileBuffers buffers_of(const ConvProblem& p, Pass pass, const Tile& t) {
     TileBuffers b;
     b.filter = uint64_t(q.filter_elements());
     if (p.has_bias && pass != Pass::BackwardData) b.bias = uint64_t(q.K);
-    const uint64_t x = uint64_t(q.C * q.H * q.W), y = uint64_t(q.K * t.rows * p.Q());
-    // Backward-data reads dy' and writes dx'; the others read x' and write y' (forward) or read dy' there.
-    b.in = pass == Pass::BackwardData ? y : x;
-    b.out = pass == Pass::BackwardData ? x : y;
+    b.in = uint64_t(q.C * q.H * q.W);        // x' (dx' for backward-data)
+    b.out = uint64_t(q.K * t.rows * p.Q());  // y' (dy' for the backward passes)
     return b;
-}
-
-// The tile pass's own workspace slots for a tile problem, or false when `algorithm` cannot run it; for
-// backward passes also its split counts (as RunStats reports them).
-bool tile_pass_slots(ContextImpl& context, const ConvProblem& q, Pass pass, Algorithm algorithm,
-                     const ForwardOptions& options, std::vector<uint64_t>& slots, uint32_t& partial_products,
-                     uint32_t& bias_pieces) {
-    try {
-        if (pass == Pass::Forward) {
-            const ForwardPlan plan = plan_forward(context, q, algorithm, options);
-            slots.assign(plan.slots.begin(), plan.slots.end());
-        } else {
-            const BackwardPlan plan = plan_backward(context, q, pass, algorithm, options);
-            slots.assign(plan.slots.begin(), plan.slots.end());
-            partial_products = partial_products_of(plan), bias_pieces = bias_pieces_of(q, plan);
-        }
-        return true;
-    } catch (const Error& e) {
-        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
-        return false;
-    }
-}
-
-Algorithm heuristic_for_tile(ContextImpl& context, const ConvProblem& q, Pass pass, const ForwardOptions& options) {
-    if (pass == Pass::Forward) return heuristic_forward_algorithm(context, q, options);
-    return plan_backward(context, q, pass, Algorithm::Auto, options).algorithm;
 }
 
 std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_piece) {
@@ -197,37 +170,34 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
             plan.tile_options.workspace_limit = options.workspace_limit - buffer_bytes;
         }
         // The algorithm is the same for every tile: the one given, or the heuristic's for the first tile.
-        try {
-            plan.algorithm = algorithm == Algorithm::Auto
-                                 ? heuristic_for_tile(context, shapes.front(), pass, plan.tile_options)
-                                 : algorithm;
-        } catch (const Error& e) {
-            if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
-            continue;
+        if (algorithm == Algorithm::Auto) {
+            auto first = heuristic_whole_plan(context, shapes.front(), pass, plan.tile_options);
+            if (!first) continue;
+            plan.algorithm = first->algorithm;
+        } else {
+            plan.algorithm = algorithm;
         }
-        std::vector<uint64_t> own(pass == Pass::Forward ? 2 : 4, 0), slots;
+        // Every shape's plan, kept for recording; the tile pass's slots are each the largest any shape needs.
+        std::vector<uint64_t> own(kSlots, 0);
+        plan.shapes.clear();
         plan.partial_products = plan.bias_pieces = 0;
         for (const ConvProblem& q : shapes) {
-            uint32_t partial_products = 0, bias_pieces = 0;
-            if (!tile_pass_slots(context, q, pass, plan.algorithm, plan.tile_options, slots, partial_products,
-                                 bias_pieces)) {
+            auto tile_plan = plan_algorithm(context, q, pass, plan.algorithm, plan.tile_options);
+            if (!tile_plan) {
                 ok = false;
                 break;
             }
-            for (size_t i = 0; i < own.size(); ++i) own[i] = std::max(own[i], slots[i]);
-            plan.partial_products = std::max(plan.partial_products, partial_products);
-            plan.bias_pieces = std::max(plan.bias_pieces, bias_pieces);
+            for (size_t i = 0; i < kSlots; ++i) own[i] = std::max(own[i], tile_plan->slots[i]);
+            plan.partial_products = std::max(plan.partial_products, tile_plan->partial_products());
+            plan.bias_pieces = std::max(plan.bias_pieces, tile_plan->bias_pieces(q));
+            plan.shapes.push_back({q.str(), *tile_plan});
         }
         if (!ok) continue;
         plan.band = band;
-        if (pass == Pass::Forward && plan.algorithm == Algorithm::Mec)
-            plan.mec_schedule =
-                plan_forward(context, shapes.front(), plan.algorithm, plan.tile_options).lowered.schedule;
         plan.slots = {largest.in, largest.filter, largest.bias, largest.out};
         plan.slots.insert(plan.slots.end(), own.begin(), own.end());
         // The tile pass's slots were each planned under the limit alone; their largest together must fit.
-        plan.workspace_bytes = 0;
-        for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
+        plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
         if (options.workspace_limit && plan.workspace_bytes > options.workspace_limit) continue;
         plan.tiles = 0;
         for_each_tile(p, pass, plan.pieces, band, [&](const Tile&) { ++plan.tiles; });
@@ -238,14 +208,20 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
 
 }  // namespace
 
-TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                     const ForwardOptions& options) {
+const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
+    const std::string key = tile.str();
+    for (const TileShapePlan& shape : shapes)
+        if (shape.key == key) return shape.plan;
+    throw Error(ErrorCategory::InvalidArgument, "tiled plan: no plan for the tile " + key);
+}
+
+Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+                              const ForwardOptions& options) {
     const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
     if (per_filter + align > limit)
-        throw Error(ErrorCategory::Unsupported, "one filter (" + std::to_string(per_filter) +
-                                                    " bytes) exceeds the binding limit of " + std::to_string(limit) +
-                                                    " bytes (" + p.str() + ")");
+        return unsupported("one filter (" + std::to_string(per_filter) + " bytes) exceeds the binding limit of " +
+                           std::to_string(limit) + " bytes (" + p.str() + ")");
     const int64_t rows_total = pass == Pass::BackwardData ? p.H : p.P();
     // Pieces as large as a binding allows, halved until some band fits.
     for (int64_t filters = std::min<int64_t>(p.K, int64_t((limit - align) / per_filter));; filters /= 2) {
@@ -259,7 +235,7 @@ TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algo
                              (algorithm == Algorithm::Auto ? std::string("no algorithm") : to_string(algorithm)) +
                              " can run even tiles of one row and one filter whose bindings fit the limit of " +
                              std::to_string(limit) + " bytes" + where;
-    if (!options.workspace_limit) throw Error(ErrorCategory::Unsupported, none);
+    if (!options.workspace_limit) return unsupported(none);
     ForwardOptions unlimited = options;
     unlimited.workspace_limit = 0;
     std::optional<TiledPlan> smallest;
@@ -272,15 +248,14 @@ TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algo
         auto plan = plan_with(context, p, pass, a, unlimited, 1, 1);
         if (plan && (!smallest || plan->workspace_bytes < smallest->workspace_bytes)) smallest = plan;
     }
-    if (!smallest) throw Error(ErrorCategory::Unsupported, none);
+    if (!smallest) return unsupported(none);
     const std::string need = std::to_string(smallest->workspace_bytes) + " bytes (" + to_string(smallest->algorithm) +
                              ", in tiles of one row and one filter), the workspace limit is " +
                              std::to_string(options.workspace_limit) + " bytes";
     if (algorithm == Algorithm::Auto)
-        throw Error(ErrorCategory::InvalidArgument,
-                    "no algorithm fits: the smallest workspace any algorithm needs is " + need + where);
-    throw Error(ErrorCategory::Unsupported,
-                std::string(to_string(algorithm)) + ": its smallest tiles need " + need + where);
+        return Refusal{ErrorCategory::InvalidArgument,
+                       "no algorithm fits: the smallest workspace any algorithm needs is " + need + where};
+    return unsupported(std::string(to_string(algorithm)) + ": its smallest tiles need " + need + where);
 }
 
 namespace {
@@ -403,53 +378,61 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
     dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
 }
 
-std::span<const Operand> tile_pass_workspace(std::span<const Operand> workspace) {
-    return workspace.subspan(kTileBufferSlots);
+// The tile's problem run on the tile buffers, by the plan made for its shape.
+void record_tile_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& q, const TiledPlan& plan,
+                      bool with_bias, std::span<const Operand> workspace) {
+    auto buffer = [&](TileSlot slot, int64_t floats) {
+        return Operand{workspace[static_cast<size_t>(slot)].allocation, uint64_t(floats)};
+    };
+    ConvOperands tile;
+    tile.input = buffer(TileSlot::Input, q.input_elements());
+    tile.filter = buffer(TileSlot::Filter, q.filter_elements());
+    if (with_bias) tile.bias = buffer(TileSlot::Bias, q.K);
+    tile.output = buffer(TileSlot::Output, q.output_elements());
+    record_algorithm(context, stream, q, plan.plan_of(q), tile, Workspace{workspace.subspan(kTileSlots)});
 }
 
-}  // namespace
+const Operand& slot_of(std::span<const Operand> workspace, TileSlot slot) {
+    return workspace[static_cast<size_t>(slot)];
+}
 
 void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledPlan& plan,
-                          const ForwardOperands& ops, std::span<const Operand> workspace) {
+                          const ConvOperands& ops, std::span<const Operand> workspace) {
     const uint64_t limit = texel_binding_limit(context, plan.tile_options);
     const int64_t per_filter = filter_taps(p);
+    const Operand &x_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
+    const Operand &b_tile = slot_of(workspace, TileSlot::Bias), &y_tile = slot_of(workspace, TileSlot::Output);
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::Forward, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);
         if (loaded_k0 != t.piece.k0) {  // a piece's filters (and bias) once, for all its tiles
-            record_run(context, stream, ops.filter, uint64_t(t.piece.k0 * per_filter), workspace[1], 0,
+            record_run(context, stream, ops.filter, uint64_t(t.piece.k0 * per_filter), w_tile, 0,
                        uint64_t(q.filter_elements()), false);
-            if (ops.bias)
-                record_run(context, stream, ops.bias, uint64_t(t.piece.k0), workspace[2], 0, uint64_t(q.K), false);
+            if (ops.bias) record_run(context, stream, ops.bias, uint64_t(t.piece.k0), b_tile, 0, uint64_t(q.K), false);
             loaded_k0 = t.piece.k0;
         }
-        const ImageRef x{&ops.input, t.n, p.C, p.H, p.W}, x_tile{&workspace[0], 0, q.C, q.H, q.W};
-        record_box(context, stream, p.layout, x, t.piece.c0, t.hs, x_tile, 0, 0, q.C, q.H, false, limit);
-        ForwardOperands tile_ops;
-        tile_ops.input = {workspace[0].allocation, uint64_t(q.input_elements())};
-        tile_ops.filter = {workspace[1].allocation, uint64_t(q.filter_elements())};
-        if (ops.bias) tile_ops.bias = {workspace[2].allocation, uint64_t(q.K)};
-        tile_ops.output = {workspace[3].allocation, uint64_t(q.output_elements())};
-        const ForwardPlan tile_plan = plan_forward(context, q, plan.algorithm, plan.tile_options);
-        record_forward(context, stream, q, tile_plan, tile_ops, tile_pass_workspace(workspace));
-        const ImageRef y_tile{&workspace[3], 0, q.K, t.rows, p.Q()}, y{&ops.output, t.n, p.K, p.P(), p.Q()};
-        record_box(context, stream, p.layout, y_tile, 0, 0, y, t.piece.k0, t.p0, q.K, t.rows, false, limit);
+        const ImageRef x{&ops.input, t.n, p.C, p.H, p.W}, x_box{&x_tile, 0, q.C, q.H, q.W};
+        record_box(context, stream, p.layout, x, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit);
+        record_tile_pass(context, stream, q, plan, static_cast<bool>(ops.bias), workspace);
+        const ImageRef y_box{&y_tile, 0, q.K, t.rows, p.Q()}, y{&ops.output, t.n, p.K, p.P(), p.Q()};
+        record_box(context, stream, p.layout, y_box, 0, 0, y, t.piece.k0, t.p0, q.K, t.rows, false, limit);
     });
 }
 
 void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                                const TiledPlan& plan, const Operand& dy, const Operand& w, const Operand& dx,
-                                std::span<const Operand> workspace) {
+                                const TiledPlan& plan, const ConvOperands& ops, std::span<const Operand> workspace) {
     const uint64_t limit = texel_binding_limit(context, plan.tile_options);
     const int64_t per_filter = filter_taps(p);
+    const Operand &dx_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
+    const Operand& dy_tile = slot_of(workspace, TileSlot::Output);
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::BackwardData, plan.pieces, plan.band, [&](const Tile& t) {
         const int64_t channels = t.piece.c1 - t.piece.c0;
-        const ImageRef dx_image{&dx, t.n, p.C, p.H, p.W};
+        const ImageRef dx_image{&ops.input, t.n, p.C, p.H, p.W};
         const bool accumulate = !t.piece.first_of_channels;
         if (t.rows == 0) {  // no dy row reaches these dx rows: zeros (nothing to add for later pieces)
             if (!accumulate) {
-                const ImageRef nothing{&workspace[3], 0, channels, 0, p.W};
+                const ImageRef nothing{&dx_tile, 0, channels, 0, p.W};
                 record_box(context, stream, p.layout, nothing, 0, 0, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
                            false, limit);
             }
@@ -457,49 +440,56 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
         }
         const ConvProblem q = tile_problem(p, t);
         if (loaded_k0 != t.piece.k0) {
-            record_run(context, stream, w, uint64_t(t.piece.k0 * per_filter), workspace[1], 0,
+            record_run(context, stream, ops.filter, uint64_t(t.piece.k0 * per_filter), w_tile, 0,
                        uint64_t(q.filter_elements()), false);
             loaded_k0 = t.piece.k0;
         }
-        const ImageRef dy_image{&dy, t.n, p.K, p.P(), p.Q()}, dy_tile{&workspace[0], 0, q.K, t.rows, p.Q()};
-        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_tile, 0, 0, q.K, t.rows, false, limit);
-        const BackwardPlan tile_plan = plan_backward(context, q, Pass::BackwardData, plan.algorithm, plan.tile_options);
-        record_backward_data(context, stream, q, tile_plan, {workspace[0].allocation, uint64_t(q.output_elements())},
-                             {workspace[1].allocation, uint64_t(q.filter_elements())},
-                             {workspace[3].allocation, uint64_t(q.input_elements())}, tile_pass_workspace(workspace));
+        const ImageRef dy_image{&ops.output, t.n, p.K, p.P(), p.Q()}, dy_box{&dy_tile, 0, q.K, t.rows, p.Q()};
+        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_box, 0, 0, q.K, t.rows, false, limit);
+        record_tile_pass(context, stream, q, plan, false, workspace);
         // dx rows [h0, h1) are tile rows [h0 - hs, h1 - hs); tile rows past its extent read as zero.
-        const ImageRef dx_tile{&workspace[3], 0, q.C, q.H, q.W};
-        record_box(context, stream, p.layout, dx_tile, 0, t.h0 - t.hs, dx_image, t.piece.c0, t.h0, channels,
-                   t.h1 - t.h0, accumulate, limit);
+        const ImageRef dx_box{&dx_tile, 0, q.C, q.H, q.W};
+        record_box(context, stream, p.layout, dx_box, 0, t.h0 - t.hs, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
+                   accumulate, limit);
     });
 }
 
 void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                                  const TiledPlan& plan, const Operand& x, const Operand& dy, const Operand& dw,
-                                  const Operand& db, std::span<const Operand> workspace) {
+                                  const TiledPlan& plan, const ConvOperands& ops, std::span<const Operand> workspace) {
     const uint64_t limit = texel_binding_limit(context, plan.tile_options);
     const int64_t per_filter = filter_taps(p);
+    const Operand &x_tile = slot_of(workspace, TileSlot::Input), &dw_tile = slot_of(workspace, TileSlot::Filter);
+    const Operand &db_tile = slot_of(workspace, TileSlot::Bias), &dy_tile = slot_of(workspace, TileSlot::Output);
     for_each_tile(p, Pass::BackwardFilter, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);
-        const ImageRef x_image{&x, t.n, p.C, p.H, p.W}, x_tile{&workspace[0], 0, q.C, q.H, q.W};
-        record_box(context, stream, p.layout, x_image, t.piece.c0, t.hs, x_tile, 0, 0, q.C, q.H, false, limit);
-        const ImageRef dy_image{&dy, t.n, p.K, p.P(), p.Q()}, dy_tile{&workspace[3], 0, q.K, t.rows, p.Q()};
-        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_tile, 0, 0, q.K, t.rows, false, limit);
-        const BackwardPlan tile_plan =
-            plan_backward(context, q, Pass::BackwardFilter, plan.algorithm, plan.tile_options);
-        const Operand dy_op{workspace[3].allocation, uint64_t(q.output_elements())};
-        const Operand dw_tile{workspace[1].allocation, uint64_t(q.filter_elements())};
-        const auto own = tile_pass_workspace(workspace);
-        record_backward_filter(context, stream, q, tile_plan, {workspace[0].allocation, uint64_t(q.input_elements())},
-                               dy_op, dw_tile, own);
-        record_run(context, stream, dw_tile, 0, dw, uint64_t(t.piece.k0 * per_filter), uint64_t(q.filter_elements()),
-                   !t.first);
-        if (db) {
-            const Operand db_tile{workspace[2].allocation, uint64_t(q.K)};
-            record_bias_grad(context, stream, q, tile_plan.bias, dy_op, db_tile, own[3]);
-            record_run(context, stream, db_tile, 0, db, uint64_t(t.piece.k0), uint64_t(q.K), !t.first);
-        }
+        const ImageRef x_image{&ops.input, t.n, p.C, p.H, p.W}, x_box{&x_tile, 0, q.C, q.H, q.W};
+        record_box(context, stream, p.layout, x_image, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit);
+        const ImageRef dy_image{&ops.output, t.n, p.K, p.P(), p.Q()}, dy_box{&dy_tile, 0, q.K, t.rows, p.Q()};
+        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_box, 0, 0, q.K, t.rows, false, limit);
+        record_tile_pass(context, stream, q, plan, static_cast<bool>(ops.bias), workspace);
+        record_run(context, stream, dw_tile, 0, ops.filter, uint64_t(t.piece.k0 * per_filter),
+                   uint64_t(q.filter_elements()), !t.first);
+        if (ops.bias) record_run(context, stream, db_tile, 0, ops.bias, uint64_t(t.piece.k0), uint64_t(q.K), !t.first);
     });
+}
+
+}  // namespace
+
+void record_tiled(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledPlan& plan,
+                  const ConvOperands& operands, std::span<const Operand> workspace) {
+    switch (plan.pass) {
+        case Pass::Forward:
+            record_tiled_forward(context, stream, p, plan, operands, workspace);
+            break;
+        case Pass::BackwardData:
+            record_tiled_backward_data(context, stream, p, plan, operands, workspace);
+            break;
+        case Pass::BackwardFilter:
+            record_tiled_backward_filter(context, stream, p, plan, operands, workspace);
+            break;
+        case Pass::BackwardBias:
+            throw Error(ErrorCategory::InvalidArgument, "backward-bias tiles are a TiledBiasPlan");
+    }
 }
 
 namespace {
@@ -520,7 +510,7 @@ bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
     return uint64_t(p.K * p.P() * p.Q()) * 4 + align > limit;
 }
 
-TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
+Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
     const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;
     auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
@@ -535,7 +525,8 @@ TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
             uint64_t partials = 0;
             for (int64_t c : {channels, p.K - (p.K - 1) / channels * channels})
                 for (int64_t b : {band, P - (P - 1) / band * band}) {
-                    const BiasPlan tile = plan_bias_grad(context, bias_tile(p, c, b), 0);
+                    // A tile's dy fits one binding (checked above): its plan is never refused.
+                    const BiasPlan tile = plan_bias_grad(context, bias_tile(p, c, b), 0).value();
                     partials = std::max(partials, tile.partial_floats);
                     plan.bias_pieces = std::max(plan.bias_pieces, static_cast<uint32_t>(tile.pieces));
                 }
@@ -546,10 +537,9 @@ TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
         }
         if (channels == 1) break;
     }
-    throw Error(ErrorCategory::Unsupported, std::string("backward_bias: one row of grad_output (") +
-                                                (p.layout == Layout::NHWC ? "all channels" : "one channel") +
-                                                ") exceeds the binding limit of " + std::to_string(limit) + " bytes (" +
-                                                p.str() + ")");
+    return unsupported(std::string("backward_bias: one row of grad_output (") +
+                       (p.layout == Layout::NHWC ? "all channels" : "one channel") + ") exceeds the binding limit of " +
+                       std::to_string(limit) + " bytes (" + p.str() + ")");
 }
 
 void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledBiasPlan& plan,
@@ -567,7 +557,8 @@ void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvPr
                 record_box(context, stream, p.layout, dy_image, k0, p0, dy_tile, 0, 0, channels, rows, false, limit);
                 const Operand dy_op{workspace[0].allocation, uint64_t(channels * rows * Q)};
                 const Operand db_tile{workspace[1].allocation, uint64_t(channels)};
-                record_bias_grad(context, stream, q, plan_bias_grad(context, q, 0), dy_op, db_tile, workspace[2]);
+                record_bias_grad(context, stream, q, plan_bias_grad(context, q, 0).value(), dy_op, db_tile,
+                                 workspace[2]);
                 record_run(context, stream, db_tile, 0, db, uint64_t(k0), uint64_t(channels), !first);
                 first = false;
             }

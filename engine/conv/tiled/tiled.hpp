@@ -9,10 +9,10 @@
 // group's filters, dw and db over images and bands) are added in a fixed order: deterministic.
 #pragma once
 
+#include <string>
 #include <vector>
 
-#include "conv/backward_plan.hpp"
-#include "conv/forward_plan.hpp"
+#include "conv/algorithm_plan.hpp"
 #include "vkconv/find.hpp"
 
 namespace vkconv::detail {
@@ -24,30 +24,44 @@ struct TilePiece {
     bool first_of_channels = true;  // backward-data: the first piece that writes dx channels [c0, c1)
 };
 
+// The compact buffers a tile's problem runs on, by their role in it (conv/operands.hpp): x' (dx' for
+// backward-data), w' (dw' for backward-filter), b' (db'), y' (dy' for the backward passes).
+enum class TileSlot : size_t { Input, Filter, Bias, Output };
+constexpr size_t kTileSlots = 4;
+
+// The plan one shape of tile runs (tiles differ in shape only at the last piece or band).
+struct TileShapePlan {
+    std::string key;  // ConvProblem::str() of the tile's problem
+    AlgorithmPlan plan;
+};
+
 struct TiledPlan {
     Pass pass = Pass::Forward;
-    Algorithm algorithm = Algorithm::Direct;       // what runs each tile; never Auto
-    MecSchedule mec_schedule = MecSchedule::Auto;  // forward MEC: the schedule of the largest tile
+    Algorithm algorithm = Algorithm::Direct;  // what runs each tile; never Auto
     std::vector<TilePiece> pieces;
-    int64_t band = 1;             // rows a tile covers: output rows (forward, backward-filter) or dx rows (data)
-    ForwardOptions tile_options;  // how tiles plan: the workspace limit less the tile buffers
-    // Workspace slots in floats: the input-side tile (x' or dy'), the filter tile (w', or dw' for
-    // backward-filter), the bias tile (b' or db'), the output-side tile (y' or dx'), then the tile pass's
-    // own slots (forward: 2, backward: 4), each the largest any tile needs.
+    int64_t band = 1;                   // rows a tile covers: output rows (forward, backward-filter) or dx rows (data)
+    ForwardOptions tile_options;        // how tiles plan: the workspace limit less the tile buffers
+    std::vector<TileShapePlan> shapes;  // the plan of every tile shape, made once
+    // Workspace slots in floats: the tile buffers (TileSlot), then the tile pass's own slots (Slot), each
+    // the largest any tile needs.
     std::vector<uint64_t> slots;
     uint64_t workspace_bytes = 0;
     uint32_t tiles = 0;
     uint32_t partial_products = 0, bias_pieces = 0;  // the most any tile's pass uses (RunStats reports them)
+
+    const AlgorithmPlan& plan_of(const ConvProblem& tile) const;
+    // Forward MEC: the schedule of the first tile's plan (Auto otherwise).
+    MecSchedule mec_schedule() const { return shapes.empty() ? MecSchedule::Auto : shapes.front().plan.mec_schedule(); }
 };
-constexpr size_t kTileBufferSlots = 4;
 
 // Whether `algorithm` (Auto: any but direct) must run this problem in tiles.
 bool needs_tiling(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm, const ForwardOptions& options);
 
-// Plans the tiles; `algorithm` Auto picks the heuristic's algorithm for the largest tile. Unsupported when
-// even one filter, or one row of a tile, cannot be bound.
-TiledPlan plan_tiled(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                     const ForwardOptions& options);
+// Plans the tiles; `algorithm` Auto picks the heuristic's algorithm for the first tile. Refused when even
+// one filter, or one row of a tile, cannot be bound, or (InvalidArgument, for Auto) when the smallest tiles
+// need more workspace than options.workspace_limit.
+Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
+                              const ForwardOptions& options);
 
 // backward_bias alone where one image of dy is too large to bind: tiles of a band of rows and a run of
 // channels, each summed by the bias-gradient kernel and added into db in a fixed order.
@@ -59,38 +73,14 @@ struct TiledBiasPlan {
     uint32_t bias_pieces = 1;  // the most pieces any tile's sum takes (RunStats reports it)
 };
 bool bias_needs_tiling(ContextImpl& context, const ConvProblem& problem);
-TiledBiasPlan plan_tiled_bias(ContextImpl& context, const ConvProblem& problem);
+Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& problem);
 void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                        const TiledBiasPlan& plan, const Operand& grad_output, const Operand& grad_bias,
                        std::span<const Operand> workspace);
 
-// `choose()` (a heuristic), or, where it finds nothing because direct cannot bind the tensors whole,
-// direct in tiles when those fit; otherwise choose()'s error.
-template <typename Choose>
-Algorithm or_tiled_direct(ContextImpl& context, const ConvProblem& problem, Pass pass, const ForwardOptions& options,
-                          Choose&& choose) {
-    try {
-        return choose();
-    } catch (const Error& e) {
-        if (e.category() != ErrorCategory::Unsupported && e.category() != ErrorCategory::InvalidArgument) throw;
-        if (!needs_tiling(context, problem, Algorithm::Direct, options)) throw;
-        try {
-            return plan_tiled(context, problem, pass, Algorithm::Direct, options).algorithm;
-        } catch (const Error&) {
-            throw e;
-        }
-    }
-}
-
-void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                          const TiledPlan& plan, const ForwardOperands& operands, std::span<const Operand> workspace);
-void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                                const TiledPlan& plan, const Operand& grad_output, const Operand& filter,
-                                const Operand& grad_input, std::span<const Operand> workspace);
-// `grad_bias` may be empty.
-void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                                  const TiledPlan& plan, const Operand& input, const Operand& grad_output,
-                                  const Operand& grad_filter, const Operand& grad_bias,
-                                  std::span<const Operand> workspace);
+// Records a tiled pass: each tile's operands copied into the tile buffers, its plan run, its result copied
+// (or added) back into place. Operands by role as the pass reads and writes them (conv/operands.hpp).
+void record_tiled(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const TiledPlan& plan,
+                  const ConvOperands& operands, std::span<const Operand> workspace);
 
 }  // namespace vkconv::detail

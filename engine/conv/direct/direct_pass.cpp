@@ -1,0 +1,60 @@
+#include "conv/direct/direct_pass.hpp"
+
+#include <array>
+
+#include "conv/direct/direct.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+// A backward direct kernel reading `a` and `b` into `out`: `elements` outputs, each a reduction over
+// [0, extent) in units of `unit_iterations` loop iterations.
+template <typename Shader>
+void record_backward_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& a,
+                            const Operand& b, const Operand& out, uint64_t elements, uint64_t extent,
+                            uint64_t unit_iterations) {
+    PipelineDesc desc;
+    desc.shader = Shader::name;
+    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(DirectSizes);
+    Specialization<Shader> spec;
+    set_geometry(spec, p);
+    desc.specialization = spec.values();
+    const std::array<Binding, 3> bindings{Binding{a.whole(), false}, Binding{b.whole(), false},
+                                          Binding{out.whole(), true}};
+    dispatch_direct(context, stream, context.pipelines->get(desc), bindings, direct_sizes(p), elements, extent,
+                    unit_iterations);
+}
+
+}  // namespace
+
+Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const ForwardOptions&) {
+    if (auto refusal = direct_binding_refusal(context, p)) return *refusal;
+    AlgorithmPlan plan;
+    plan.pass = pass;
+    plan.algorithm = Algorithm::Direct;
+    return plan;
+}
+
+void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
+                        const ConvOperands& ops, Workspace) {
+    switch (plan.pass) {
+        case Pass::Forward:
+            record_direct_forward(context, stream, p, ops);
+            break;
+        case Pass::BackwardData:
+            record_backward_direct<contract::conv2d_backward_data_direct>(
+                context, stream, p, ops.output, ops.filter, ops.input, uint64_t(p.input_elements()),
+                uint64_t(p.filters_per_group()), uint64_t(p.R * p.S));
+            break;
+        case Pass::BackwardFilter:
+            record_backward_direct<contract::conv2d_backward_filter_direct>(context, stream, p, ops.input, ops.output,
+                                                                            ops.filter, uint64_t(p.filter_elements()),
+                                                                            uint64_t(p.N * p.P() * p.Q()), 1);
+            break;
+        case Pass::BackwardBias:
+            break;  // the bias gradient alone (plan_algorithm)
+    }
+}
+
+}  // namespace vkconv::detail

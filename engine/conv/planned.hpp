@@ -1,0 +1,50 @@
+// A plan, or the reason there is none. Planning asks many "does it fit?" questions (each algorithm, each
+// chunk or tile size, each candidate Auto weighs); a refusal is an ordinary answer to them, not an
+// exception. Only a public call that must run the plan turns a refusal into an Error, once.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "vkconv/error.hpp"
+
+namespace vkconv::detail {
+
+struct Refusal {
+    // Unsupported: the algorithm cannot run this problem here; InvalidArgument: no algorithm fits the
+    // caller's own workspace limit.
+    ErrorCategory category = ErrorCategory::Unsupported;
+    std::string reason;
+
+    [[noreturn]] void raise() const { throw Error(category, reason); }
+};
+
+inline Refusal unsupported(std::string reason) {
+    return {ErrorCategory::Unsupported, std::move(reason)};
+}
+
+template <typename Plan>
+class [[nodiscard]] Planned {
+public:
+    Planned(Plan plan) : value_(std::move(plan)) {}
+    Planned(Refusal refusal) : value_(std::move(refusal)) {}
+
+    explicit operator bool() const { return std::holds_alternative<Plan>(value_); }
+    const Plan& operator*() const { return std::get<Plan>(value_); }
+    Plan& operator*() { return std::get<Plan>(value_); }
+    const Plan* operator->() const { return &std::get<Plan>(value_); }
+    Plan* operator->() { return &std::get<Plan>(value_); }
+    const Refusal& refusal() const { return std::get<Refusal>(value_); }
+
+    // The plan, or the refusal thrown as an Error: for the public call that must run it.
+    const Plan& value() const {
+        if (!*this) refusal().raise();
+        return **this;
+    }
+
+private:
+    std::variant<Plan, Refusal> value_;
+};
+
+}  // namespace vkconv::detail
