@@ -7,7 +7,8 @@
 //   forward          positions          K/G (filters)      C/G·R·S (taps)     y(m, k) = col(m, ·) · w(k, ·)ᵀ
 //   backward-data    positions          C/G·R·S (taps)     K/G (filters)      dcol(m, ·) = dy(m, ·) · w
 //   backward-filter  K/G (filters)      C/G·R·S (taps)     positions          dw(k, ·) = dy(·, k)ᵀ · col
-// where positions are a chunk's (image, output row, output column) triples.
+// where positions are a chunk's (image, output row, output column) triples. im2col's col holds those rows
+// explicitly; MEC reads them as overlapping windows of its lowered matrix (MecWindows).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +58,30 @@ inline OutputMatrix output_matrix(const ConvProblem& p, uint64_t delta, int64_t 
     const uint64_t image = uint64_t(p.K * P * Q);
     if (p.layout == Layout::NHWC) return {delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, 0, 0, image};
     return {delta + uint64_t(g * Kg * P * Q + p0 * Q), 1, uint64_t(P * Q), uint64_t(rows * Q), image, image};
+}
+
+// MEC's lowered matrix L[g][n][q][h][s][c] of a chunk (`lowered_rows` padded input rows h) as the GEMM
+// sees it: output row p of an image reads the window of lowered rows [p·sh, p·sh + (R-1)·dh] in every
+// column q, and a window read over (r, s, c) holds the filter's taps in OHWI order. A window is a matrix
+// whose rows are the columns q; its taps are contiguous where dh = 1, else R runs of S·C/G floats. The
+// forward product reads the windows as A, backward-data writes dL through them as C, and backward-filter
+// reads them transposed. Strides in floats within one group's L.
+struct MecWindows {
+    uint64_t row = 0;          // one lowered row h of one group: S·C/G floats (one tap row's (s, c))
+    uint64_t column = 0;       // from column q to q + 1: lowered_rows rows
+    uint64_t image = 0;        // from image n to n + 1: Q columns
+    uint64_t window_step = 0;  // from output row p's window to p + 1's: sh rows
+    uint64_t tap_step = 0;     // from tap row r to r + 1 within a window: dh rows
+    bool taps_contiguous() const { return tap_step == row; }
+};
+inline MecWindows mec_windows(const ConvProblem& p, int64_t lowered_rows) {
+    MecWindows w;
+    w.row = uint64_t(p.S * p.channels_per_group());
+    w.column = uint64_t(lowered_rows) * w.row;
+    w.image = uint64_t(p.Q()) * w.column;
+    w.window_step = uint64_t(p.stride_h) * w.row;
+    w.tap_step = uint64_t(p.dilation_h) * w.row;
+    return w;
 }
 
 }  // namespace vkconv::detail

@@ -2,6 +2,7 @@
 // over an overlapping window of L, in the chunks of lowered/lowered.hpp; the backward passes on L.
 #pragma once
 
+#include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/shared/permute.hpp"
 #include "conv/shared/splitk_reduce.hpp"
@@ -15,6 +16,7 @@ namespace vkconv::detail {
 // (the padded input rows the chunk's output rows read).
 struct MecLowered {
     int64_t rows = 0;
+    MecWindows windows;         // its strides, and the windows output rows read (conv/gemm_mapping.hpp)
     uint64_t image_floats = 0;  // L[g][n] of one image
     uint64_t group_floats = 0;  // L[g] of the chunk's images
     BufferRange range;          // all groups

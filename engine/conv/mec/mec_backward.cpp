@@ -114,10 +114,11 @@ void record_reordered_filter(ContextImpl& context, CommandStream& stream, const 
 void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TapOrder& order,
                       const Chunk& chunk, const MecLowered& l, const BufferRange& reordered) {
     const bool nhwc = p.layout == Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t R = p.R, S = p.S, sh = p.stride_h, dh = p.dilation_h;
+    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
+    const int64_t R = p.R, sh = p.stride_h, dh = p.dilation_h;
     const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-    const uint64_t row_floats = uint64_t(S * Cg), y_image = uint64_t(p.K * P * Q);
+    const MecWindows& window = l.windows;
+    const uint64_t row_floats = window.row, y_image = uint64_t(p.K * P * Q);
     const uint64_t dy_row = uint64_t(Q * (nhwc ? p.K : 1));  // floats from one output row of dy to the next
     const Window& dy = chunk.output;
     // The taps of row h: (first reversed tap, count), with output row (h - r*dh) / sh inside the chunk.
@@ -152,11 +153,12 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
                 if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
                 const int64_t block = count ? order.position[size_t(first)] : 0;
                 gp.b = {reordered, uint64_t((g * R + block) * Kg) * row_floats, row_floats, 1, 0, 0};
+                // C = dL rows h0, h0 + sh, ...: one row per batch entry, a window_step apart.
                 gp.c = {l.range,
                         uint64_t(g) * l.group_floats + uint64_t(h0) * row_floats,
-                        uint64_t(l.rows) * row_floats,
+                        window.column,
                         1,
-                        uint64_t(sh) * row_floats,
+                        window.window_step,
                         0};
                 gp.batch_i = u((h1 - h0) / sh);
                 record_gemm(context, stream, gp);  // count 0: rows no output row reaches are written as 0
@@ -211,9 +213,9 @@ namespace {
 // One group's dw from one chunk: A = window^T, B = dy(p, q; k) of the group, before any split.
 GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowered& l, const MecFilterSplit& split,
                          int64_t g) {
-    const int64_t Q = p.Q(), Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t S = p.S, sh = p.stride_h, dh = p.dilation_h;
-    const uint64_t k_red = uint64_t(filter_taps(p)), row_floats = uint64_t(S * Cg);
+    const int64_t Q = p.Q(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(filter_taps(p));
+    const MecWindows& window = l.windows;
     const int64_t p0 = chunk.p0;
     const Window& dy = chunk.output;
     // A = window^T: rows m = (r, s, c) of a window, reduction k = (p, q): k's q steps a whole L row
@@ -223,11 +225,11 @@ GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowe
     gp.a = {l.range,
             uint64_t(g) * l.group_floats,
             1,
-            uint64_t(l.rows) * row_floats,
-            l.image_floats,
-            uint64_t(split.piece_rows * sh) * row_floats};
-    gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(int64_t(sh * row_floats));
-    if (dh > 1) gp.a_m_segment = u(int64_t(row_floats)), gp.a_m_segment_stride = u(int64_t(dh * row_floats));
+            window.column,
+            window.image,
+            uint64_t(split.piece_rows) * window.window_step};
+    gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(window.window_step);
+    if (!window.taps_contiguous()) gp.a_m_segment = u(window.row), gp.a_m_segment_stride = u(window.tap_step);
     // B = dy(p, q; k) of the group: batch i steps images, batch j a piece of output rows.
     const OutputMatrix v = output_matrix(p, dy.delta, g, p0, chunk.rows);
     gp.b = {dy.range,     v.offset,       v.row_stride,

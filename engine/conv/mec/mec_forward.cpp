@@ -32,7 +32,8 @@ uint32_t u(int64_t v) {
 MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch) {
     MecLowered l;
     l.rows = input_rows_read(p, chunk.rows);
-    l.image_floats = uint64_t(p.Q() * l.rows * p.S * p.channels_per_group());
+    l.windows = mec_windows(p, l.rows);
+    l.image_floats = l.windows.image;
     l.group_floats = uint64_t(chunk.images) * l.image_floats;
     l.range = {scratch.allocation.buffer, scratch.allocation.offset, l.group_floats * uint64_t(p.groups) * 4};
     return l;
@@ -67,13 +68,12 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
     }
 
     const uint64_t y_image = uint64_t(p.K * P * Q);
-    const uint64_t row_floats = uint64_t(S * Cg);  // one lowered row of one group
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const Window& x = chunk.input;
         const Window& y = chunk.output;
         const MecLowered l = mec_lowered(p, chunk, scratch);
-        const int64_t lowered_rows = l.rows;
+        const MecWindows& window = l.windows;
         const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
         const BufferRange& lowered = l.range;
         record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
@@ -84,9 +84,9 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
             const GemmShape shape = forward_gemm(p, 0);
             GemmProblem gp;
             gp.N = u(shape.N), gp.K = u(shape.K);
-            const uint64_t lda = uint64_t(lowered_rows) * row_floats;
-            const uint64_t window_step = uint64_t(p.stride_h) * row_floats;  // next output row's window
-            if (p.dilation_h > 1) gp.a_k_segment = u(row_floats), gp.a_k_segment_stride = u(p.dilation_h * row_floats);
+            // A = the windows: rows q a column apart, the next output row's window a window_step on.
+            const uint64_t lda = window.column, window_step = window.window_step;
+            if (!window.taps_contiguous()) gp.a_k_segment = u(window.row), gp.a_k_segment_stride = u(window.tap_step);
             gp.b = {filter, uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
             if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
             if (solution_a) {
