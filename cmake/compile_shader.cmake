@@ -2,6 +2,9 @@
 # SPIR-V at build time (into OUT_DIR, never the source tree; a shader that fails to compile fails the
 # build) and turns it into a C++ source defining `const uint32_t NAME_spv[]` and `size_t NAME_spv_words`.
 # The generated source's path is returned in CPP_VAR. Used by shaders/ and by samples with shaders of their own.
+# glslangValidator resolves `#include "..."` against the including file's folder and writes every file it
+# read into the depfile (shaders/common/ helpers and nested includes too), so editing an included file
+# rebuilds exactly the shaders that include it.
 function(vkconv_compile_shader name src out_dir cpp_var)
   set(defines)
   foreach(define IN LISTS ARGN)

@@ -1,5 +1,6 @@
 # vkconv_shader_contracts(OUTPUT SOURCES...): writes OUTPUT, a C++ header with the contract of each GLSL
-# compute shader in SOURCES, read from the GLSL itself (and the .glsl files it includes):
+# compute shader in SOURCES, read from the GLSL itself and every .glsl file it includes, directly or through
+# another include (see _vkconv_shader_text):
 #   namespace vkconv::detail::contract { struct <shader> {
 #     name;                                                                   // "<shader>"
 #     struct spec { static constexpr uint32_t <NAME> = <constant_id>; ...; constants; };  // specialization constants
@@ -9,20 +10,47 @@
 # and checks its push-constant structs against these offsets (VKCONV_CHECK_PUSH), so the host and a shader
 # cannot drift apart: changing an id or a member in the GLSL regenerates the header. Runs at configure time;
 # every source is a configure dependency. Push-constant members must be 32-bit scalars (uint, int, float).
+
+# _vkconv_shader_text(FILE TEXT_VAR SEEN_VAR): appends to TEXT_VAR the text of every file FILE includes with
+# `#include "name"` at the start of a line, each followed by the files it includes in turn (depth first, in
+# order of appearance), and each file once (SEEN_VAR lists the files read so far). A name resolves as
+# glslangValidator resolves it: against the folder of the file that includes it, so a shader's
+# "../common/tensor_index.glsl" and depthwise_common.glsl's own includes are both found. Every file read is
+# a configure dependency.
+function(_vkconv_shader_text file text_var seen_var)
+  set(text "${${text_var}}")
+  set(seen "${${seen_var}}")
+  file(READ "${file}" content)
+  get_filename_component(folder "${file}" DIRECTORY)
+  string(REGEX MATCHALL "\n[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"" includes "\n${content}")
+  foreach(include IN LISTS includes)
+    string(REGEX MATCH "\"([^\"]+)\"" quoted "${include}")
+    set(included "${CMAKE_MATCH_1}")
+    get_filename_component(path "${included}" ABSOLUTE BASE_DIR "${folder}")  # also folds "../"
+    if(NOT EXISTS "${path}")
+      message(FATAL_ERROR "${file}: included file ${included} not found (looked for ${path})")
+    endif()
+    if(path IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen "${path}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${path}")
+    file(READ "${path}" included_text)
+    string(APPEND text "\n${included_text}")
+    _vkconv_shader_text("${path}" text seen)
+  endforeach()
+  set(${text_var} "${text}" PARENT_SCOPE)
+  set(${seen_var} "${seen}" PARENT_SCOPE)
+endfunction()
+
 function(vkconv_shader_contracts output)
   set(body "")
   foreach(source IN LISTS ARGN)
     get_filename_component(stem "${source}" NAME_WE)
-    get_filename_component(folder "${source}" DIRECTORY)
     file(READ "${source}" text)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source}")
-    string(REGEX MATCHALL "#include \"[^\"]+\"" includes "${text}")
-    foreach(include IN LISTS includes)
-      string(REGEX REPLACE "#include \"([^\"]+)\"" "\\1" included "${include}")
-      file(READ "${folder}/${included}" included_text)
-      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${folder}/${included}")
-      string(APPEND text "\n${included_text}")
-    endforeach()
+    set(seen "${source}")
+    _vkconv_shader_text("${source}" text seen)
     # Strip comments so commented-out declarations do not count.
     string(REGEX REPLACE "//[^\n]*" "" text "${text}")
 

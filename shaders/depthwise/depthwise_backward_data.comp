@@ -60,22 +60,14 @@ VAL filter_tap(uint k, uint tap) {
 }
 
 uint dx_index(uint n, uint c, uint h, uint x) {
-    return pc.dx_offset + (NHWC ? ((n * H + h) * W + x) * C + c : ((n * C + c) * H + h) * W + x);
+    return pc.dx_offset + tensor_offset(NHWC, n, c, h, x, C, H, W);
 }
 
 void main() {
     if (gl_GlobalInvocationID.x >= pc.count) return;
     uint index = pc.base + gl_GlobalInvocationID.x;
     uint n, lane, ht, wt;
-    if (NHWC) {
-        lane = index % LANES, index /= LANES;
-        wt = index % TILES_W, index /= TILES_W;
-        ht = index % TILES_H, n = index / TILES_H;
-    } else {
-        wt = index % TILES_W, index /= TILES_W;
-        ht = index % TILES_H, index /= TILES_H;
-        lane = index % LANES, n = index / LANES;
-    }
+    tensor_coords(NHWC, index, LANES, TILES_H, TILES_W, n, lane, ht, wt);  // blocks ordered like dx's values
     const uint c = lane * LANE_CHANNELS;
     const uint h0 = ht * TILE_H, x0 = wt * TILE_W;
     const int p_base = int(h0 / STRIDE_H) + E_MIN_H;             // dy row of i = 0
@@ -89,11 +81,10 @@ void main() {
         [[unroll]] for (uint tap = 0; tap < TAPS; ++tap) taps[tap] = filter_tap(k, tap);
         [[unroll]] for (uint i = 0; i < ROWS_DY; ++i) {
             const int p = p_base + int(i);
-            if (uint(p) >= P) continue;
-            const uint row_base =
-                pc.dy_offset + (NHWC ? (n * P + uint(p)) * Q * K + k : ((n * K + k) * P + uint(p)) * Q);
+            if (!in_range(p, P)) continue;
+            const uint row_base = pc.dy_offset + tensor_offset(NHWC, n, k, uint(p), 0, K, P, Q);
             VAL seg[DSEG_LOADED];
-            LOAD_SEGMENT(seg, DSEG_LOADED, dy4, dy1, row_base, col0, Q, (NHWC ? K : 1), VEC4_Y)
+            LOAD_SEGMENT(seg, DSEG_LOADED, dy4, dy1, row_base, col0, Q, column_stride(NHWC, K), VEC4_Y)
             // Every dx row t of the block that dy row i reaches, through the one filter row r with
             // t + ph - r*dh = (E_MIN_H + i) * sh; then every (column, tap) pair whose division is exact.
             [[unroll]] for (uint t = 0; t < TILE_H; ++t) {

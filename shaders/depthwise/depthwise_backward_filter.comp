@@ -58,18 +58,17 @@ void main() {
     const uint first = piece * pc.rows_per_piece, last = min(pc.rows, first + pc.rows_per_piece);
     for (uint row = first; row < last; ++row) {
         const uint n = row / P, p = row % P;
-        const uint dy_row = pc.dy_offset + (NHWC ? (n * P + p) * Q * K + k : ((n * K + k) * P + p) * Q);
+        const uint dy_row = pc.dy_offset + tensor_offset(NHWC, n, k, p, 0, K, P, Q);
         [[dont_unroll]] for (uint q0 = 0; q0 < TILES_Q * TILE_W; q0 += TILE_W) {
             VAL d[TILE_W];  // dy along the strip, 0 past Q
-            LOAD_SEGMENT(d, TILE_W, dy4, dy1, dy_row, int(q0), Q, (NHWC ? K : 1), VEC4_Y)
-            const int col0 = int(q0 * STRIDE_W) - int(PAD_W) - int(SHIFT);  // x column of seg[0]
+            LOAD_SEGMENT(d, TILE_W, dy4, dy1, dy_row, int(q0), Q, column_stride(NHWC, K), VEC4_Y)
+            const int col0 = window_origin(q0, STRIDE_W, PAD_W) - int(SHIFT);  // x column of seg[0]
             [[unroll]] for (uint rr = 0; rr < TAP_ROWS; ++rr) {
-                const int ih = int(p * STRIDE_H + (r0 + rr) * DIL_H) - int(PAD_H);
-                if (r0 + rr >= R || uint(ih) >= H) continue;
-                const uint x_row =
-                    pc.x_offset + (NHWC ? (n * H + uint(ih)) * W * C + c : ((n * C + c) * H + uint(ih)) * W);
+                const int ih = tap_input(p, r0 + rr, STRIDE_H, PAD_H, DIL_H);
+                if (r0 + rr >= R || !in_range(ih, H)) continue;
+                const uint x_row = pc.x_offset + tensor_offset(NHWC, n, c, uint(ih), 0, C, H, W);
                 VAL seg[SEG_LOADED];
-                LOAD_SEGMENT(seg, SEG_LOADED, x4, x1, x_row, col0, W, (NHWC ? C : 1), VEC4_X)
+                LOAD_SEGMENT(seg, SEG_LOADED, x4, x1, x_row, col0, W, column_stride(NHWC, C), VEC4_X)
                 [[unroll]] for (uint s = 0; s < S; ++s)
                     [[unroll]] for (uint j = 0; j < TILE_W; ++j)
                         acc[rr * S + s] += d[j] * seg[SHIFT + j * STRIDE_W + s * DIL_W];

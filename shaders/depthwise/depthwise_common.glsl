@@ -1,5 +1,6 @@
 // depthwise_common.glsl — what the depthwise kernels share: the geometry as specialization constants,
-// the two read paths, the value type, and the loads of one row segment into registers.
+// the two read paths, the value type, and the loads of one row segment into registers. The layout and tap
+// arithmetic is shaders/common/'s (tensor_index.glsl, conv_geometry.glsl), included here for all of them.
 //
 // Depthwise: groups == C, K = MULT * C, output channel k reads input channel k / MULT; the filter is
 // [K][R][S] in both layouts (OIHW with one input channel, or OHWI with one).
@@ -21,6 +22,8 @@
 //                                channels, every value a vec4 (loads and stores along C)
 
 #extension GL_EXT_control_flow_attributes : enable
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
@@ -91,7 +94,7 @@ const uint LANE_CHANNELS = 1;
         if (LANE_CHANNELS == 4) {                                                                        \
             [[unroll]] for (uint i_ = 0; i_ < LEN; ++i_) {                                               \
                 const int col_ = (col0) + int(i_);                                                       \
-                const bool in_ = uint(col_) < (WIDTH);                                                   \
+                const bool in_ = in_range(col_, WIDTH);                                                  \
                 const vec4 v_ = READ4(buf4, ((row_base) + (in_ ? uint(col_) : 0u) * (ELEM)) >> 2);      \
                 seg[i_] = VAL(in_ ? v_ : vec4(0.0));                                                     \
             }                                                                                            \
@@ -99,14 +102,14 @@ const uint LANE_CHANNELS = 1;
             [[unroll]] for (uint q_ = 0; q_ < (LEN) / 4; ++q_) {                                         \
                 const uint i_ = 4 * q_;                                                                  \
                 const int col_ = (col0) + int(i_);                                                       \
-                const bool in_ = uint(col_) < (WIDTH);                                                   \
+                const bool in_ = in_range(col_, WIDTH);                                                  \
                 const vec4 v_ = READ4(buf4, ((row_base) + (in_ ? uint(col_) : 0u)) >> 2);              \
                 SET4(seg, i_, (in_ ? v_ : vec4(0.0)));                                                   \
             }                                                                                            \
         } else {                                                                                         \
             [[unroll]] for (uint i_ = 0; i_ < LEN; ++i_) {                                               \
                 const int col_ = (col0) + int(i_);                                                       \
-                const bool in_ = uint(col_) < (WIDTH);                                                   \
+                const bool in_ = in_range(col_, WIDTH);                                                  \
                 const float v_ = READ1(buf1, (row_base) + (in_ ? uint(col_) : 0u) * (ELEM));             \
                 seg[i_] = VAL(in_ ? v_ : 0.0);                                                           \
             }                                                                                            \

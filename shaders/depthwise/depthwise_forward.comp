@@ -64,22 +64,14 @@ VAL bias_of(uint k) {
 
 // Output (n, k, p, q) of the chunk, in the layout's order (k is the first of 4 with CHANNELS4).
 uint y_index(uint n, uint k, uint p, uint q) {
-    return pc.y_offset + (NHWC ? ((n * P + p) * Q + q) * K + k : ((n * K + k) * P + p) * Q + q);
+    return pc.y_offset + tensor_offset(NHWC, n, k, p, q, K, P, Q);
 }
 
 void main() {
     if (gl_GlobalInvocationID.x >= pc.count) return;
     uint index = pc.base + gl_GlobalInvocationID.x;
     uint n, lane, pt, qt;
-    if (NHWC) {
-        lane = index % LANES, index /= LANES;
-        qt = index % TILES_Q, index /= TILES_Q;
-        pt = index % TILES_P, n = index / TILES_P;
-    } else {
-        qt = index % TILES_Q, index /= TILES_Q;
-        pt = index % TILES_P, index /= TILES_P;
-        lane = index % LANES, n = index / LANES;
-    }
+    tensor_coords(NHWC, index, LANES, TILES_P, TILES_Q, n, lane, pt, qt);  // blocks ordered like y's values
     const uint k = lane * LANE_CHANNELS, c = k / MULT;
     const uint p0 = pt * TILE_H, q0 = qt * TILE_W;
 
@@ -89,15 +81,14 @@ void main() {
     const VAL start = HAS_BIAS ? bias_of(k) : VAL(0.0);
     [[unroll]] for (uint i = 0; i < TILE_H * TILE_W; ++i) acc[i] = start;
 
-    const int h0 = int(p0 * STRIDE_H) - int(PAD_H);
-    const int col0 = int(q0 * STRIDE_W) - int(PAD_W) - int(SHIFT);  // the column of seg[0]
+    const int h0 = window_origin(p0, STRIDE_H, PAD_H);
+    const int col0 = window_origin(q0, STRIDE_W, PAD_W) - int(SHIFT);  // the column of seg[0]
     [[unroll]] for (uint i = 0; i < ROWS_IN; ++i) {
         const int ih = h0 + int(i);
-        if (uint(ih) >= H) continue;
-        const uint row_base = NHWC ? pc.x_offset + (n * H + uint(ih)) * W * C + c
-                                   : pc.x_offset + ((n * C + c) * H + uint(ih)) * W;
+        if (!in_range(ih, H)) continue;
+        const uint row_base = pc.x_offset + tensor_offset(NHWC, n, c, uint(ih), 0, C, H, W);
         VAL seg[SEG_LOADED];
-        LOAD_SEGMENT(seg, SEG_LOADED, x4, x1, row_base, col0, W, (NHWC ? C : 1), VEC4_X)
+        LOAD_SEGMENT(seg, SEG_LOADED, x4, x1, row_base, col0, W, column_stride(NHWC, C), VEC4_X)
         // Every output row t of the block that reads input row i through filter row r = (i - t*sh) / dh.
         [[unroll]] for (uint t = 0; t < TILE_H; ++t) {
             const int d = int(i) - int(t * STRIDE_H);

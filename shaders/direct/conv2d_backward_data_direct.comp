@@ -14,6 +14,10 @@
 //   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dx.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
 layout(constant_id = 2) const uint S = 1;
@@ -41,37 +45,21 @@ void main() {
     if (i >= pc.count) return;
     const uint index = pc.base + i;
     uint n, c, h, x;
-    if (NHWC) {
-        c = index % pc.C;
-        uint t = index / pc.C;
-        x = t % pc.W; t /= pc.W;
-        h = t % pc.H;
-        n = t / pc.H;
-    } else {
-        x = index % pc.W;
-        uint t = index / pc.W;
-        h = t % pc.H; t /= pc.H;
-        c = t % pc.C;
-        n = t / pc.C;
-    }
+    tensor_coords(NHWC, index, pc.C, pc.H, pc.W, n, c, h, x);
     const uint cpg = pc.channels_per_group, kpg = pc.filters_per_group;
     const uint g = c / cpg, cl = c % cpg;
     float acc = pc.accumulate != 0 ? dx[index] : 0.0;
     const uint k_begin = pc.reduce_begin, k_end = min(pc.reduce_end, kpg);
     for (uint r = 0; r < R; ++r) {
-        const int ph = int(h + PAD_H) - int(r * DIL_H);  // p * STRIDE_H when this tap reaches h
-        if (ph < 0 || uint(ph) % STRIDE_H != 0) continue;
-        const uint p = uint(ph) / STRIDE_H;
-        if (p >= pc.P) continue;
+        uint p;
+        if (!tap_output(h, r, STRIDE_H, PAD_H, DIL_H, p) || p >= pc.P) continue;
         for (uint s = 0; s < S; ++s) {
-            const int qw = int(x + PAD_W) - int(s * DIL_W);
-            if (qw < 0 || uint(qw) % STRIDE_W != 0) continue;
-            const uint q = uint(qw) / STRIDE_W;
-            if (q >= pc.Q) continue;
+            uint q;
+            if (!tap_output(x, s, STRIDE_W, PAD_W, DIL_W, q) || q >= pc.Q) continue;
             for (uint kl = k_begin; kl < k_end; ++kl) {
                 const uint k = g * kpg + kl;
-                const uint yi = NHWC ? ((n * pc.P + p) * pc.Q + q) * pc.K + k : ((n * pc.K + k) * pc.P + p) * pc.Q + q;
-                const uint wi = NHWC ? ((k * R + r) * S + s) * cpg + cl : ((k * cpg + cl) * R + r) * S + s;
+                const uint yi = tensor_offset(NHWC, n, k, p, q, pc.K, pc.P, pc.Q);
+                const uint wi = tensor_offset(NHWC, k, cl, r, s, cpg, R, S);
                 acc += dy[yi] * w[wi];
             }
         }

@@ -13,6 +13,10 @@
 //   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dw.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
 layout(constant_id = 2) const uint S = 1;
@@ -35,41 +39,24 @@ layout(push_constant) uniform Params {
     uint base, count;
 } pc;
 
-uint dy_index(uint n, uint k, uint p, uint q) {
-    return NHWC ? ((n * pc.P + p) * pc.Q + q) * pc.K + k : ((n * pc.K + k) * pc.P + p) * pc.Q + q;
-}
-
 void main() {
     const uint i = gl_GlobalInvocationID.x;
     if (i >= pc.count) return;
     const uint index = pc.base + i;
     const uint cpg = pc.channels_per_group;
     uint k, c, r, s;
-    if (NHWC) {
-        c = index % cpg;
-        uint t = index / cpg;
-        s = t % S; t /= S;
-        r = t % R;
-        k = t / R;
-    } else {
-        s = index % S;
-        uint t = index / S;
-        r = t % R; t /= R;
-        c = t % cpg;
-        k = t / cpg;
-    }
+    tensor_coords(NHWC, index, cpg, R, S, k, c, r, s);
     const uint channel = (k / pc.filters_per_group) * cpg + c;
     float acc = pc.accumulate != 0 ? dw[index] : 0.0;
     // One loop over the piece's positions, the coordinates stepped along (no division per position).
     const uint PQ = pc.P * pc.Q;
     uint n = pc.reduce_begin / PQ, p = pc.reduce_begin % PQ / pc.Q, q = pc.reduce_begin % pc.Q;
     for (uint position = pc.reduce_begin; position < pc.reduce_end; ++position) {
-        const int ih = int(p * STRIDE_H + r * DIL_H) - int(PAD_H);
-        const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
-        if (uint(ih) < pc.H && uint(iw) < pc.W) {
-            const uint xi = NHWC ? ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + channel
-                                 : ((n * pc.C + channel) * pc.H + uint(ih)) * pc.W + uint(iw);
-            acc += x[xi] * dy[dy_index(n, k, p, q)];
+        const int ih = tap_input(p, r, STRIDE_H, PAD_H, DIL_H);
+        const int iw = tap_input(q, s, STRIDE_W, PAD_W, DIL_W);
+        if (in_range(ih, pc.H) && in_range(iw, pc.W)) {
+            const uint xi = tensor_offset(NHWC, n, channel, uint(ih), uint(iw), pc.C, pc.H, pc.W);
+            acc += x[xi] * dy[tensor_offset(NHWC, n, k, p, q, pc.K, pc.P, pc.Q)];
         }
         if (++q == pc.Q) {
             q = 0;

@@ -19,6 +19,10 @@
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1). Invocation i computes the output at linear index
 //   base + i in the output's own layout, so consecutive invocations write consecutive addresses.
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
 layout(constant_id = 2) const uint S = 1;
@@ -49,43 +53,26 @@ void main() {
     const uint index = pc.base + i;
 
     uint n, k, p, q;
-    if (NHWC) {
-        k = index % pc.K;
-        uint t = index / pc.K;
-        q = t % pc.Q; t /= pc.Q;
-        p = t % pc.P;
-        n = t / pc.P;
-    } else {
-        q = index % pc.Q;
-        uint t = index / pc.Q;
-        p = t % pc.P; t /= pc.P;
-        k = t % pc.K;
-        n = t / pc.K;
-    }
+    tensor_coords(NHWC, index, pc.K, pc.P, pc.Q, n, k, p, q);
     const uint cpg = pc.channels_per_group;
     const uint c0 = (k / pc.filters_per_group) * cpg;
     // Top-left tap in input coordinates; may be negative (padding), hence int.
-    const int h0 = int(p * STRIDE_H) - int(PAD_H);
-    const int w0 = int(q * STRIDE_W) - int(PAD_W);
+    const int h0 = window_origin(p, STRIDE_H, PAD_H);
+    const int w0 = window_origin(q, STRIDE_W, PAD_W);
 
     float acc = pc.accumulate != 0 ? y[index] : (HAS_BIAS ? bias[k] : 0.0);
     const uint c_begin = pc.reduce_begin, c_end = min(pc.reduce_end, cpg);
+    // Neighbouring channels of x and w: next to each other in NHWC and OHWI, a plane apart in NCHW and OIHW.
+    const uint x_step = channel_stride(NHWC, pc.H, pc.W), w_step = channel_stride(NHWC, R, S);
     for (uint r = 0; r < R; ++r) {
         const int ih = h0 + int(r * DIL_H);
-        if (uint(ih) >= pc.H) continue;  // one unsigned compare rejects negatives too
+        if (!in_range(ih, pc.H)) continue;
         for (uint s = 0; s < S; ++s) {
             const int iw = w0 + int(s * DIL_W);
-            if (uint(iw) >= pc.W) continue;
-            if (NHWC) {
-                const uint xi = ((n * pc.H + uint(ih)) * pc.W + uint(iw)) * pc.C + c0;
-                const uint wi = ((k * R + r) * S + s) * cpg;
-                for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c] * w[wi + c];
-            } else {
-                const uint plane = pc.H * pc.W;
-                const uint xi = (n * pc.C + c0) * plane + uint(ih) * pc.W + uint(iw);
-                const uint wi = k * cpg * R * S + r * S + s;
-                for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c * plane] * w[wi + c * R * S];
-            }
+            if (!in_range(iw, pc.W)) continue;
+            const uint xi = tensor_offset(NHWC, n, c0, uint(ih), uint(iw), pc.C, pc.H, pc.W);
+            const uint wi = tensor_offset(NHWC, k, 0, r, s, cpg, R, S);
+            for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c * x_step] * w[wi + c * w_step];
         }
     }
     y[index] = acc;

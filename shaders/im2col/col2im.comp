@@ -14,6 +14,10 @@
 //   image), accumulate (0/1), then the dispatch's slice [base, base + count) of the chunk's dx values.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
 layout(constant_id = 2) const uint S = 1;
@@ -47,35 +51,19 @@ void main() {
     if (i >= pc.count) return;
     const uint index = pc.base + i;
     uint n, c, h, x;
-    if (NHWC) {
-        c = index % C;
-        uint t = index / C;
-        x = t % W; t /= W;
-        h = t % H;
-        n = t / H;
-    } else {
-        x = index % W;
-        uint t = index / W;
-        h = t % H; t /= H;
-        c = t % C;
-        n = t / C;
-    }
+    tensor_coords(NHWC, index, C, H, W, n, c, h, x);
     const uint g = c / CG, cl = c % CG;
     const uint K = CG * R * S;
     const uint M = IMAGES * ROWS * Q;
     float acc = 0.0;
     for (uint r = 0; r < R; ++r) {
-        const int th = int(h + PAD_H) - int(r * DIL_H);
-        if (th < 0 || uint(th) % STRIDE_H != 0) continue;
-        const uint p = uint(th) / STRIDE_H;
-        if (p < pc.p0 || p >= pc.p0 + ROWS) continue;
+        uint p;
+        if (!tap_output(h, r, STRIDE_H, PAD_H, DIL_H, p) || p < pc.p0 || p >= pc.p0 + ROWS) continue;
         for (uint s = 0; s < S; ++s) {
-            const int tw = int(x + PAD_W) - int(s * DIL_W);
-            if (tw < 0 || uint(tw) % STRIDE_W != 0) continue;
-            const uint q = uint(tw) / STRIDE_W;
-            if (q >= Q) continue;
+            uint q;
+            if (!tap_output(x, s, STRIDE_W, PAD_W, DIL_W, q) || q >= Q) continue;
             const uint m = (n * ROWS + (p - pc.p0)) * Q + q;
-            const uint k = NHWC ? (r * S + s) * CG + cl : (cl * R + r) * S + s;
+            const uint k = tensor_offset(NHWC, 0, cl, r, s, CG, R, S);  // the tap's place in its filter
             acc += dcol[(g * M + m) * K + k];
         }
     }

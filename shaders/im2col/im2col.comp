@@ -18,6 +18,10 @@
 //   image), then the dispatch's slice [base, base + count) of the col elements.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
 layout(constant_id = 2) const uint S = 1;
@@ -61,18 +65,13 @@ void main() {
     const uint p = pc.p0 + (m / Q) % ROWS;
     const uint n = m / (Q * ROWS);
     uint c, r, s;
-    if (NHWC) {
-        c = k % CG; r = k / (CG * S); s = (k / CG) % S;
-    } else {
-        s = k % S; r = (k / S) % R; c = k / (R * S);
-    }
+    image_coords(NHWC, k, CG, R, S, c, r, s);  // k runs over one filter's taps in its own order
     c += g * CG;
-    const int ih = int(p * STRIDE_H + r * DIL_H) - int(PAD_H);
-    const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
+    const int ih = tap_input(p, r, STRIDE_H, PAD_H, DIL_H);
+    const int iw = tap_input(q, s, STRIDE_W, PAD_W, DIL_W);
     float value = 0.0;
-    if (uint(ih) < H && uint(iw) < W) {
-        const uint xi = NHWC ? ((n * H + uint(ih)) * W + uint(iw)) * C + c
-                             : ((n * C + c) * H + uint(ih)) * W + uint(iw);
+    if (in_range(ih, H) && in_range(iw, W)) {
+        const uint xi = tensor_offset(NHWC, n, c, uint(ih), uint(iw), C, H, W);
         value = x[pc.x_offset + xi];
     }
     col[index] = value;

@@ -22,6 +22,10 @@
 // and the CHANNEL_BLOCK dx lines they write fill up over the next x values.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint S = 1;
 layout(constant_id = 2) const uint STRIDE_W = 1;
@@ -55,10 +59,7 @@ void main() {
     uint t = pc.base + i;
     uint n, c, row, x;
     if (NHWC) {
-        c = t % C; t /= C;
-        x = t % W; t /= W;
-        row = t % pc.row_count;
-        n = t / pc.row_count;
+        tensor_coords(true, t, C, pc.row_count, W, n, c, row, x);
     } else {
         const uint blocks = (C + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK;
         const uint c_low = t % CHANNEL_BLOCK; t /= CHANNEL_BLOCK;
@@ -72,16 +73,14 @@ void main() {
     const uint g = c / CG, cl = c % CG;
     const int h = int(ih + PAD_H) - int(pc.h0);
     float acc = 0.0;
-    if (h >= 0 && uint(h) < HL) {
+    if (in_range(h, HL)) {
         const uint image = (g * IMAGES + n) * Q;
         for (uint s = 0; s < S; ++s) {
-            const int tw = int(x + PAD_W) - int(s * DIL_W);
-            if (tw < 0 || uint(tw) % STRIDE_W != 0) continue;
-            const uint q = uint(tw) / STRIDE_W;
-            if (q >= Q) continue;
+            uint q;
+            if (!tap_output(x, s, STRIDE_W, PAD_W, DIL_W, q) || q >= Q) continue;
             acc += dl[(((image + q) * HL + uint(h)) * S + s) * CG + cl];
         }
     }
-    const uint di = pc.dx_offset + (NHWC ? ((n * H + ih) * W + x) * C + c : ((n * C + c) * H + ih) * W + x);
+    const uint di = pc.dx_offset + tensor_offset(NHWC, n, c, ih, x, C, H, W);
     dx[di] = pc.accumulate != 0 ? dx[di] + acc : acc;
 }

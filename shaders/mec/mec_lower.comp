@@ -17,6 +17,10 @@
 //   of L's elements.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint S = 1;
 layout(constant_id = 2) const uint STRIDE_W = 1;
@@ -54,11 +58,10 @@ void main() {
     const uint g = t / IMAGES;
     const uint channel = g * CG + c;
     const int ih = int(pc.h0 + h) - int(PAD_H);
-    const int iw = int(q * STRIDE_W + s * DIL_W) - int(PAD_W);
+    const int iw = tap_input(q, s, STRIDE_W, PAD_W, DIL_W);
     float value = 0.0;
-    if (uint(ih) < H && uint(iw) < W) {
-        const uint xi = NHWC ? ((n * H + uint(ih)) * W + uint(iw)) * C + channel
-                             : ((n * C + channel) * H + uint(ih)) * W + uint(iw);
+    if (in_range(ih, H) && in_range(iw, W)) {
+        const uint xi = tensor_offset(NHWC, n, channel, uint(ih), uint(iw), C, H, W);
         value = x[pc.x_offset + xi];
     }
     lowered[index] = value;

@@ -19,6 +19,8 @@
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 #extension GL_EXT_control_flow_attributes : enable
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint K = 1;
@@ -54,10 +56,10 @@ void main() {
     }
     uint n = first / PQ, j = first % PQ;
     for (uint position = first; position < last;) {
-        const uint image = pc.dy_offset + n * K * PQ;
         const uint end = min(PQ, j + (last - position));
+        // dy of image n, channel k as a row of PQ positions: dy seen as N x K x 1 x PQ.
+        const uint row = pc.dy_offset + tensor_offset(NHWC, n, k, 0, 0, K, 1, PQ), step = column_stride(NHWC, K);
         // Blocks of 16 unrolled, then the rest: the loop overhead otherwise outweighs one addition.
-        const uint row = NHWC ? image + k : image + k * PQ, step = NHWC ? K : 1;
         uint jj = j;
         if (CHANNELS4) {
             for (; jj + 16 <= end; jj += 16) {

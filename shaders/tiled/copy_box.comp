@@ -15,6 +15,9 @@
 //   (0/1); then the dispatch's slice [base, base + count) of the box's elements.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
+#extension GL_GOOGLE_include_directive : require
+#include "../common/tensor_index.glsl"
+
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NHWC = 0;
 
@@ -33,8 +36,9 @@ layout(push_constant) uniform Params {
     uint base, count;
 } pc;
 
+// Offset of (c, h, w) in an image of C x H x W in the layout.
 uint image_index(uint c, uint h, uint w, uint C, uint H, uint W) {
-    return NHWC != 0 ? (h * W + w) * C + c : (c * H + h) * W + w;
+    return tensor_offset(NHWC != 0, 0, c, h, w, C, H, W);
 }
 
 void main() {
@@ -42,18 +46,10 @@ void main() {
     if (i >= pc.count) return;
     const uint e = pc.base + i;
     uint c, h, w;
-    if (NHWC != 0) {
-        c = e % pc.box_c;
-        w = (e / pc.box_c) % pc.box_w;
-        h = e / (pc.box_c * pc.box_w);
-    } else {
-        w = e % pc.box_w;
-        h = (e / pc.box_w) % pc.box_h;
-        c = e / (pc.box_w * pc.box_h);
-    }
+    image_coords(NHWC != 0, e, pc.box_c, pc.box_h, pc.box_w, c, h, w);
     const int sc = pc.src_c0 + int(c), sh = pc.src_h0 + int(h);
     float value = 0.0;
-    if (sc >= 0 && sc < int(pc.src_c) && sh >= 0 && sh < int(pc.src_h))
+    if (in_range(sc, pc.src_c) && in_range(sh, pc.src_h))
         value = src[image_index(uint(sc), uint(sh), w, pc.src_c, pc.src_h, pc.src_w) + pc.src_shift];
     const uint d = image_index(uint(pc.dst_c0 + int(c)), uint(pc.dst_h0 + int(h)), w, pc.dst_c, pc.dst_h, pc.dst_w) +
                    pc.dst_shift;
