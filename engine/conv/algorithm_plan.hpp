@@ -59,6 +59,16 @@ struct AlgorithmPlan {
     uint32_t bias_pieces(const ConvProblem& problem) const;
 };
 
+// A lowering's plan (im2col, MEC) as the pass's: its chunks, and its lowered matrix and filter copy in
+// their slots.
+inline AlgorithmPlan lowered_pass_plan(Pass pass, const LoweredPlan& lowered) {
+    AlgorithmPlan plan{.pass = pass, .algorithm = lowered.algorithm, .lowered = lowered};
+    plan.chunks = lowered.chunks;
+    plan.slot(Slot::Lowered) = lowered.scratch_floats;
+    plan.slot(Slot::FilterCopy) = lowered.filter_floats;
+    return plan;
+}
+
 // One row of the algorithm table: how an algorithm plans a pass (refused where it cannot run it) and
 // records it. The table-wide steps (the bias gradient, the workspace limit) are plan_algorithm's.
 struct AlgorithmEntry {

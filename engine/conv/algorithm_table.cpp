@@ -12,16 +12,16 @@ namespace vkconv::detail {
 namespace {
 
 // Every algorithm, one row each.
-constexpr AlgorithmEntry kAlgorithms[] = {
-    {Algorithm::Direct, plan_direct_pass, record_direct_pass},
-    {Algorithm::Im2col, plan_im2col_pass, record_im2col_pass},
-    {Algorithm::Mec, plan_mec_pass, record_mec_pass},
-    {Algorithm::Depthwise, plan_depthwise_pass, record_depthwise_pass},
+const AlgorithmEntry* const kAlgorithms[] = {
+    &direct_algorithm,
+    &im2col_algorithm,
+    &mec_algorithm,
+    &depthwise_algorithm,
 };
 
 const AlgorithmEntry& entry_of(Algorithm algorithm) {
-    for (const AlgorithmEntry& entry : kAlgorithms)
-        if (entry.algorithm == algorithm) return entry;
+    for (const AlgorithmEntry* entry : kAlgorithms)
+        if (entry->algorithm == algorithm) return *entry;
     throw Error(ErrorCategory::InvalidArgument,
                 std::string("no algorithm entry for '") + to_string(algorithm) + "' (Auto must be resolved first)");
 }

@@ -1,6 +1,7 @@
 #include "conv/depthwise/depthwise_pass.hpp"
 
 namespace vkconv::detail {
+namespace {
 
 Planned<AlgorithmPlan> plan_depthwise_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                            const ForwardOptions& options) {
@@ -32,5 +33,9 @@ void record_depthwise_pass(ContextImpl& context, CommandStream& stream, const Co
             break;
     }
 }
+
+}  // namespace
+
+const AlgorithmEntry depthwise_algorithm{Algorithm::Depthwise, plan_depthwise_pass, record_depthwise_pass};
 
 }  // namespace vkconv::detail

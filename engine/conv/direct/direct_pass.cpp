@@ -26,8 +26,6 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
                     unit_iterations);
 }
 
-}  // namespace
-
 Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const ForwardOptions&) {
     if (auto refusal = direct_binding_refusal(context, p)) return *refusal;
     AlgorithmPlan plan;
@@ -56,5 +54,9 @@ void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;  // the bias gradient alone (plan_algorithm)
     }
 }
+
+}  // namespace
+
+const AlgorithmEntry direct_algorithm{Algorithm::Direct, plan_direct_pass, record_direct_pass};
 
 }  // namespace vkconv::detail

@@ -1,15 +1,12 @@
-// The direct algorithm as a row of the algorithm table (conv/algorithm_plan.hpp): every pass, no workspace.
+// The direct algorithm: every pass, no workspace; refused where one of the problem's tensors exceeds
+// maxStorageBufferRange (the passes then run direct in tiles, tiled/tiled.hpp).
+// Its row of the algorithm table (conv/algorithm_plan.hpp).
 #pragma once
 
 #include "conv/algorithm_plan.hpp"
 
 namespace vkconv::detail {
 
-// Refused where one of the problem's tensors exceeds maxStorageBufferRange (the passes then run direct in
-// tiles, tiled/tiled.hpp).
-Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                                        const ForwardOptions& options);
-void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                        const AlgorithmPlan& plan, const ConvOperands& operands, Workspace workspace);
+extern const AlgorithmEntry direct_algorithm;
 
 }  // namespace vkconv::detail

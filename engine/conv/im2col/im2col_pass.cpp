@@ -3,17 +3,13 @@
 #include "conv/im2col/im2col.hpp"
 
 namespace vkconv::detail {
+namespace {
 
 Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                         const ForwardOptions& options) {
-    AlgorithmPlan plan;
-    plan.pass = pass;
-    plan.algorithm = Algorithm::Im2col;
     auto lowered = plan_lowered(context, p, Algorithm::Im2col, options);
     if (!lowered) return lowered.refusal();
-    plan.lowered = *lowered;
-    plan.chunks = plan.lowered.chunks;
-    plan.slot(Slot::Lowered) = plan.lowered.scratch_floats;
+    AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     if (pass == Pass::BackwardFilter) {
         plan.im2col_splits = backward_filter_splits(context, p, plan.lowered, storage_binding_limit(context, options));
         plan.slot(Slot::Partials) = backward_filter_partial_floats(p, plan.im2col_splits);
@@ -45,5 +41,9 @@ void record_im2col_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;
     }
 }
+
+}  // namespace
+
+const AlgorithmEntry im2col_algorithm{Algorithm::Im2col, plan_im2col_pass, record_im2col_pass};
 
 }  // namespace vkconv::detail

@@ -3,20 +3,14 @@
 #include "conv/gemm_mapping.hpp"
 
 namespace vkconv::detail {
+namespace {
 
 Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                      const ForwardOptions& options) {
-    AlgorithmPlan plan;
-    plan.pass = pass;
-    plan.algorithm = Algorithm::Mec;
     if (pass == Pass::Forward) {
         auto lowered = plan_lowered(context, p, Algorithm::Mec, options);
         if (!lowered) return lowered.refusal();
-        plan.lowered = *lowered;
-        plan.slot(Slot::Lowered) = plan.lowered.scratch_floats;
-        plan.slot(Slot::FilterCopy) = plan.lowered.filter_floats;
-        plan.chunks = plan.lowered.chunks;
-        return plan;
+        return lowered_pass_plan(pass, *lowered);
     }
     // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.
     const bool filter = pass == Pass::BackwardFilter;
@@ -27,9 +21,7 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
         !filter && p.layout == Layout::NHWC ? context.pool->round(uint64_t(p.filter_elements()) * 4) : 0;
     auto lowered = plan_lowered(context, p, Algorithm::Mec, b, data_copy);
     if (!lowered) return lowered.refusal();
-    plan.lowered = *lowered;
-    plan.chunks = plan.lowered.chunks;
-    plan.slot(Slot::Lowered) = plan.lowered.scratch_floats;
+    AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter builds
     // an OIHW gradient in OHWI order first.
     plan.slot(Slot::FilterCopy) = filter ? plan.lowered.filter_floats : uint64_t(p.filter_elements());
@@ -65,5 +57,9 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
             break;
     }
 }
+
+}  // namespace
+
+const AlgorithmEntry mec_algorithm{Algorithm::Mec, plan_mec_pass, record_mec_pass};
 
 }  // namespace vkconv::detail

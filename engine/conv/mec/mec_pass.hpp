@@ -1,14 +1,12 @@
-// MEC as a row of the algorithm table (conv/algorithm_plan.hpp): forward in Solution A or B, the backward
-// passes on Solution B's chunks with a reordered filter copy, backward-filter with its split reduction.
+// MEC: forward in Solution A or B, the backward passes on Solution B's chunks with a reordered filter
+// copy, backward-filter with its split reduction.
+// Its row of the algorithm table (conv/algorithm_plan.hpp).
 #pragma once
 
 #include "conv/algorithm_plan.hpp"
 
 namespace vkconv::detail {
 
-Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                                     const ForwardOptions& options);
-void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const AlgorithmPlan& plan,
-                     const ConvOperands& operands, Workspace workspace);
+extern const AlgorithmEntry mec_algorithm;
 
 }  // namespace vkconv::detail
