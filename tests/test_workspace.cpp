@@ -86,10 +86,6 @@ uint64_t storage_limit(const vkconv::Context& context, const ForwardOptions& opt
     const uint64_t range = context.device().max_storage_buffer_range;
     return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
 }
-// What the lowered algorithms and tiles bind is also read through r32f texel views.
-uint64_t texel_limit(const vkconv::Context& context, const ForwardOptions& options) {
-    return std::min(storage_limit(context, options), context.device().max_texel_buffer_elements * kFloat);
-}
 
 // The largest chunk of a lowering: as many whole images as every binding allows (the chunk's x and y are
 // bound as windows whose start is aligned down, so each may take up to `align` bytes more; the scratch is
@@ -165,7 +161,7 @@ Expected forward_expected(const vkconv::Context& context, const ConvProblem& p, 
     if (a == Algorithm::Direct || a == Algorithm::Depthwise) return {0, 1};
     const Lowering l = forward_lowering(a, options.mec_schedule);
     const uint64_t copy = a == Algorithm::Mec ? mec_filter_copy(context, p) : 0;
-    const Chunking c = lowered_chunk(z, l, texel_limit(context, options), pool.alignment,
+    const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
                                      room_for(options.workspace_limit, copy, pool.alignment));
     return {slot(pool, scratch_floats(z, l, c.images, c.rows)) + copy, c.chunks};
 }
@@ -179,7 +175,7 @@ Expected backward_data_expected(const vkconv::Context& context, const ConvProble
     if (a == Algorithm::Direct || a == Algorithm::Depthwise) return {0, 1};
     const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
     const uint64_t copy = a == Algorithm::Mec ? slot(pool, z.filter()) : 0;
-    const Chunking c = lowered_chunk(z, l, texel_limit(context, options), pool.alignment,
+    const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
                                      room_for(options.workspace_limit, copy, pool.alignment));
     return {slot(pool, scratch_floats(z, l, c.images, c.rows)) + copy, c.chunks};
 }
@@ -200,7 +196,7 @@ Expected backward_filter_expected(const vkconv::Context& context, const ConvProb
     if (a == Algorithm::Depthwise) return {slot(pool, uint64_t(partials) * z.filter()) + bias, 1};
     const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
     const uint64_t copy = a == Algorithm::Mec ? mec_filter_copy(context, p) : 0;
-    const Chunking c = lowered_chunk(z, l, texel_limit(context, options), pool.alignment,
+    const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
                                      room_for(options.workspace_limit, copy, pool.alignment));
     return {slot(pool, scratch_floats(z, l, c.images, c.rows)) + copy +
                 slot(pool, uint64_t(partials) * z.group_product()) + bias,
@@ -217,7 +213,7 @@ uint64_t layer_expected(const vkconv::Context& context, const ConvProblem& p, Al
     if (a == Algorithm::Direct) return bias;
     if (a == Algorithm::Depthwise) return slot(pool, uint64_t(partials) * z.filter()) + bias;
     const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
-    const Chunking c = lowered_chunk(z, l, texel_limit(context, {}), pool.alignment, kNone);
+    const Chunking c = lowered_chunk(z, l, storage_limit(context, {}), pool.alignment, kNone);
     const uint64_t copy = a == Algorithm::Mec ? slot(pool, z.filter()) : 0;  // backward-data's, both layouts
     return slot(pool, scratch_floats(z, l, c.images, c.rows)) + copy +
            slot(pool, uint64_t(partials) * z.group_product()) + bias;
@@ -455,7 +451,7 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                     CHECK(s.algorithm == a);
                     if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(s.chunks == e.chunks);
                     const Lowering l = a == Algorithm::Mec ? Lowering::MecB : Lowering::Im2col;
-                    const Chunking c = lowered_chunk(z, l, texel_limit(*context, {}), align, kNone);
+                    const Chunking c = lowered_chunk(z, l, storage_limit(*context, {}), align, kNone);
                     check_partial_bounds(*context, p, a, c.images, c.rows, s.partial_products, {});
                     check_bias_bounds(*context, p, s.bias_pieces, {});
                     // These problems reduce over enough positions, into a dw small enough for one GEMM tile,
@@ -544,7 +540,7 @@ TEST_CASE("backward chunks and partial products follow a capped binding or works
             CHECK(vkconv::backward_filter_workspace_bytes(*context, p, a, options) == e.bytes);
             check_run_memory(r.stats, r.live, e.bytes);
             const uint64_t copy = a == Algorithm::Mec ? mec_filter_copy(*context, p) : 0;
-            const Chunking c = lowered_chunk(z, l, texel_limit(*context, options), align,
+            const Chunking c = lowered_chunk(z, l, storage_limit(*context, options), align,
                                              room_for(options.workspace_limit, copy, align));
             check_partial_bounds(*context, p, a, c.images, c.rows, r.stats.partial_products, options);
             check_bias_bounds(*context, p, r.stats.bias_pieces, options);
@@ -582,7 +578,7 @@ struct TileModel {
 TileModel tile_model(const vkconv::Context& context, const ConvProblem& p, TilePass pass, Algorithm a,
                      uint32_t partials, uint32_t bias_pieces) {
     const Sizes z(p);
-    const uint64_t limit = texel_limit(context, {}), fits = limit - context.pool_stats().alignment;
+    const uint64_t limit = storage_limit(context, {}), fits = limit - context.pool_stats().alignment;
     REQUIRE(z.filter() * kFloat <= fits);  // one piece of all the filters
     const bool nhwc = p.layout == Layout::NHWC;
     const uint64_t col_row = uint64_t(z.Q * z.R * z.S * z.C);  // im2col floats of one output row

@@ -67,8 +67,17 @@ bool multiple_of_4(std::initializer_list<uint64_t> values) {
 
 }  // namespace
 
+bool texel_views_fit(const Device& device, const GemmProblem& problem) {
+    const uint64_t most = device.limits().maxTexelBufferElements;  // r32f texels: the larger of the two views
+    return (problem.a.range.size + 3) / 4 <= most && (problem.b.range.size + 3) / 4 <= most;
+}
+
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem) {
-    return pick_gemm_config(context.gemm_configs(), problem.M, problem.N, uint64_t{problem.batch_i} * problem.batch_j);
+    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfig& preferred =
+        pick_gemm_config(table, problem.M, problem.N, uint64_t{problem.batch_i} * problem.batch_j);
+    if (preferred.access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, problem)) return preferred;
+    return storage_buffer_twin(table, preferred);
 }
 
 void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {

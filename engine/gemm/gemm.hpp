@@ -38,10 +38,15 @@ struct GemmProblem {
     uint32_t a_m_segment = 0, a_m_segment_stride = 0;
 };
 
-// The configuration record_gemm would choose for this shape.
+// Whether A and B can be read through texel views (at most maxTexelBufferElements r32f texels each).
+bool texel_views_fit(const Device& device, const GemmProblem& problem);
+
+// The configuration record_gemm would choose for this problem: the preferred one for its shape, read
+// through storage buffers where an operand is too large for a texel view.
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem);
 
-// Records the GEMM into `stream`. `config`: force one (tests, benchmarks); nullptr: choose.
+// Records the GEMM into `stream`. `config`: force one (tests, benchmarks; a texel configuration then needs
+// operands that fit texel views); nullptr: choose.
 void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& problem,
                  const GemmConfig* config = nullptr);
 

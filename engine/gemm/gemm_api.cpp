@@ -70,6 +70,9 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     p.batch_i = static_cast<uint32_t>(batch);
     p.alpha = options.alpha, p.beta = options.beta;
     if (!config) config = &detail::choose_gemm_config(impl, p);
+    // Texel views are an access path: operands too large for them are read as storage buffers, by the
+    // same kernel and tile shape (stats.configuration names what ran).
+    if (!detail::texel_views_fit(*impl.device, p)) config = &detail::storage_buffer_twin(impl.gemm_configs(), *config);
 
     detail::CommandStream stream(*impl.device);
     const auto start = std::chrono::steady_clock::now();

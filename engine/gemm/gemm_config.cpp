@@ -131,6 +131,20 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     return table;
 }
 
+const GemmConfig& storage_buffer_twin(const GemmConfigTable& table, const GemmConfig& config) {
+    if (config.access == GemmAccess::StorageBuffer) return config;
+    const GemmConfig fallback = make(GemmKernel::Registers, GemmAccess::StorageBuffer, 8, 8, 4, 4);
+    const GemmConfig* found = nullptr;
+    for (const GemmConfig& c : table.all) {
+        if (c.access != GemmAccess::StorageBuffer) continue;
+        if (c.kernel == config.kernel && c.wg_m == config.wg_m && c.wg_n == config.wg_n && c.tm == config.tm &&
+            c.tn == config.tn && c.bk == config.bk)
+            return c;
+        if (c.name == fallback.name) found = &c;
+    }
+    return *found;  // make_gemm_configs always keeps the fallback
+}
+
 const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uint64_t N, uint64_t batches) {
     const GemmConfig* best = &table.all.front();
     double best_score = -1;

@@ -50,6 +50,11 @@ GemmConfigTable make_gemm_configs(const Device& device);
 // workgroups.
 const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uint64_t N, uint64_t batches);
 
+// `config` itself if it reads storage buffers, else the storage-buffer configuration of the same kernel and
+// tile shape (the fallback where the device has none): what runs where an operand is too large for a texel
+// view (maxTexelBufferElements). Texel buffers are an access path, never a limit on what a GEMM binds.
+const GemmConfig& storage_buffer_twin(const GemmConfigTable& table, const GemmConfig& config);
+
 // Why `config` cannot run on `device`, or an empty string when it can.
 std::string gemm_config_problem(const Device& device, const GemmConfig& config);
 

@@ -17,7 +17,9 @@ struct GemmOptions {
     bool transpose_b = false;
     float alpha = 1.0f;
     float beta = 0.0f;  // 0: c's previous contents are not read (they may be uninitialised)
-    // Empty: chosen for the device and shape. Otherwise one of gemm_configurations(context).
+    // Empty: chosen for the device and shape. Otherwise one of gemm_configurations(context); one that reads
+    // through texel views runs as its storage-buffer twin where a or b is too large for a texel view
+    // (maxTexelBufferElements), and GemmStats::configuration says so.
     std::string configuration;
 };
 

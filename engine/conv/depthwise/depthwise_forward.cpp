@@ -37,10 +37,7 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
         return unsupported(
             "depthwise: the problem is not depthwise (it needs one input channel per group, groups == C): " + p.str());
     DepthwisePlan plan;
-    // CPU implementations (lavapipe) read texel buffers much faster than storage buffers; GPUs take the
-    // plain storage-buffer path.
-    plan.texel = context.device->info().type == "CPU" && texel_reads_supported(*context.device);
-    const uint64_t limit = plan.texel ? texel_binding_limit(context, options) : storage_binding_limit(context, options);
+    const uint64_t limit = storage_binding_limit(context, options);
     const uint64_t align = context.pool->alignment();
     const uint64_t image = std::max(uint64_t(p.C * p.H * p.W), uint64_t(p.K * p.P() * p.Q())) * 4;
     const uint64_t filter = uint64_t(p.filter_elements()) * 4;
@@ -75,6 +72,13 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
         plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements());
     }
     plan.workspace_bytes = plan.workspace_floats ? context.pool->round(plan.workspace_floats * 4) : 0;
+    // CPU implementations (lavapipe) read texel buffers much faster than storage buffers; GPUs take the
+    // plain storage-buffer path, and so does a chunk too large for texel views (maxTexelBufferElements
+    // decides the path, never the chunks).
+    const uint64_t chunk_binding = uint64_t(plan.images) * image + align;
+    plan.texel = context.device->info().type == "CPU" && texel_reads_supported(*context.device) &&
+                 chunk_binding <= texel_binding_limit(context, options) &&
+                 filter <= texel_binding_limit(context, options);
     return plan;
 }
 

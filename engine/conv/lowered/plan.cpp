@@ -136,8 +136,9 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
 
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
                                   const ForwardOptions& options, uint64_t fixed_workspace_bytes) {
-    // Every binding must fit the storage-buffer range and, read through an r32f view, the texel limit.
-    const uint64_t limit = texel_binding_limit(context, options);
+    // Every binding must fit the storage-buffer range (the GEMM reads an operand too large for a texel view
+    // through a storage buffer).
+    const uint64_t limit = storage_binding_limit(context, options);
     const int64_t P = p.P(), Q = p.Q();
 
     LoweredPlan plan;

@@ -115,7 +115,7 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 }  // namespace
 
 bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
-    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     if (algorithm == Algorithm::Direct) {
         // Direct binds whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
         // time within the (possibly lowered) binding limit.
@@ -134,7 +134,7 @@ namespace {
 // nothing.
 std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                                    const ForwardOptions& options, int64_t filters, int64_t max_band) {
-    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;  // a binding's bytes, offset rounding included
     auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
     TiledPlan plan;
@@ -217,7 +217,7 @@ const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
 
 Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                               const ForwardOptions& options) {
-    const uint64_t limit = texel_binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
     if (per_filter + align > limit)
         return unsupported("one filter (" + std::to_string(per_filter) + " bytes) exceeds the binding limit of " +
@@ -398,7 +398,7 @@ const Operand& slot_of(std::span<const Operand> workspace, TileSlot slot) {
 
 void record_tiled_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const TiledPlan& plan,
                           const ConvOperands& ops, std::span<const Operand> workspace) {
-    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
+    const uint64_t limit = storage_binding_limit(context, plan.tile_options);
     const int64_t per_filter = filter_taps(p);
     const Operand &x_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
     const Operand &b_tile = slot_of(workspace, TileSlot::Bias), &y_tile = slot_of(workspace, TileSlot::Output);
@@ -421,7 +421,7 @@ void record_tiled_forward(ContextImpl& context, CommandStream& stream, const Con
 
 void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                 const TiledPlan& plan, const ConvOperands& ops, std::span<const Operand> workspace) {
-    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
+    const uint64_t limit = storage_binding_limit(context, plan.tile_options);
     const int64_t per_filter = filter_taps(p);
     const Operand &dx_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
     const Operand& dy_tile = slot_of(workspace, TileSlot::Output);
@@ -456,7 +456,7 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
 
 void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                   const TiledPlan& plan, const ConvOperands& ops, std::span<const Operand> workspace) {
-    const uint64_t limit = texel_binding_limit(context, plan.tile_options);
+    const uint64_t limit = storage_binding_limit(context, plan.tile_options);
     const int64_t per_filter = filter_taps(p);
     const Operand &x_tile = slot_of(workspace, TileSlot::Input), &dw_tile = slot_of(workspace, TileSlot::Filter);
     const Operand &db_tile = slot_of(workspace, TileSlot::Bias), &dy_tile = slot_of(workspace, TileSlot::Output);

@@ -1,5 +1,5 @@
 // Passes over tensors too large to bind: one image of the input or output, or the filter, beyond the binding
-// limit (maxStorageBufferRange, 4·maxTexelBufferElements, ForwardOptions::max_binding_bytes).
+// limit (maxStorageBufferRange, or ForwardOptions::max_binding_bytes if lower).
 //
 // Such a pass runs in tiles. A tile is one image, a band of rows, and a piece of the output channels (all of
 // them unless the filter is too large: then runs of whole groups, or runs of filters within a group). Its
