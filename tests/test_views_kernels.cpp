@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "context/tensor_storage.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
-#include "context/tensor_storage.hpp"
 
 extern const uint32_t test_axpy_spv[];
 extern const size_t test_axpy_spv_words;
@@ -60,19 +60,13 @@ TEST_CASE("tensor views share memory, start at their own offset and upload and d
     CHECK(middle.download() == slice(expected, entry, 3 * entry));
 }
 
-TEST_CASE("tensor views are refused off the alignment, out of range or of an empty tensor", "[views][gpu]") {
-    auto* context = vkt::shared_context();
-    if (!context) return;
-    const uint64_t alignment = context->pool_stats().alignment;
-    Tensor t(*context, {6, 3});  // 12-byte entries: entry 1 starts off any alignment the pool may have (>= 16)
-    try {
-        (void)t.images(1, 2);
-        FAIL("a misaligned view was accepted");
-    } catch (const vkconv::Error& e) {
-        CHECK(e.category() == ErrorCategory::InvalidArgument);
-        CHECK_THAT(e.what(), Catch::Contains("starts at byte 12") &&
-                                 Catch::Contains("alignment of " + std::to_string(alignment)));
-    }
+TEST_CASE("tensor views are refused out of range or of an empty tensor, and start at any entry", "[views][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const auto values = vkt::random_values(18, 51);
+    Tensor t = Tensor::from_host(*context, {6, 3}, values);  // 12-byte entries: entry 1 starts off any alignment
+    const Tensor off = t.images(1, 2);
+    CHECK(off.byte_offset() == 12);
+    CHECK(off.download() == slice(values, 3, 6));
     CHECK_NOTHROW(t.images(0, 6));
     for (auto [first, count] : {std::pair<int64_t, int64_t>{-1, 1}, {0, 0}, {5, 2}, {6, 1}}) {
         INFO(first << " " << count);

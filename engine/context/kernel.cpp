@@ -6,8 +6,8 @@
 #include <string>
 
 #include "context/pass.hpp"
-#include "vulkan/dispatch.hpp"
 #include "context/tensor_storage.hpp"
+#include "vulkan/dispatch.hpp"
 
 namespace vkconv {
 
@@ -49,10 +49,12 @@ Kernel::Kernel(Context& context, const KernelDesc& desc) : state_(std::make_shar
     if (desc.bindings.empty() || desc.bindings.size() > max_bindings)
         throw bad(name, std::to_string(desc.bindings.size()) + " bindings; the device allows 1 to " +
                             std::to_string(max_bindings) + " storage buffers per shader");
-    if (desc.params_bytes % 4 != 0 || desc.params_bytes > kMaxPushBytes - kTailBytes)
-        throw bad(name, "params_bytes " + std::to_string(desc.params_bytes) +
-                            " must be a multiple of 4 and at most 120 (128 bytes of push constants, less "
-                            "{base, count})");
+    const uint32_t offsets_bytes = desc.element_offsets ? uint32_t(4 * desc.bindings.size()) : 0;
+    if (desc.params_bytes % 4 != 0 || desc.params_bytes + offsets_bytes > kMaxPushBytes - kTailBytes)
+        throw bad(name, "params_bytes " + std::to_string(desc.params_bytes) + " must be a multiple of 4 and at most " +
+                            std::to_string(kMaxPushBytes - kTailBytes - offsets_bytes) +
+                            " (128 bytes of push constants, less " +
+                            (offsets_bytes ? "one element offset per binding and " : "") + "{base, count})");
     state_->context = &context;
     state_->impl = context.impl();
     state_->desc = desc;
@@ -62,7 +64,7 @@ Kernel::Kernel(Context& context, const KernelDesc& desc) : state_(std::make_shar
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(content_hash(desc.spirv)));
     state_->pipeline.shader = "user:" + name + ":" + hash;
     state_->pipeline.bindings.assign(desc.bindings.size(), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    state_->pipeline.push_constant_bytes = desc.params_bytes + kTailBytes;
+    state_->pipeline.push_constant_bytes = desc.params_bytes + offsets_bytes + kTailBytes;
     state_->pipeline.specialization = {detail::kElementwiseWorkgroup};
     impl.pipelines->add_spirv(state_->pipeline.shader, std::vector<uint32_t>(desc.spirv.begin(), desc.spirv.end()));
     impl.pipelines->get(state_->pipeline);
@@ -88,7 +90,9 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
         throw Error(ErrorCategory::Unsupported, "kernel '" + name + "': " + std::to_string(elements) +
                                                     " elements exceed 32-bit element indexing (run it in pieces)");
     const uint64_t max_range = impl.device->limits().maxStorageBufferRange;
+    const uint64_t alignment = impl.pool->alignment();
     std::vector<detail::Binding> bindings;
+    std::vector<uint32_t> offsets;  // element_offsets: element 0 of each binding, in floats from its start
     std::vector<detail::Operand> operands;
     for (size_t i = 0; i < tensors.size(); ++i) {
         const Tensor& t = tensors[i];
@@ -105,18 +109,31 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
             for (size_t j = 0; j < tensors.size(); ++j)
                 if (j != i && detail::overlaps(t, tensors[j]))
                     throw bad(name, which + " is written and shares memory with binding " + std::to_string(j));
-        operands.push_back({detail::allocation_of(t), static_cast<uint64_t>(t.elements())});
-        bindings.push_back({operands.back().whole(), written});
+        operands.push_back(
+            detail::operand_of(detail::allocation_of(t), static_cast<uint64_t>(t.elements()), alignment));
+        const detail::Window whole = operands.back().whole();
+        if (whole.delta != 0 && !s.desc.element_offsets)
+            throw bad(name, which + ": the view starts at byte " + std::to_string(t.byte_offset()) +
+                                ", off the device's " + std::to_string(alignment) +
+                                "-byte storage-buffer offset alignment; a kernel takes such views with "
+                                "KernelDesc::element_offsets, adding offset[i] to binding i's indices");
+        bindings.push_back({whole.range, written});
+        offsets.push_back(static_cast<uint32_t>(whole.delta));
     }
 
     RunStats stats;
     const uint64_t total = elements;
     detail::run_pass(*s.context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
         const detail::Pipeline& pipeline = impl.pipelines->get(s.pipeline);
-        // The shader's block is params followed by {base, count}.
+        // The shader's block is params, then (element_offsets) one offset per binding, then {base, count}.
         std::vector<std::byte> push(s.pipeline.push_constant_bytes);
         if (!params.empty()) std::memcpy(push.data(), params.data(), params.size());
-        detail::dispatch_elements(stream, pipeline, bindings, push, params.size(), total);
+        size_t tail = params.size();
+        if (s.desc.element_offsets) {
+            std::memcpy(push.data() + tail, offsets.data(), offsets.size() * 4);
+            tail += offsets.size() * 4;
+        }
+        detail::dispatch_elements(stream, pipeline, bindings, push, tail, total);
     });
     std::vector<const detail::Operand*> ptrs;
     for (const auto& op : operands) ptrs.push_back(&op);

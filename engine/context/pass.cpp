@@ -11,7 +11,7 @@ Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_v
     if (tensor.storage()->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
     ConvProblem::check_shape(role, tensor.shape(), expected);
-    return {allocation_of(tensor), static_cast<uint64_t>(tensor.elements())};
+    return operand_of(allocation_of(tensor), static_cast<uint64_t>(tensor.elements()), context.pool->alignment());
 }
 
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs) {

@@ -29,7 +29,9 @@ void check_not_aliased(const Tensor& output, std::string_view role, std::initial
 inline uint64_t operand_bytes(std::span<const Operand* const> operands) {
     std::vector<BufferRange> ranges;
     for (const Operand* op : operands)
-        if (op && *op) ranges.push_back({op->allocation.buffer, op->allocation.offset, op->allocation.size});
+        if (op && *op)  // from the operand's element 0 (a view off the alignment binds from below it)
+            ranges.push_back({op->allocation.buffer, op->allocation.offset + op->first * 4,
+                              op->allocation.size - op->first * 4});
     std::sort(ranges.begin(), ranges.end(), [](const BufferRange& a, const BufferRange& b) {
         return a.buffer != b.buffer ? a.buffer < b.buffer : a.offset < b.offset;
     });

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "memory/staging.hpp"
 #include "context/tensor_storage.hpp"
+#include "memory/staging.hpp"
 
 namespace vkconv {
 
@@ -52,21 +52,14 @@ Tensor Tensor::images(int64_t first, int64_t count) const {
     if (!storage_) throw Error(ErrorCategory::InvalidArgument, "view of an empty tensor");
     const int64_t n = shape_[0];
     if (first < 0 || count <= 0 || first > n - count)
-        throw Error(ErrorCategory::InvalidArgument, "view of entries [" + std::to_string(first) + ", " +
-                                                        std::to_string(first + count) + ") of dimension 0 of shape " +
-                                                        shape_string(shape_) + " (need 0 <= first, count > 0, first + count <= " +
-                                                        std::to_string(n) + ")");
+        throw Error(ErrorCategory::InvalidArgument,
+                    "view of entries [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                        ") of dimension 0 of shape " + shape_string(shape_) +
+                        " (need 0 <= first, count > 0, first + count <= " + std::to_string(n) + ")");
     const uint64_t entry_bytes = bytes() / static_cast<uint64_t>(n);
     const uint64_t offset = offset_ + static_cast<uint64_t>(first) * entry_bytes;
-    // A descriptor or texel view must start on the device's offset alignment; a shader-side element
-    // offset would work for vkconv's own passes but not for kernels users write, so misaligned views are refused.
-    const uint64_t alignment = storage_->context->pool->alignment();
-    if (offset % alignment != 0)
-        throw Error(ErrorCategory::InvalidArgument,
-                    "view of entries [" + std::to_string(first) + ", " + std::to_string(first + count) + ") of shape " +
-                        shape_string(shape_) + " starts at byte " + std::to_string(offset) +
-                        ", not a multiple of the device's storage-buffer offset alignment of " +
-                        std::to_string(alignment) + " bytes (one entry is " + std::to_string(entry_bytes) + " bytes)");
+    // Any entry: a pass binds a view that starts off the offset alignment from the alignment below it and
+    // adds the distance to its indices (operand_of, context/operands.hpp).
     Tensor view;
     view.shape_ = shape_;
     view.shape_[0] = count;

@@ -30,7 +30,8 @@ void set_geometry(Specialization<Shader>& spec, const ConvProblem& p) {
 struct DirectSizes {
     uint32_t N, C, H, W, K, P, Q;
     uint32_t channels_per_group, filters_per_group;
-    uint32_t reduce_begin, reduce_end, accumulate;  // the piece of the reduction (set per piece)
+    uint32_t reduce_begin, reduce_end, accumulate;            // the piece of the reduction (set per piece)
+    uint32_t first0 = 0, first1 = 0, first2 = 0, first3 = 0;  // element 0 of binding i (Operand::first)
     uint32_t base, count;
 };
 
@@ -38,17 +39,36 @@ VKCONV_PUSH_SIZE(DirectSizes, conv2d_direct)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, channels_per_group)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, reduce_begin)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, accumulate)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, first0)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, first3)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, base)
 VKCONV_PUSH_SIZE(DirectSizes, conv2d_backward_data_direct)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_data_direct, reduce_begin)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_data_direct, first2)
 VKCONV_PUSH_SIZE(DirectSizes, conv2d_backward_filter_direct)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_filter_direct, reduce_begin)
+VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_filter_direct, first2)
 
 inline DirectSizes direct_sizes(const ConvProblem& p) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    return {
-        u(p.N), u(p.C), u(p.H), u(p.W), u(p.K), u(p.P()), u(p.Q()), u(p.channels_per_group()), u(p.filters_per_group()),
-        0,      0,      0,      0,      0};
+    return {u(p.N),
+            u(p.C),
+            u(p.H),
+            u(p.W),
+            u(p.K),
+            u(p.P()),
+            u(p.Q()),
+            u(p.channels_per_group()),
+            u(p.filters_per_group()),
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0};
 }
 
 }  // namespace vkconv::detail

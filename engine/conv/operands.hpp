@@ -14,7 +14,7 @@ namespace vkconv::detail {
 
 struct ConvOperands {
     Operand input, filter, bias, output;  // bias empty when the pass has none
-    BufferRange bias_or(const Operand& stand_in) const { return bias ? bias.whole() : stand_in.whole(); }
+    Window bias_or(const Operand& stand_in) const { return bias ? bias.whole() : stand_in.whole(); }
 };
 
 }  // namespace vkconv::detail

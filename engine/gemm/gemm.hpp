@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "vulkan/command_stream.hpp"
 #include "context/context_impl.hpp"
 #include "gemm/gemm_config.hpp"
+#include "vulkan/command_stream.hpp"
 
 namespace vkconv::detail {
 

@@ -1,8 +1,9 @@
 // The public GEMM entry point: shape checks, then one record_gemm.
 #include <chrono>
 
-#include "gemm/gemm.hpp"
+#include "context/operands.hpp"
 #include "context/tensor_storage.hpp"
+#include "gemm/gemm.hpp"
 #include "vkconv/gemm.hpp"
 
 namespace vkconv {
@@ -56,17 +57,18 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
             if (candidate.name == options.configuration) config = &candidate;
         if (!config) throw bad("unknown configuration '" + options.configuration + "'");
     }
-    auto range = [](const Tensor& t) {
-        const auto alloc = detail::allocation_of(t);
-        return detail::BufferRange{alloc.buffer, alloc.offset, alloc.size};
+    // Each operand from the offset alignment at or below its first byte (a view may start at any entry).
+    auto whole = [&](const Tensor& t) {
+        return detail::operand_of(detail::allocation_of(t), uint64_t(t.elements()), impl.pool->alignment()).whole();
     };
+    const detail::Window wa = whole(a), wb = whole(b), wc = whole(c);
     detail::GemmProblem p;
     p.M = static_cast<uint32_t>(M), p.N = static_cast<uint32_t>(N), p.K = static_cast<uint32_t>(K);
-    p.a = {range(a),        0, options.transpose_a ? 1u : uint64_t(K), options.transpose_a ? uint64_t(M) : 1u,
+    p.a = {wa.range,        wa.delta, options.transpose_a ? 1u : uint64_t(K), options.transpose_a ? uint64_t(M) : 1u,
            uint64_t(M * K), 0};
-    p.b = {range(b),        0, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
+    p.b = {wb.range,        wb.delta, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
            uint64_t(K * N), 0};
-    p.c = {range(c), 0, uint64_t(N), 1, uint64_t(M * N), 0};
+    p.c = {wc.range, wc.delta, uint64_t(N), 1, uint64_t(M * N), 0};
     p.batch_i = static_cast<uint32_t>(batch);
     p.alpha = options.alpha, p.beta = options.beta;
     if (!config) config = &detail::choose_gemm_config(impl, p);

@@ -95,7 +95,7 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     // layers with 3 input channels (N = R*S*C = 27 or S*C = 9), where a 64-wide tile is mostly padding;
     // pick_gemm_config offers them only there, discounted for their unshared A rows.
     const std::vector<Shape> register_shapes = {{8, 8, 8, 8}, {2, 32, 8, 8}, {1, 64, 8, 8}, {8, 8, 4, 4},
-                                                {4, 4, 4, 4}, {1, 16, 8, 4}, {8, 4, 8, 8}, {16, 2, 8, 8}};
+                                                {4, 4, 4, 4}, {1, 16, 8, 4}, {8, 4, 8, 8},  {16, 2, 8, 8}};
     // 256-invocation shapes run only where maxComputeWorkGroupInvocations allows (checked below).
     // (An 8x8 block per invocation measured 14x slower than 4x4 on an H100: it spills.)
     const std::vector<Shape> shared_shapes = {{16, 16, 4, 4}, {8, 16, 8, 4}, {8, 8, 4, 4}, {8, 8, 2, 2}, {1, 64, 4, 2}};

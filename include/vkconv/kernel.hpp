@@ -11,6 +11,11 @@
 //   layout(set = 0, binding = i) buffer ... { float v[]; };   // one storage buffer per binding, i = 0..n-1
 //   layout(push_constant) uniform P { <params_bytes of your own>; uint base; uint count; };
 //   element e = base + gl_GlobalInvocationID.x, valid while gl_GlobalInvocationID.x < count.
+// With KernelDesc::element_offsets, the block has one uint per binding before {base, count}:
+//   layout(push_constant) uniform P { <params>; uint offset[n]; uint base; uint count; };
+//   and element i of binding b's tensor is v[offset[b] + i]. A binding is then bound from the storage-buffer
+//   offset alignment at or below its tensor's first byte, so views may start at any element (without the
+//   flag, a view must start on the alignment).
 // Each invocation should write only its own elements: dispatches of one run are not ordered by element.
 #pragma once
 
@@ -34,6 +39,8 @@ struct KernelDesc {
     std::span<const uint32_t> spirv;      // SPIR-V words (copied)
     std::vector<BindingAccess> bindings;  // binding i: storage buffer, accessed as bindings[i]
     uint32_t params_bytes = 0;            // the user's push constants before {base, count}: multiple of 4, <= 120
+                                          // (less 4 per binding with element_offsets)
+    bool element_offsets = false;         // the shader adds offset[b] to binding b's indices (contract above)
 };
 
 class Kernel {
@@ -52,8 +59,8 @@ public:
     RunStats run(const std::vector<Tensor>& tensors, uint64_t elements, std::span<const std::byte> params = {});
 
     template <typename Params>
-        requires std::is_trivially_copyable_v<Params>
-    RunStats run(const std::vector<Tensor>& tensors, uint64_t elements, const Params& params) {
+    requires std::is_trivially_copyable_v<Params> RunStats run(const std::vector<Tensor>& tensors, uint64_t elements,
+                                                               const Params& params) {
         return run(tensors, elements, std::as_bytes(std::span<const Params>(&params, 1)));
     }
 

@@ -4,8 +4,10 @@
 // dimensions are ordered. Its memory goes back to the pool when the last copy dies (copies share it).
 //
 // A view (images()) is a Tensor over a run of a tensor's leading dimension: it shares the memory, keeps
-// it alive, and is accepted wherever a Tensor is (passes, kernels, upload, download). Its first byte must
-// lie on the device's storage-buffer offset alignment (PoolStats::alignment) so it binds as it is.
+// it alive, and is accepted wherever a Tensor is (passes, kernels, upload, download). It may start at any
+// entry: where its first byte is off the device's storage-buffer offset alignment (PoolStats::alignment),
+// a pass binds from the alignment below it and indexes from the view's first element (a user Kernel
+// opts in with KernelDesc::element_offsets).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +42,8 @@ public:
     uint64_t bytes() const { return static_cast<uint64_t>(elements()) * sizeof(float); }
 
     // A view of entries [first, first + count) of dimension 0 (images of an NCHW or NHWC tensor, frames
-    // of a video): shape {count, shape[1], ...}. Error(InvalidArgument) for an empty tensor, a range
-    // outside dimension 0, or a first byte off the pool's alignment (the message names both).
+    // of a video): shape {count, shape[1], ...}. Error(InvalidArgument) for an empty tensor or a range
+    // outside dimension 0.
     Tensor images(int64_t first, int64_t count) const;
     // Bytes from the start of the underlying allocation to this tensor's first element (0 unless a view).
     uint64_t byte_offset() const { return offset_; }

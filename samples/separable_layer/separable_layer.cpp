@@ -25,7 +25,8 @@ using vkconv::Tensor;
 void Shape::validate() const {
     auto positive = [](const char* field, int64_t value) {
         if (value <= 0)
-            throw Error(ErrorCategory::InvalidArgument, std::string(field) + " must be positive, got " + std::to_string(value));
+            throw Error(ErrorCategory::InvalidArgument,
+                        std::string(field) + " must be positive, got " + std::to_string(value));
     };
     positive("frames", frames), positive("channels", channels), positive("height", height), positive("width", width);
     if (frames % 3 != 0)
@@ -35,8 +36,11 @@ void Shape::validate() const {
 
 namespace {
 
-#define KERNEL(name, ...) \
-    vkconv::KernelDesc { #name, {name##_spv, name##_spv_words}, {__VA_ARGS__}, 0 }
+// Frames and clips are views at any frame: the kernels index from each binding's element offset.
+#define KERNEL(name, ...)                                               \
+    vkconv::KernelDesc {                                                \
+#name, {name##_spv, name##_spv_words }, {__VA_ARGS__ }, 0, true \
+    }
 constexpr BindingAccess R = BindingAccess::Read, W = BindingAccess::Write, RW = BindingAccess::ReadWrite;
 
 // One pass's accounting: pool peak from construction, wall time, GPU time and submissions added per call.
@@ -77,19 +81,9 @@ Layer::Layer(vkconv::Context& context, const Shape& shape, uint64_t workspace_bu
       residual_(context, KERNEL(separable_residual, R, R, RW)),
       grad_minus_(context, KERNEL(separable_grad_minus, R, R, W, W)),
       grad_plus_(context, KERNEL(separable_grad_plus, R, W, RW)),
-      accumulate_(context, vkconv::KernelDesc{"separable_accumulate",
-                                              {separable_accumulate_spv, separable_accumulate_spv_words},
-                                              {R, RW},
-                                              4}) {
-    const vkconv::PoolStats pool = context.pool_stats();
-    const uint64_t frame_bytes = static_cast<uint64_t>(shape.frame_elements()) * 4;
-    // Every frame is bound as a view of its own; views must start on the device's offset alignment.
-    if (frame_bytes % pool.alignment != 0)
-        throw Error(ErrorCategory::InvalidArgument,
-                    "one frame is " + std::to_string(frame_bytes) + " bytes, not a multiple of the device's " +
-                        std::to_string(pool.alignment) +
-                        "-byte storage-buffer offset alignment: choose channels*height*width a multiple of " +
-                        std::to_string(pool.alignment / 4));
+      accumulate_(context,
+                  vkconv::KernelDesc{
+                      "separable_accumulate", {separable_accumulate_spv, separable_accumulate_spv_words}, {R, RW}, 4}) {
     // Per chunk of n clips: two frame-sized buffers per clip (difference; convolution output or e), the
     // chunk's partial kernel and bias gradients, and the depthwise backward-filter's partial sums. The
     // largest n whose total fits the budget; the rest of the budget is the passes' workspace limit.
@@ -128,7 +122,7 @@ vkconv::ForwardOptions Layer::conv_options() const {
 
 uint64_t Layer::workspace_bytes() const {
     return buffer_bytes(chunk_clips_) + vkconv::backward_filter_workspace_bytes(context_, problem(chunk_clips_),
-                                                                              Algorithm::Depthwise, conv_options());
+                                                                                Algorithm::Depthwise, conv_options());
 }
 
 PassReport Layer::forward(const Tensor& frames, const Tensor& k_minus, const Tensor& b1, const Tensor& k_plus,

@@ -17,7 +17,7 @@
 // Bindings: 0 dy as vec4 (the chunk's window), 1 dy as float (the same window), 2 w (float),
 //   3 dx (the chunk's window; storage buffer, written).
 // Push constants: dy_offset and dx_offset (floats from each binding's start to the chunk's first image),
-//   then the dispatch's slice [base, base + count) of the invocations.
+//   w_offset (floats from binding 2's start to the filter's element 0), then the dispatch's slice [base, base + count) of the invocations.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over images * (C / LANE_CHANNELS) * ceil(H / TILE_H) *
 //   ceil(W / TILE_W) invocations, ordered (n, c, row block, column block) in NCHW and
 //   (n, row block, column block, c) in NHWC.
@@ -33,6 +33,7 @@ layout(std430, binding = 3) writeonly buffer GradInput1 { float dx1[]; };
 
 layout(push_constant) uniform Params {
     uint dy_offset, dx_offset;
+    uint w_offset;
     uint base, count;
 } pc;
 
@@ -52,10 +53,10 @@ const uint LANES = C / LANE_CHANNELS;
 
 VAL filter_tap(uint k, uint tap) {
 #ifdef CHANNELS4
-    return vec4(READ1(w1, k * TAPS + tap), READ1(w1, (k + 1) * TAPS + tap), READ1(w1, (k + 2) * TAPS + tap),
-                READ1(w1, (k + 3) * TAPS + tap));
+    const uint w = pc.w_offset + k * TAPS + tap;
+    return vec4(READ1(w1, w), READ1(w1, w + TAPS), READ1(w1, w + 2 * TAPS), READ1(w1, w + 3 * TAPS));
 #else
-    return READ1(w1, k * TAPS + tap);
+    return READ1(w1, pc.w_offset + k * TAPS + tap);
 #endif
 }
 

@@ -14,7 +14,8 @@
 // Bindings: 0 x as vec4 (the chunk's window), 1 x as float (the same window), 2 w (float), 3 bias (float;
 //   any buffer when HAS_BIAS is 0), 4 y (the chunk's window; storage buffer, written).
 // Push constants: x_offset and y_offset (floats from each binding's start to the chunk's first image),
-//   then the dispatch's slice [base, base + count) of the invocations.
+//   w_offset and b_offset (floats from binding 2's and 3's start to the filter's and bias's element 0), then
+//   the dispatch's slice [base, base + count) of the invocations.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over images * (K / LANE_CHANNELS) * ceil(P / TILE_H) *
 //   ceil(Q / TILE_W) invocations: NCHW orders them (n, k, row block, column block), NHWC (n, row block,
 //   column block, k) so that neighbouring invocations read neighbouring addresses.
@@ -33,6 +34,7 @@ layout(std430, binding = 4) writeonly buffer Output1 { float y1[]; };
 
 layout(push_constant) uniform Params {
     uint x_offset, y_offset;
+    uint w_offset, b_offset;
     uint base, count;
 } pc;
 
@@ -47,18 +49,19 @@ const uint LANES = K / LANE_CHANNELS;
 // The taps of filter k (k .. k+3 with CHANNELS4) at `tap`.
 VAL filter_tap(uint k, uint tap) {
 #ifdef CHANNELS4
-    return vec4(READ1(w1, k * TAPS + tap), READ1(w1, (k + 1) * TAPS + tap), READ1(w1, (k + 2) * TAPS + tap),
-                READ1(w1, (k + 3) * TAPS + tap));
+    const uint w = pc.w_offset + k * TAPS + tap;
+    return vec4(READ1(w1, w), READ1(w1, w + TAPS), READ1(w1, w + 2 * TAPS), READ1(w1, w + 3 * TAPS));
 #else
-    return READ1(w1, k * TAPS + tap);
+    return READ1(w1, pc.w_offset + k * TAPS + tap);
 #endif
 }
 
 VAL bias_of(uint k) {
 #ifdef CHANNELS4
-    return vec4(READ1(bias1, k), READ1(bias1, k + 1), READ1(bias1, k + 2), READ1(bias1, k + 3));
+    const uint b = pc.b_offset + k;
+    return vec4(READ1(bias1, b), READ1(bias1, b + 1), READ1(bias1, b + 2), READ1(bias1, b + 3));
 #else
-    return READ1(bias1, k);
+    return READ1(bias1, pc.b_offset + k);
 #endif
 }
 

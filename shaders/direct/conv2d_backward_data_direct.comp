@@ -9,7 +9,7 @@
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC (dy/dx NHWC, w OHWI; else NCHW and OIHW).
 // Bindings: 0 dy (readonly), 1 w (readonly), 2 dx (write).
-// Push constants: N C H W K P Q, channels and filters per group, the piece of the reduction
+// Push constants (with first0..first3: element 0 of each binding, in floats from its start): N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (filters within the group) and accumulate (0: dx = piece; 1: dx += piece;
 //   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dx.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
@@ -37,6 +37,7 @@ layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
     uint reduce_begin, reduce_end, accumulate;
+    uint first0, first1, first2, first3;  // element 0 of binding i, in floats from the binding's start
     uint base, count;
 } pc;
 
@@ -48,7 +49,7 @@ void main() {
     tensor_coords(NHWC, index, pc.C, pc.H, pc.W, n, c, h, x);
     const uint cpg = pc.channels_per_group, kpg = pc.filters_per_group;
     const uint g = c / cpg, cl = c % cpg;
-    float acc = pc.accumulate != 0 ? dx[index] : 0.0;
+    float acc = pc.accumulate != 0 ? dx[pc.first2 + index] : 0.0;
     const uint k_begin = pc.reduce_begin, k_end = min(pc.reduce_end, kpg);
     for (uint r = 0; r < R; ++r) {
         uint p;
@@ -60,9 +61,9 @@ void main() {
                 const uint k = g * kpg + kl;
                 const uint yi = tensor_offset(NHWC, n, k, p, q, pc.K, pc.P, pc.Q);
                 const uint wi = tensor_offset(NHWC, k, cl, r, s, cpg, R, S);
-                acc += dy[yi] * w[wi];
+                acc += dy[pc.first0 + yi] * w[pc.first1 + wi];
             }
         }
     }
-    dx[index] = acc;
+    dx[pc.first2 + index] = acc;
 }

@@ -8,7 +8,7 @@
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC.
 // Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write).
-// Push constants: N C H W K P Q, channels and filters per group, the piece of the reduction
+// Push constants (with first0..first3: element 0 of each binding, in floats from its start): N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (positions n*P*Q + p*Q + q) and accumulate (0: dw = piece; 1: dw += piece;
 //   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dw.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
@@ -36,6 +36,7 @@ layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
     uint reduce_begin, reduce_end, accumulate;
+    uint first0, first1, first2, first3;  // element 0 of binding i, in floats from the binding's start
     uint base, count;
 } pc;
 
@@ -47,7 +48,7 @@ void main() {
     uint k, c, r, s;
     tensor_coords(NHWC, index, cpg, R, S, k, c, r, s);
     const uint channel = (k / pc.filters_per_group) * cpg + c;
-    float acc = pc.accumulate != 0 ? dw[index] : 0.0;
+    float acc = pc.accumulate != 0 ? dw[pc.first2 + index] : 0.0;
     // One loop over the piece's positions, the coordinates stepped along (no division per position).
     const uint PQ = pc.P * pc.Q;
     uint n = pc.reduce_begin / PQ, p = pc.reduce_begin % PQ / pc.Q, q = pc.reduce_begin % pc.Q;
@@ -55,8 +56,8 @@ void main() {
         const int ih = tap_input(p, r, STRIDE_H, PAD_H, DIL_H);
         const int iw = tap_input(q, s, STRIDE_W, PAD_W, DIL_W);
         if (in_range(ih, pc.H) && in_range(iw, pc.W)) {
-            const uint xi = tensor_offset(NHWC, n, channel, uint(ih), uint(iw), pc.C, pc.H, pc.W);
-            acc += x[xi] * dy[tensor_offset(NHWC, n, k, p, q, pc.K, pc.P, pc.Q)];
+            const uint xi = pc.first0 + tensor_offset(NHWC, n, channel, uint(ih), uint(iw), pc.C, pc.H, pc.W);
+            acc += x[xi] * dy[pc.first1 + tensor_offset(NHWC, n, k, p, q, pc.K, pc.P, pc.Q)];
         }
         if (++q == pc.Q) {
             q = 0;
@@ -66,5 +67,5 @@ void main() {
             }
         }
     }
-    dw[index] = acc;
+    dw[pc.first2 + index] = acc;
 }

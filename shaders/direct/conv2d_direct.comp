@@ -11,7 +11,7 @@
 //   9 NHWC             0: x NCHW, w OIHW, y NCHW;  1: x NHWC, w OHWI, y NHWC
 //  10 HAS_BIAS
 // Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write).
-// Push constants: sizes N C H W K P Q, channels and filters per group, the piece of the reduction
+// Push constants (with first0..first3: element 0 of each binding, in floats from its start): sizes N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (channels within the group) and accumulate (0: y = bias + piece; 1:
 //   y += piece; long reductions run in pieces, see engine/vulkan/shader_limits.hpp), and the dispatch's slice
 //   of the output [base, base + count): large outputs are split over several dispatches so no dispatch
@@ -44,6 +44,7 @@ layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
     uint reduce_begin, reduce_end, accumulate;
+    uint first0, first1, first2, first3;  // element 0 of binding i, in floats from the binding's start
     uint base, count;
 } pc;
 
@@ -60,7 +61,7 @@ void main() {
     const int h0 = window_origin(p, STRIDE_H, PAD_H);
     const int w0 = window_origin(q, STRIDE_W, PAD_W);
 
-    float acc = pc.accumulate != 0 ? y[index] : (HAS_BIAS ? bias[k] : 0.0);
+    float acc = pc.accumulate != 0 ? y[pc.first3 + index] : (HAS_BIAS ? bias[pc.first2 + k] : 0.0);
     const uint c_begin = pc.reduce_begin, c_end = min(pc.reduce_end, cpg);
     // Neighbouring channels of x and w: next to each other in NHWC and OHWI, a plane apart in NCHW and OIHW.
     const uint x_step = channel_stride(NHWC, pc.H, pc.W), w_step = channel_stride(NHWC, R, S);
@@ -70,10 +71,10 @@ void main() {
         for (uint s = 0; s < S; ++s) {
             const int iw = w0 + int(s * DIL_W);
             if (!in_range(iw, pc.W)) continue;
-            const uint xi = tensor_offset(NHWC, n, c0, uint(ih), uint(iw), pc.C, pc.H, pc.W);
-            const uint wi = tensor_offset(NHWC, k, 0, r, s, cpg, R, S);
+            const uint xi = pc.first0 + tensor_offset(NHWC, n, c0, uint(ih), uint(iw), pc.C, pc.H, pc.W);
+            const uint wi = pc.first1 + tensor_offset(NHWC, k, 0, r, s, cpg, R, S);
             for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c * x_step] * w[wi + c * w_step];
         }
     }
-    y[index] = acc;
+    y[pc.first3 + index] = acc;
 }

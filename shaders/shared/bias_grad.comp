@@ -12,8 +12,8 @@
 //   2 dy again as vec4 (read only with CHANNELS4).
 // Push constants: dy_offset (floats from the binding's start to the chunk's first image), positions in the
 //   chunk, piece (positions per piece), accumulate (0/1), first_piece (the piece invocation slice 0 sums: a
-//   run of one piece at a time adds pieces straight into db in order, with no partial sums), then the
-//   dispatch's slice [base, base + count)
+//   run of one piece at a time adds pieces straight into db in order, with no partial sums), db_offset
+//   (binding 1's element 0: db may be a view), then the dispatch's slice [base, base + count)
 //   of the pieces * K invocations (K / 4 with CHANNELS4; k fastest: in NHWC neighbouring invocations read
 //   neighbouring floats).
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
@@ -38,6 +38,7 @@ layout(push_constant) uniform Params {
     uint piece;
     uint accumulate;
     uint first_piece;
+    uint db_offset;  // floats from binding 1's start to its element 0 (db may be a view; partial sums: 0)
     uint base, count;
 } pc;
 
@@ -48,7 +49,7 @@ void main() {
     const uint lanes = CHANNELS4 ? K / 4 : K;
     const uint k = (index % lanes) * (CHANNELS4 ? 4 : 1), slice = index / lanes;
     const uint first = (pc.first_piece + slice) * pc.piece, last = min(first + pc.piece, pc.positions);
-    const uint target = slice * K + k;
+    const uint target = pc.db_offset + slice * K + k;
     vec4 acc = vec4(0.0);
     if (pc.accumulate != 0) {
         acc.x = dst[target];

@@ -12,10 +12,12 @@ namespace {
 
 struct DataPush {
     uint32_t dy_offset, dx_offset;
+    uint32_t w_offset;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(DataPush, depthwise_backward_data)
 VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, dx_offset)
+VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, w_offset)
 
 struct FilterPush {
     uint32_t x_offset, dy_offset, rows, rows_per_piece;
@@ -85,7 +87,7 @@ uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan) {
-    const DepthwiseTiles tiles = data_tiles(p);
+    const DepthwiseTiles tiles = vec4_safe(data_tiles(p), {&grad_output, &grad_input});
     PipelineDesc desc;
     desc.shader = depthwise_shader("backward_data", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);
@@ -95,10 +97,11 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =
         uint64_t(p.C / tiles.lane_channels()) * ceil_div(p.H, tiles.tile_h) * ceil_div(p.W, tiles.tile_w);
+    const Window w = filter.whole();
     for_each_image_chunk(context, p, plan, grad_input, grad_output, [&](const ImageChunk& chunk) {
         const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
-                                              read1(filter.whole(), plan.texel), Binding{chunk.x.range, true}};
-        const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), 0, 0};
+                                              read1(w.range, plan.texel), Binding{chunk.x.range, true}};
+        const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), u32(w.delta), 0, 0};
         dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
     });
 }
@@ -106,7 +109,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
 void record_depthwise_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                       const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                       const DepthwisePlan& plan, const Operand& workspace) {
-    const DepthwiseTiles tiles = filter_tiles(p);
+    const DepthwiseTiles tiles = vec4_safe(filter_tiles(p), {&input, &grad_output});
     const VkDescriptorType read = read_descriptor(plan.texel);
     PipelineDesc desc;
     desc.shader = depthwise_shader("backward_filter", tiles, plan.texel);
@@ -130,7 +133,8 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(rows), u32(per_piece), 0, 0};
         dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes);
         // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic.
-        record_splitk_reduce(context, stream, partials, grad_filter.whole(), 0, filter_floats, int64_t(pieces),
+        const Window dw = grad_filter.whole();
+        record_splitk_reduce(context, stream, partials, dw.range, dw.delta, filter_floats, int64_t(pieces),
                              !chunk.first);
     });
 }

@@ -23,11 +23,14 @@ bool texel_reads_supported(const Device& device) {
 
 struct ForwardPush {
     uint32_t x_offset, y_offset;
+    uint32_t w_offset, b_offset;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(ForwardPush, depthwise_forward)
 VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, x_offset)
 VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, y_offset)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, w_offset)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, b_offset)
 
 }  // namespace
 
@@ -109,7 +112,7 @@ DepthwiseTiles forward_tiles(const ConvProblem& p) {
 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const ConvOperands& ops, const DepthwisePlan& plan) {
-    const DepthwiseTiles tiles = forward_tiles(p);
+    const DepthwiseTiles tiles = vec4_safe(forward_tiles(p), {&ops.input, &ops.output});
     PipelineDesc desc;
     desc.shader = depthwise_shader("forward", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);
@@ -120,12 +123,13 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =
         uint64_t(p.K / tiles.lane_channels()) * ceil_div(p.P(), tiles.tile_h) * ceil_div(p.Q(), tiles.tile_w);
+    // Without a bias the shader never reads binding 3, but Vulkan wants it bound: the filter stands in.
+    const Window w = ops.filter.whole(), b = ops.bias_or(ops.filter);
     for_each_image_chunk(context, p, plan, ops.input, ops.output, [&](const ImageChunk& chunk) {
-        // Without a bias the shader never reads binding 3, but Vulkan wants it bound: the filter stands in.
         const std::array<Binding, 5> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
-                                              read1(ops.filter.whole(), plan.texel),
-                                              read1(ops.bias_or(ops.filter), plan.texel), Binding{chunk.y.range, true}};
-        const ForwardPush push{u32(chunk.x.delta), u32(chunk.y.delta), 0, 0};
+                                              read1(w.range, plan.texel), read1(b.range, plan.texel),
+                                              Binding{chunk.y.range, true}};
+        const ForwardPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(w.delta), u32(b.delta), 0, 0};
         dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
     });
 }

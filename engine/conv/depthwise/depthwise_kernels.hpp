@@ -21,6 +21,14 @@ struct DepthwiseTiles {
     uint32_t lane_channels() const { return channels4 ? 4 : 1; }
 };
 
+// `tiles` without vec4 loads and stores where an operand's element 0 is off a 4-float boundary (a view that
+// starts mid-vec4, Operand::first): its values then move as floats.
+inline DepthwiseTiles vec4_safe(DepthwiseTiles tiles, std::initializer_list<const Operand*> operands) {
+    for (const Operand* op : operands)
+        if (op->first % 4 != 0) tiles.vec4_x = tiles.vec4_y = tiles.channels4 = false;
+    return tiles;
+}
+
 // Filter taps an invocation holds in registers before the kernels shrink their blocks (forward and
 // backward-data) or split the taps (backward-filter).
 constexpr int64_t kTapsInRegisters = 25;

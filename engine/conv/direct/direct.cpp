@@ -21,7 +21,7 @@ std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const 
     return std::nullopt;
 }
 
-void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
+void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeline,
                      std::span<const Binding> bindings, DirectSizes push, uint64_t elements, uint64_t extent,
                      uint64_t unit_iterations) {
     const uint64_t piece = std::max<uint64_t>(1, kMaxLoopIterations / std::max<uint64_t>(1, unit_iterations));
@@ -46,10 +46,13 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     const Pipeline& pipeline = context.pipelines->get(desc);
 
     // Without a bias the shader never reads binding 2, but Vulkan wants it bound: the filter stands in.
-    const std::array<Binding, 4> bindings{
-        Binding{operands.input.whole(), false}, Binding{operands.filter.whole(), false},
-        Binding{operands.bias_or(operands.filter), false}, Binding{operands.output.whole(), true}};
-    const DirectSizes push = direct_sizes(problem);
+    const Window x = operands.input.whole(), w = operands.filter.whole(), b = operands.bias_or(operands.filter),
+                 y = operands.output.whole();
+    const std::array<Binding, 4> bindings{Binding{x.range, false}, Binding{w.range, false}, Binding{b.range, false},
+                                          Binding{y.range, true}};
+    DirectSizes push = direct_sizes(problem);
+    push.first0 = uint32_t(x.delta), push.first1 = uint32_t(w.delta), push.first2 = uint32_t(b.delta);
+    push.first3 = uint32_t(y.delta);
     dispatch_direct(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()),
                     uint64_t(problem.channels_per_group()), uint64_t(problem.R * problem.S));
 }

@@ -20,10 +20,12 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
     Specialization<Shader> spec;
     set_geometry(spec, p);
     desc.specialization = spec.values();
-    const std::array<Binding, 3> bindings{Binding{a.whole(), false}, Binding{b.whole(), false},
-                                          Binding{out.whole(), true}};
-    dispatch_direct(context, stream, context.pipelines->get(desc), bindings, direct_sizes(p), elements, extent,
-                    unit_iterations);
+    const Window a_all = a.whole(), b_all = b.whole(), out_all = out.whole();
+    const std::array<Binding, 3> bindings{Binding{a_all.range, false}, Binding{b_all.range, false},
+                                          Binding{out_all.range, true}};
+    DirectSizes push = direct_sizes(p);
+    push.first0 = uint32_t(a_all.delta), push.first1 = uint32_t(b_all.delta), push.first2 = uint32_t(out_all.delta);
+    dispatch_direct(context, stream, context.pipelines->get(desc), bindings, push, elements, extent, unit_iterations);
 }
 
 Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const ForwardOptions&) {

@@ -68,7 +68,8 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, 0, 0};
             gp.a_m_segment = u(v.segment), gp.a_m_segment_stride = u(v.segment_stride);
-            gp.b = {filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+            const Window w = filter.whole();
+            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
             gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0};
             record_gemm(context, stream, gp);
         }
@@ -121,7 +122,8 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                 gp.b = {col, col_base, 1, m_chunk, 0, 0};
             else
                 gp.b = {col, col_base, k_red, 1, 0, 0};
-            const GemmMatrix dw{grad_filter.whole(), uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+            const Window dw_all = grad_filter.whole();
+            const GemmMatrix dw{dw_all.range, dw_all.delta + uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
             if (!split) {
                 gp.c = dw;
                 gp.beta = first ? 0.0f : 1.0f;  // chunks add up in order
@@ -133,7 +135,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                 unit == 1 ? uint64_t(piece) * v.row_stride : uint64_t(piece / unit) * v.segment_stride;
             const uint64_t b_piece = plan.transposed ? uint64_t(piece) : uint64_t(piece) * k_red;
             const uint64_t product = uint64_t(Kg) * k_red;
-            gp.c = {partials.whole(), 0, k_red, 1, product, 0};
+            gp.c = {partials.whole().range, 0, k_red, 1, product, 0};  // workspace: element 0 at its start
             GemmProblem pieces = gp;
             pieces.K = u(piece), pieces.batch_i = u(full);
             pieces.a.batch_i = a_piece, pieces.b.batch_i = b_piece;
@@ -145,8 +147,8 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                 last.c.offset = uint64_t(full) * product;
                 record_gemm(context, stream, last);
             }
-            record_splitk_reduce(context, stream, partials.whole(), dw.range, dw.offset, product, full + (rest > 0),
-                                 !first);
+            record_splitk_reduce(context, stream, partials.whole().range, dw.range, dw.offset, product,
+                                 full + (rest > 0), !first);
         }
     });
 }

@@ -45,6 +45,7 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
     const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));
+    const Window w = ops.filter.whole(), b = ops.bias_or(ops.filter);
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const Window& x = chunk.input;
@@ -66,10 +67,10 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
                 gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0};
             else
                 gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
-            gp.b = {ops.filter.whole(), uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
             const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
             gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
-            if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+            if (ops.bias) gp.bias = b.range, gp.bias_offset = b.delta + uint64_t(g * Kg);
             record_gemm(context, stream, gp);
         }
     });

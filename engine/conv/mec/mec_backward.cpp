@@ -96,15 +96,16 @@ void record_reordered_filter(ContextImpl& context, CommandStream& stream, const 
                              const Operand& filter, const BufferRange& reordered) {
     const int64_t R = p.R, S = p.S, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const int64_t taps = R * S * Cg;
+    const Window w = filter.whole();
     for (int64_t g = 0; g < p.groups; ++g) {
         for (int64_t rr = 0; rr < R; ++rr) {
             const int64_t r = R - 1 - rr;
             const uint64_t out = uint64_t((g * R + order.position[size_t(rr)]) * Kg * S * Cg);
             if (p.layout == Layout::NHWC)
-                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S * Cg), reordered, out,
+                record_permute(context, stream, w.range, w.delta + uint64_t(g * Kg * taps + r * S * Cg), reordered, out,
                                {1, Kg, S, Cg}, {0, taps, Cg, 1});
             else
-                record_permute(context, stream, filter.whole(), uint64_t(g * Kg * taps + r * S), reordered, out,
+                record_permute(context, stream, w.range, w.delta + uint64_t(g * Kg * taps + r * S), reordered, out,
                                {1, Kg, S, Cg}, {0, taps, 1, R * S});
         }
     }
@@ -174,10 +175,12 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                               const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
     const TapOrder order = tap_order(p);
-    record_reordered_filter(context, stream, p, order, filter, filter_copy.whole());
+    // The copy is workspace: its element 0 is at its start.
+    const BufferRange reordered = filter_copy.whole().range;
+    record_reordered_filter(context, stream, p, order, filter, reordered);
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
         const MecLowered l = mec_lowered(p, chunk, scratch);
-        record_dl_gather(context, stream, p, order, chunk, l, filter_copy.whole());
+        record_dl_gather(context, stream, p, order, chunk, l, reordered);
         record_dx_from_dl(context, stream, p, chunk, l.range);
     });
 }
@@ -253,14 +256,14 @@ void record_images_in_order(ContextImpl& context, CommandStream& stream, const C
 
 // Partial products in slots [image][piece], summed in that order into group g of dw.
 void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, const ConvProblem& p, GemmProblem at,
-                               const MecFilterSplit& split, const Operand& partials, const BufferRange& dw, int64_t g,
+                               const MecFilterSplit& split, const Operand& partials, const Window& dw, int64_t g,
                                int64_t rows, int64_t count, bool first) {
     const int64_t Q = p.Q();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
     const int64_t full = rows / split.piece_rows, rest = rows % split.piece_rows;
     const int64_t pieces = full + (rest > 0);
-    at.c = {partials.whole(), 0, 1, k_red, uint64_t(pieces) * product, product};
+    at.c = {partials.whole().range, 0, 1, k_red, uint64_t(pieces) * product, product};  // workspace
     if (full > 0) {
         GemmProblem whole_pieces = at;
         whole_pieces.K = u(split.piece_rows * Q);
@@ -275,19 +278,20 @@ void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, cons
         last.batch_i = u(count);
         record_gemm(context, stream, last);
     }
-    record_splitk_reduce(context, stream, partials.whole(), dw, uint64_t(g) * product, product, count * pieces, !first);
+    record_splitk_reduce(context, stream, partials.whole().range, dw.range, dw.delta + uint64_t(g) * product, product,
+                         count * pieces, !first);
 }
 
 // Group g of dw from one lowered chunk, split.images_at_once images at a time.
 void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
                               const MecLowered& l, const MecFilterSplit& split, const Operand& partials,
-                              const BufferRange& dw, int64_t g) {
+                              const Window& dw, int64_t g) {
     const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
     const int64_t images = chunk.images;
     const GemmProblem gp = window_by_dy(p, chunk, l, split, g);
-    const GemmMatrix target{dw, uint64_t(g) * product, 1, k_red, 0, 0};
+    const GemmMatrix target{dw.range, dw.delta + uint64_t(g) * product, 1, k_red, 0, 0};
     for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
         const int64_t count = std::min(split.images_at_once, images - i0);
         const bool first = chunk.first && i0 == 0;
@@ -311,7 +315,7 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
     const int64_t Cg = p.channels_per_group(), R = p.R, S = p.S;
     const uint64_t k_red = uint64_t(R * S * Cg);
     // dw is produced in L's (r, s, c) tap order: into OHWI directly, into a copy permuted to OIHW at the end.
-    const BufferRange dw = nhwc ? grad_filter.whole() : filter_copy.whole();
+    const Window dw = nhwc ? grad_filter.whole() : filter_copy.whole();
 
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
         const MecLowered l = mec_lowered(p, chunk, scratch);
@@ -320,8 +324,8 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
             record_group_filter_grad(context, stream, p, chunk, l, split, partials, dw, g);
     });
     if (!nhwc)
-        record_permute(context, stream, dw, 0, grad_filter.whole(), 0, {p.K, Cg, R, S},
-                       {int64_t(k_red), 1, int64_t(S * Cg), Cg});
+        record_permute(context, stream, dw.range, dw.delta, grad_filter.whole().range, grad_filter.whole().delta,
+                       {p.K, Cg, R, S}, {int64_t(k_red), 1, int64_t(S * Cg), Cg});
 }
 
 }  // namespace vkconv::detail

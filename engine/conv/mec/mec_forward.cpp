@@ -61,11 +61,14 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
     const uint64_t k_red = uint64_t(filter_taps(p));
 
     // The GEMM reads filter taps in L's (r, s, c) order: OHWI as given, OIHW through a copy.
-    BufferRange filter = ops.filter.whole();
+    Window filter = ops.filter.whole();
     if (!nhwc) {
+        const Window given = filter;
         filter = filter_copy.whole();
-        record_permute(context, stream, ops.filter.whole(), 0, filter, 0, {p.K, R, S, Cg}, {Cg * R * S, S, 1, R * S});
+        record_permute(context, stream, given.range, given.delta, filter.range, filter.delta, {p.K, R, S, Cg},
+                       {Cg * R * S, S, 1, R * S});
     }
+    const Window bias = ops.bias_or(ops.filter);
 
     const uint64_t y_image = uint64_t(p.K * P * Q);
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
@@ -87,8 +90,8 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
             // A = the windows: rows q a column apart, the next output row's window a window_step on.
             const uint64_t lda = window.column, window_step = window.window_step;
             if (!window.taps_contiguous()) gp.a_k_segment = u(window.row), gp.a_k_segment_stride = u(window.tap_step);
-            gp.b = {filter, uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
-            if (ops.bias) gp.bias = ops.bias.whole(), gp.bias_offset = uint64_t(g * Kg);
+            gp.b = {filter.range, filter.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+            if (ops.bias) gp.bias = bias.range, gp.bias_offset = bias.delta + uint64_t(g * Kg);
             if (solution_a) {
                 // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
                 gp.M = u(images * Q), gp.batch_i = u(rows);

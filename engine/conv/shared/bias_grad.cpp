@@ -13,7 +13,7 @@ namespace vkconv::detail {
 namespace {
 
 struct BiasPush {
-    uint32_t dy_offset, positions, piece, accumulate, first_piece;
+    uint32_t dy_offset, positions, piece, accumulate, first_piece, db_offset;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(BiasPush, bias_grad)
@@ -21,6 +21,7 @@ VKCONV_PUSH_MEMBER(BiasPush, bias_grad, positions)
 VKCONV_PUSH_MEMBER(BiasPush, bias_grad, piece)
 VKCONV_PUSH_MEMBER(BiasPush, bias_grad, accumulate)
 VKCONV_PUSH_MEMBER(BiasPush, bias_grad, first_piece)
+VKCONV_PUSH_MEMBER(BiasPush, bias_grad, db_offset)
 
 }  // namespace
 
@@ -56,8 +57,9 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
     desc.shader = "bias_grad";
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BiasPush);
-    // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned.
-    const bool channels4 = p.layout == Layout::NHWC && p.K % 4 == 0;
+    // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned
+    // (with dy's element 0 on a 4-float boundary: a view may start mid-vec4).
+    const bool channels4 = p.layout == Layout::NHWC && p.K % 4 == 0 && dy.first % 4 == 0;
     using Id = contract::bias_grad::spec;
     desc.specialization = Specialization<contract::bias_grad>()
                               .set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
@@ -68,18 +70,26 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
                               .values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t lanes = channels4 ? uint64_t(p.K / 4) : uint64_t(p.K);
+    const Window db_all = db.whole();
     for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
         const int64_t images = std::min(plan.images, p.N - n0);
         const Window w = window(dy, n0 * y_image, images * y_image, align);
         const int64_t positions = images * p.P() * p.Q();
         const int64_t piece = (positions + plan.pieces - 1) / plan.pieces;
         const int64_t pieces = (positions + piece - 1) / piece;
-        BiasPush push{
-            static_cast<uint32_t>(w.delta), static_cast<uint32_t>(positions), static_cast<uint32_t>(piece), 0, 0, 0, 0};
+        BiasPush push{static_cast<uint32_t>(w.delta),
+                      static_cast<uint32_t>(positions),
+                      static_cast<uint32_t>(piece),
+                      0,
+                      0,
+                      0,
+                      0,
+                      0};
         if (pieces == 1 || plan.in_place) {
             // Straight into db, one piece after another, each adding to the pieces and chunks before it.
-            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{db.whole(), true},
+            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{db_all.range, true},
                                                   Binding{w.range, false}};
+            push.db_offset = static_cast<uint32_t>(db_all.delta);
             for (int64_t s = 0; s < pieces; ++s) {
                 push.accumulate = n0 > 0 || s > 0 ? 1u : 0u;
                 push.first_piece = static_cast<uint32_t>(s);
@@ -87,10 +97,11 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
             }
         } else {
             // Partial sums of every piece at once, added in order.
-            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{partials.whole(), true},
+            const BufferRange sums = partials.whole().range;  // workspace: element 0 at its start
+            const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{sums, true},
                                                   Binding{w.range, false}};
             dispatch_elements(stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
-            record_splitk_reduce(context, stream, partials.whole(), db.whole(), 0, uint64_t(p.K), pieces, n0 > 0);
+            record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0);
         }
     }
 }

@@ -4,7 +4,8 @@
 //
 // Specialization constants: 0 WORKGROUP_SIZE (set by vkconv::Kernel).
 // Bindings: 0 e1 (readonly), 1 g (readonly), 2 df1 (written), 3 df2 (written).
-// Push constants: base, count: this dispatch covers elements [base, base + count).
+// Push constants: offset[b] (element 0 of binding b, in floats from its start: frames are views that may
+//   start at any element), then base, count: this dispatch covers elements [base, base + count).
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1), one invocation per element, each element written
 //   once by its own invocation (no atomics, no scatter).
 
@@ -14,12 +15,12 @@ layout(std430, binding = 0) readonly buffer E { float e[]; };
 layout(std430, binding = 1) readonly buffer G { float g[]; };
 layout(std430, binding = 2) writeonly buffer DF1 { float df1[]; };
 layout(std430, binding = 3) writeonly buffer DF2 { float df2[]; };
-layout(push_constant) uniform Params { uint base, count; } pc;
+layout(push_constant) uniform Params { uint offset[4]; uint base, count; } pc;
 
 void main() {
     if (gl_GlobalInvocationID.x >= pc.count) return;
     const uint i = pc.base + gl_GlobalInvocationID.x;
-    const float v = e[i];
-    df1[i] = -v;
-    df2[i] = g[i] + v;
+    const float v = e[pc.offset[0] + i];
+    df1[pc.offset[2] + i] = -v;
+    df2[pc.offset[3] + i] = g[pc.offset[1] + i] + v;
 }
