@@ -33,11 +33,21 @@ const GemmShape kGemmShapes[] = {{"256^3", 256, 256, 256},
                                  {"conv 49x512x4608", 49, 512, 4608}};
 
 void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
+    for (const std::string& name : args.gemm_shapes)
+        if (std::none_of(std::begin(kGemmShapes), std::end(kGemmShapes),
+                         [&](const GemmShape& s) { return name == s.name; }))
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                "unknown GEMM shape '" + name +
+                                    "' (expected 256^3, 512^3, 1024^3, 2048^3, 4096^3, "
+                                    "'conv 3136x64x576', 'conv 12100x96x363' or 'conv 49x512x4608')");
     std::printf("\nGEMM (C = A*B, fp32, A and B row-major)\n%-20s %-36s %10s %10s\n", "shape", "configuration",
                 "gpu ms", "GFLOP/s");
     std::vector<std::string> configs{""};
     if (args.all_configs) configs = vkconv::gemm_configurations(context);
     for (const auto& shape : kGemmShapes) {
+        if (!args.gemm_shapes.empty() &&
+            std::find(args.gemm_shapes.begin(), args.gemm_shapes.end(), shape.name) == args.gemm_shapes.end())
+            continue;
         const auto av = random_values(shape.M * shape.K, 1), bv = random_values(shape.K * shape.N, 2);
         auto a = vkconv::Tensor::from_host(context, {shape.M, shape.K}, av);
         auto b = vkconv::Tensor::from_host(context, {shape.K, shape.N}, bv);
@@ -243,6 +253,7 @@ Action add_bench_command(CLI::App& root) {
     command->add_flag("--layers-only", args->layers_only, "only the layers");
     command->add_flag("--backward", args->backward, "also time backward-data and backward-filter per layer");
     command->add_flag("--all-configs", args->all_configs, "time every GEMM tile configuration of the device");
+    command->add_option("--gemm-shape", args->gemm_shapes, "only these GEMM shapes, by name (repeatable, e.g. 1024^3)");
     command->add_option("--json", args->json_file, "also write the results as JSON to this file");
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     return [args] { return run_bench(*args); };

@@ -83,13 +83,17 @@ std::string gemm_config_problem(const Device& device, const GemmConfig& config) 
 GemmConfigTable make_gemm_configs(const Device& device) {
     using K = GemmKernel;
     using A = GemmAccess;
-    // Families in order of preference. CPU implementations want the register kernel reading texel buffers
-    // (lavapipe's cheap load path), GPUs the shared-memory kernel. Within a family, tile shapes from square
+    // Families in order of preference. lavapipe wants the register kernel reading texel buffers (its cheap
+    // load path), GPUs and SwiftShader the shared-memory kernel. Within a family, tile shapes from square
     // to skinny (a skinny tile keeps small-M products, like MEC's Q-row GEMMs of late layers, from padding).
     struct Shape {
         uint32_t wg_m, wg_n, tm, tn;
     };
     const bool cpu = device.info().type == "CPU";
+    // lavapipe runs the register kernel reading texel buffers fastest. Not every CPU implementation does:
+    // SwiftShader runs the shared-memory kernel 4-5x faster than any register kernel (2.3 against 0.5
+    // GFLOP/s at 256^3, docs/benchmarks.md), as GPUs do.
+    const bool lavapipe = cpu && device.info().driver.find("llvmpipe") != std::string::npos;
     // Register shapes mostly keep at least 8 lanes along N, so a lavapipe subgroup shares its A rows. The
     // narrow ones (4 and 2 lanes along N) are for products 8 to 32 columns wide, like backward-data of
     // layers with 3 input channels (N = R*S*C = 27 or S*C = 9), where a 64-wide tile is mostly padding;
@@ -105,7 +109,7 @@ GemmConfigTable make_gemm_configs(const Device& device) {
         for (const auto& s : shapes) configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn));
         families.push_back(std::move(configs));
     };
-    if (cpu) {
+    if (lavapipe) {
         for (A access : {A::StorageTexel, A::UniformTexel, A::StorageBuffer})
             family(K::Registers, access, register_shapes);
         family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}});
