@@ -3,11 +3,11 @@
 #include <cstring>
 
 #include "context/context_impl.hpp"
-#include "select/find_cache.hpp"
 #include "gemm/gemm_config.hpp"
 #include "memory/staging.hpp"
-#include "vulkan/vk_check.hpp"
+#include "select/find_cache.hpp"
 #include "vkconv/pool.hpp"
+#include "vulkan/vk_check.hpp"
 
 namespace vkconv {
 namespace detail {
@@ -26,12 +26,12 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
 
     const auto physical = instance->physical_devices();
     std::vector<DeviceInfo> infos;
-    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(describe_device(physical[i], i));
+    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(describe_device(instance->vk(), physical[i], i));
     std::string selector = options.device;
     if (selector.empty())
         if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
     const uint32_t chosen = select_device(infos, selector);
-    device = std::make_unique<Device>(physical[chosen], infos[chosen]);
+    device = std::make_unique<Device>(instance->vk(), physical[chosen], infos[chosen]);
     if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
     device->cap_workgroups(options.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.
@@ -87,7 +87,8 @@ std::vector<DeviceInfo> list_devices() {
     detail::Instance instance(false, {});
     const auto physical = instance.physical_devices();
     std::vector<DeviceInfo> infos;
-    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(detail::describe_device(physical[i], i));
+    for (uint32_t i = 0; i < physical.size(); ++i)
+        infos.push_back(detail::describe_device(instance.vk(), physical[i], i));
     return infos;
 }
 

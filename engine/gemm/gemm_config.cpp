@@ -31,7 +31,7 @@ GemmConfig make(GemmKernel kernel, GemmAccess access, uint32_t wg_m, uint32_t wg
 
 bool buffer_feature(const Device& device, VkFormat format, VkFormatFeatureFlags feature) {
     VkFormatProperties props{};
-    vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
+    device.instance_vk().vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
     return (props.bufferFeatures & feature) == feature;
 }
 

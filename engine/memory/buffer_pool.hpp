@@ -16,7 +16,7 @@
 // them in VkMemoryRequirements.
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <cstdint>
 #include <map>

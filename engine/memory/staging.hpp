@@ -4,7 +4,7 @@
 // through it in pieces. Its size is reported as PoolStats::staging_bytes, apart from device memory.
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <cstdint>
 

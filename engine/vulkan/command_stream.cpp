@@ -137,8 +137,7 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
         }
         accesses.push_back({r, bindings[i].written});
     }
-    vk_.vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
-                               nullptr);
+    vk_.vkUpdateDescriptorSets(device_.handle(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
     access(accesses);
     vk_.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline);
     vk_.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &set, 0, nullptr);
@@ -157,8 +156,7 @@ VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format)
     if (texels == 0 || texels > device_.limits().maxTexelBufferElements)
         throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
                                                     " texels is outside the device's maxTexelBufferElements (" +
-                                                    std::to_string(device_.limits().maxTexelBufferElements) +
-                                                    ")");
+                                                    std::to_string(device_.limits().maxTexelBufferElements) + ")");
     VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
     info.buffer = range.buffer;
     info.format = format;
@@ -175,8 +173,7 @@ void CommandStream::begin_timing() {
     VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = 2;
-    VKC_CHECK(device_.lost_flag(),
-              vk_.vkCreateQueryPool(device_.handle(), &info, nullptr, &timestamps_));
+    VKC_CHECK(device_.lost_flag(), vk_.vkCreateQueryPool(device_.handle(), &info, nullptr, &timestamps_));
     vk_.vkCmdResetQueryPool(commands_, timestamps_, 0, 2);
     vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
 }

@@ -6,7 +6,7 @@
 // the stream and die with it. Optional GPU timestamps bracket the work between begin_timing/end_timing.
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <cstdint>
 #include <span>
@@ -61,7 +61,7 @@ private:
     VkBufferView make_view(const BufferRange& range, VkFormat format);
 
     Device& device_;
-    const VolkDeviceTable& vk_;
+    const DeviceFunctions& vk_;
     VkCommandBuffer commands_ = VK_NULL_HANDLE;
     VkFence fence_ = VK_NULL_HANDLE;
     VkQueryPool timestamps_ = VK_NULL_HANDLE;

@@ -7,14 +7,15 @@
 
 namespace vkconv::detail {
 
-Device::Device(VkPhysicalDevice physical, const DeviceInfo& info) : physical_(physical), info_(info) {
-    vkGetPhysicalDeviceProperties(physical_, &properties_);
-    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info)
+    : instance_(instance), physical_(physical), info_(info) {
+    instance_.vkGetPhysicalDeviceProperties(physical_, &properties_);
+    instance_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
     uint32_t count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
+    instance_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
     std::vector<VkQueueFamilyProperties> families(count);
-    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, families.data());
+    instance_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, families.data());
     // Prefer a compute-only family (async compute on discrete GPUs), else any family with compute.
     uint32_t chosen = UINT32_MAX;
     for (uint32_t i = 0; i < count; ++i) {
@@ -36,8 +37,14 @@ Device::Device(VkPhysicalDevice physical, const DeviceInfo& info) : physical_(ph
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
-    VKC_CHECK(nullptr, vkCreateDevice(physical_, &device_info, nullptr, &device_));
-    volkLoadDeviceTable(&table_, device_);
+    VKC_CHECK(nullptr, instance_.vkCreateDevice(physical_, &device_info, nullptr, &device_));
+    try {
+        table_.load(device_, instance_.vkGetDeviceProcAddr);
+    } catch (...) {
+        reinterpret_cast<PFN_vkDestroyDevice>(instance_.vkGetDeviceProcAddr(device_, "vkDestroyDevice"))(device_,
+                                                                                                         nullptr);
+        throw;
+    }
     table_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

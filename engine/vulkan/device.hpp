@@ -1,7 +1,7 @@
-// The logical device: one compute queue, device functions loaded per device (volk table), limits.
+// The logical device: one compute queue, its function table (vulkan/vk_api.hpp), limits.
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <atomic>
 
@@ -11,14 +11,17 @@ namespace vkconv::detail {
 
 class Device {
 public:
-    Device(VkPhysicalDevice physical, const DeviceInfo& info);
+    // `instance` (the functions of the instance `physical` belongs to) must outlive the device.
+    Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info);
     ~Device();
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
 
     VkPhysicalDevice physical() const { return physical_; }
     VkDevice handle() const { return device_; }
-    const VolkDeviceTable& vk() const { return table_; }
+    const DeviceFunctions& vk() const { return table_; }
+    // The functions of the instance and its physical devices (format properties, memory budget).
+    const InstanceFunctions& instance_vk() const { return instance_; }
     VkQueue queue() const { return queue_; }
     uint32_t queue_family() const { return queue_family_; }
     // The pool of the queue family's command buffers (resettable, transient), made with the device.
@@ -46,9 +49,10 @@ public:
                               VkMemoryPropertyFlags preferred) const;
 
 private:
+    const InstanceFunctions& instance_;
     VkPhysicalDevice physical_;
     VkDevice device_ = VK_NULL_HANDLE;
-    VolkDeviceTable table_{};
+    DeviceFunctions table_{};
     VkQueue queue_ = VK_NULL_HANDLE;
     uint32_t queue_family_ = 0;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;

@@ -55,11 +55,11 @@ std::string lower(std::string_view text) {
     return out;
 }
 
-bool queue_has_timestamps(VkPhysicalDevice device) {
+bool queue_has_timestamps(const InstanceFunctions& vk, VkPhysicalDevice device) {
     uint32_t count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
     std::vector<VkQueueFamilyProperties> families(count);
-    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
     for (const auto& family : families)
         if (family.queueFlags & VK_QUEUE_COMPUTE_BIT) return family.timestampValidBits > 0;
     return false;
@@ -67,9 +67,9 @@ bool queue_has_timestamps(VkPhysicalDevice device) {
 
 }  // namespace
 
-DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
+DeviceInfo describe_device(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index) {
     VkPhysicalDeviceProperties props{};
-    vkGetPhysicalDeviceProperties(device, &props);
+    vk.vkGetPhysicalDeviceProperties(device, &props);
     const bool has_1_2 = props.apiVersion >= VK_API_VERSION_1_2;
 
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -77,12 +77,12 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props2.pNext = &subgroup;
     if (has_1_2) subgroup.pNext = &driver;
-    vkGetPhysicalDeviceProperties2(device, &props2);
+    vk.vkGetPhysicalDeviceProperties2(device, &props2);
 
     VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     if (has_1_2) features2.pNext = &features12;
-    vkGetPhysicalDeviceFeatures2(device, &features2);
+    vk.vkGetPhysicalDeviceFeatures2(device, &features2);
 
     DeviceInfo info;
     info.index = index;
@@ -104,7 +104,7 @@ DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index) {
     info.max_push_constants_bytes = limits.maxPushConstantsSize;
     info.max_texel_buffer_elements = limits.maxTexelBufferElements;
     info.fp16 = has_1_2 && features12.shaderFloat16;
-    info.timestamps = limits.timestampComputeAndGraphics || queue_has_timestamps(device);
+    info.timestamps = limits.timestampComputeAndGraphics || queue_has_timestamps(vk, device);
     return info;
 }
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <type_traits>
 
-#include "vulkan/command_stream.hpp"
 #include "vkconv/error.hpp"
+#include "vulkan/command_stream.hpp"
 
 namespace vkconv::detail {
 

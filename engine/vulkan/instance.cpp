@@ -11,23 +11,11 @@
 namespace vkconv::detail {
 namespace {
 
-void open_loader() {
-    static std::once_flag once;
-    static VkResult result = VK_SUCCESS;
-    std::call_once(once, [] { result = volkInitialize(); });
-    if (result != VK_SUCCESS) {
-        throw Error(ErrorCategory::Unsupported,
-                    "no Vulkan loader found (libvulkan.so.1 could not be opened): install a Vulkan driver "
-                    "and loader, e.g. the Debian packages libvulkan1 and mesa-vulkan-drivers",
-                    static_cast<int32_t>(result));
-    }
-}
-
 bool has_layer(const char* name) {
     uint32_t count = 0;
-    if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return false;
+    if (loader().vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS) return false;
     std::vector<VkLayerProperties> layers(count);
-    if (vkEnumerateInstanceLayerProperties(&count, layers.data()) < 0) return false;
+    if (loader().vkEnumerateInstanceLayerProperties(&count, layers.data()) < 0) return false;
     for (const auto& layer : layers)
         if (std::strcmp(layer.layerName, name) == 0) return true;
     return false;
@@ -35,9 +23,9 @@ bool has_layer(const char* name) {
 
 bool has_instance_extension(const char* layer, const char* name) {
     uint32_t count = 0;
-    if (vkEnumerateInstanceExtensionProperties(layer, &count, nullptr) != VK_SUCCESS) return false;
+    if (loader().vkEnumerateInstanceExtensionProperties(layer, &count, nullptr) != VK_SUCCESS) return false;
     std::vector<VkExtensionProperties> extensions(count);
-    if (vkEnumerateInstanceExtensionProperties(layer, &count, extensions.data()) < 0) return false;
+    if (loader().vkEnumerateInstanceExtensionProperties(layer, &count, extensions.data()) < 0) return false;
     for (const auto& extension : extensions)
         if (std::strcmp(extension.extensionName, name) == 0) return true;
     return false;
@@ -112,7 +100,7 @@ VkInstance create_instance(const InstanceSetup& setup, const VkDebugUtilsMesseng
     app.pApplicationName = "vkconv";
     app.pEngineName = "vkconv";
     app.apiVersion = VK_API_VERSION_1_2;
-    if (volkGetInstanceVersion() < VK_API_VERSION_1_2) app.apiVersion = VK_API_VERSION_1_1;
+    if (loader().api_version < VK_API_VERSION_1_2) app.apiVersion = VK_API_VERSION_1_1;
 
     VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     info.flags = setup.flags;
@@ -128,7 +116,7 @@ VkInstance create_instance(const InstanceSetup& setup, const VkDebugUtilsMesseng
     if (setup.validation) info.pNext = &creation_messenger;
 
     VkInstance instance = VK_NULL_HANDLE;
-    VkResult result = vkCreateInstance(&info, nullptr, &instance);
+    VkResult result = loader().vkCreateInstance(&info, nullptr, &instance);
     if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
         throw Error(ErrorCategory::Unsupported,
                     "no Vulkan driver is installed (vkCreateInstance returned "
@@ -147,21 +135,22 @@ struct MessengerFunctions {
 MessengerFunctions messenger_functions(VkInstance instance) {
     MessengerFunctions functions;
     functions.create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+        loader().vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
     functions.destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+        loader().vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
     return functions;
 }
 
 // On failure the instance is destroyed before the error is thrown (the destructor will not run).
 VkDebugUtilsMessengerEXT make_messenger(VkInstance instance, const MessengerFunctions& functions,
-                                        const VkDebugUtilsMessengerCreateInfoEXT& messenger_info) {
+                                        const VkDebugUtilsMessengerCreateInfoEXT& messenger_info,
+                                        PFN_vkDestroyInstance destroy_instance) {
     VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
     const VkResult result = functions.create && functions.destroy
                                 ? functions.create(instance, &messenger_info, nullptr, &messenger)
                                 : VK_ERROR_EXTENSION_NOT_PRESENT;
     if (result != VK_SUCCESS) {
-        vkDestroyInstance(instance, nullptr);
+        destroy_instance(instance, nullptr);
         VKC_CHECK(nullptr, result);
     }
     return messenger;
@@ -170,7 +159,7 @@ VkDebugUtilsMessengerEXT make_messenger(VkInstance instance, const MessengerFunc
 }  // namespace
 
 Instance::Instance(bool want_validation, MessageCallback on_message) {
-    open_loader();
+    loader();  // opens libvulkan.so.1, or throws before anything else is made
     on_message_ = std::make_unique<MessageCallback>(
         on_message ? std::move(on_message) : [](MessageSeverity severity, std::string_view text) {
             const char* label = severity == MessageSeverity::Error ? "error" : "warning";
@@ -181,26 +170,30 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
     validation_ = setup.validation;
     const VkDebugUtilsMessengerCreateInfoEXT messenger_info = make_messenger_info(on_message_.get());
     instance_ = create_instance(setup, messenger_info);
-    // Core instance functions loaded this way are the loader's trampolines, valid for every instance, so
-    // several contexts can share volk's globals. Extension functions are per instance: keep our own.
-    volkLoadInstanceOnly(instance_);
+    try {
+        vk_.load(instance_, loader().vkGetInstanceProcAddr);
+    } catch (...) {
+        reinterpret_cast<PFN_vkDestroyInstance>(loader().vkGetInstanceProcAddr(instance_, "vkDestroyInstance"))(
+            instance_, nullptr);
+        throw;
+    }
     if (validation_) {
         const MessengerFunctions functions = messenger_functions(instance_);
         destroy_messenger_ = functions.destroy;
-        messenger_ = make_messenger(instance_, functions, messenger_info);
+        messenger_ = make_messenger(instance_, functions, messenger_info, vk_.vkDestroyInstance);
     }
 }
 
 Instance::~Instance() {
     if (messenger_) destroy_messenger_(instance_, messenger_, nullptr);
-    if (instance_) vkDestroyInstance(instance_, nullptr);
+    if (instance_) vk_.vkDestroyInstance(instance_, nullptr);
 }
 
 std::vector<VkPhysicalDevice> Instance::physical_devices() const {
     uint32_t count = 0;
-    VKC_CHECK(nullptr, vkEnumeratePhysicalDevices(instance_, &count, nullptr));
+    VKC_CHECK(nullptr, vk_.vkEnumeratePhysicalDevices(instance_, &count, nullptr));
     std::vector<VkPhysicalDevice> devices(count);
-    VKC_CHECK(nullptr, vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
+    VKC_CHECK(nullptr, vk_.vkEnumeratePhysicalDevices(instance_, &count, devices.data()));
     devices.resize(count);
     return devices;
 }

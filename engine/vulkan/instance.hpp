@@ -1,7 +1,7 @@
-// The Vulkan instance: loader start-up through volk, optional validation layer, device enumeration.
+// The Vulkan instance: loader start-up (vulkan/vk_api.hpp), optional validation layer, device enumeration.
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <memory>
 #include <string_view>
@@ -21,19 +21,21 @@ public:
     Instance& operator=(const Instance&) = delete;
 
     VkInstance handle() const { return instance_; }
+    const InstanceFunctions& vk() const { return vk_; }
     bool validation_enabled() const { return validation_; }
     std::vector<VkPhysicalDevice> physical_devices() const;
     void report(MessageSeverity severity, std::string_view text) const;
 
 private:
     VkInstance instance_ = VK_NULL_HANDLE;
+    InstanceFunctions vk_;
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
     PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
     bool validation_ = false;
     std::unique_ptr<MessageCallback> on_message_;  // stable address for the messenger's user data
 };
 
-DeviceInfo describe_device(VkPhysicalDevice device, uint32_t index);
+DeviceInfo describe_device(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index);
 
 // Index into `devices` chosen by `selector` (an index or a case-insensitive name substring; empty picks the
 // best type: discrete > integrated > virtual > CPU). Throws InvalidArgument naming the selector and the

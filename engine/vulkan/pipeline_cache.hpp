@@ -5,7 +5,7 @@
 // tile shape or fixed conv geometry gets its own specialised pipeline, built once per context.
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <cstddef>
 #include <map>

@@ -5,7 +5,7 @@
 // context lost (sticky) and becomes DeviceLost. Pass nullptr where no context exists yet (instance setup).
 #pragma once
 
-#include <volk.h>
+#include "vulkan/vk_api.hpp"
 
 #include <atomic>
 

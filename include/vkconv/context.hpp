@@ -1,7 +1,9 @@
 // vkconv::Context — one Vulkan device, its compute queue, buffer pool and pipeline cache.
 //
-// Creating a Context is the first moment vkconv touches Vulkan: the loader is opened at run time (volk),
-// so a program linked with vkconv starts on a machine without Vulkan and gets Error(Unsupported) only here.
+// Creating a Context is the first moment vkconv touches Vulkan: the loader is opened at run time into
+// vkconv's own function tables (the library defines no vk* symbol, so it links beside an application's
+// own loader), and a program linked with vkconv starts on a machine without Vulkan and gets
+// Error(Unsupported) only here.
 // A Context is used from one thread at a time. Tensors keep their context alive.
 #pragma once
 

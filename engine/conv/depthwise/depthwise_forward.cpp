@@ -15,7 +15,7 @@ namespace {
 bool texel_reads_supported(const Device& device) {
     for (VkFormat format : {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
         VkFormatProperties props{};
-        vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
+        device.instance_vk().vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
         if (!(props.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT)) return false;
     }
     return true;
