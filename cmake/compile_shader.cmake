@@ -5,7 +5,14 @@
 # glslangValidator resolves `#include "..."` against the including file's folder and writes every file it
 # read into the depfile (shaders/common/ helpers and nested includes too), so editing an included file
 # rebuilds exactly the shaders that include it.
+# Works from any project that includes this file (vkconv's own, a parent that adds vkconv as a
+# subdirectory, or an application using the installed package): it finds its helper script beside itself
+# and glslangValidator on the PATH where find_package(Vulkan COMPONENTS glslangValidator) did not.
+if(NOT Vulkan_GLSLANG_VALIDATOR_EXECUTABLE)
+  find_program(Vulkan_GLSLANG_VALIDATOR_EXECUTABLE glslangValidator REQUIRED)
+endif()
 function(vkconv_compile_shader name src out_dir cpp_var)
+  set(helper ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/embed_spirv.cmake)  # beside this file, from any caller
   set(defines)
   foreach(define IN LISTS ARGN)
     list(APPEND defines -D${define})
@@ -23,8 +30,8 @@ function(vkconv_compile_shader name src out_dir cpp_var)
   add_custom_command(
     OUTPUT ${cpp}
     COMMAND ${CMAKE_COMMAND} -DINPUT=${spv} -DOUTPUT=${cpp} -DNAME=${name}
-            -P ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
-    DEPENDS ${spv} ${PROJECT_SOURCE_DIR}/cmake/embed_spirv.cmake
+            -P ${helper}
+    DEPENDS ${spv} ${helper}
     VERBATIM)
   set(${cpp_var} ${cpp} PARENT_SCOPE)
 endfunction()
