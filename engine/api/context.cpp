@@ -37,7 +37,12 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
     // Read before any handle that only the destructor frees: a malformed file must not leak them.
     find_cache = std::make_unique<FindCache>(*device, options.find_cache_path);
     pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
-    pipelines = std::make_unique<PipelineCache>(*device);
+    std::string pipeline_file = options.pipeline_cache_path;
+    if (pipeline_file.empty())
+        if (const char* env = std::getenv("VKCONV_PIPELINE_CACHE")) pipeline_file = env;
+    pipelines = std::make_unique<PipelineCache>(
+        *device, pipeline_file,
+        [inst = instance.get()](MessageSeverity severity, std::string_view text) { inst->report(severity, text); });
     staging = std::make_unique<Staging>(*device, *pool);
 }
 
@@ -79,6 +84,10 @@ PoolStats Context::pool_stats() const {
 void Context::reset_peak() {
     detail::impl_of(*this).pool->reset_peak();
 }
+void Context::save_pipeline_cache() {
+    detail::impl_of(*this).pipelines->save();
+}
+
 void Context::trim() {
     detail::impl_of(*this).pool->trim();
 }

@@ -2,17 +2,46 @@
 
 #include <string>
 
+#include "vulkan/pipeline_cache_file.hpp"
 #include "vulkan/shader_registry.hpp"
 #include "vulkan/vk_check.hpp"
 
 namespace vkconv::detail {
 
-PipelineCache::PipelineCache(Device& device) : device_(device) {
+PipelineCache::PipelineCache(Device& device, std::string file, Report report)
+    : device_(device), file_(std::move(file)), report_(std::move(report)) {
+    std::vector<uint8_t> initial;
+    if (!file_.empty()) {
+        std::string why;
+        initial = read_pipeline_cache_file(file_, device_.properties(), why);
+        if (!why.empty() && report_)
+            report_(MessageSeverity::Warning, "pipeline cache '" + file_ + "' ignored: " + why);
+    }
     VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    info.initialDataSize = initial.size();
+    info.pInitialData = initial.empty() ? nullptr : initial.data();
     VKC_CHECK(device_.lost_flag(), device_.vk().vkCreatePipelineCache(device_.handle(), &info, nullptr, &cache_));
+    loaded_bytes_ = initial.size();
+}
+
+void PipelineCache::save() {
+    if (file_.empty() || !unsaved_) return;
+    const auto& vk = device_.vk();
+    size_t bytes = 0;
+    VKC_CHECK(device_.lost_flag(), vk.vkGetPipelineCacheData(device_.handle(), cache_, &bytes, nullptr));
+    std::vector<uint8_t> data(bytes);
+    VKC_CHECK(device_.lost_flag(), vk.vkGetPipelineCacheData(device_.handle(), cache_, &bytes, data.data()));
+    data.resize(bytes);
+    write_pipeline_cache_file(file_, device_.properties(), data);
+    unsaved_ = false;
 }
 
 PipelineCache::~PipelineCache() {
+    try {
+        if (!device_.lost()) save();
+    } catch (const std::exception& e) {
+        if (report_) report_(MessageSeverity::Warning, e.what());
+    }
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     for (auto& [desc, p] : pipelines_) {
@@ -96,6 +125,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
         vk.vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
         VKC_CHECK(device_.lost_flag(), result);
     }
+    unsaved_ = true;
     return *pipelines_.emplace(desc, std::move(p)).first->second;
 }
 

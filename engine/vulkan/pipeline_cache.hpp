@@ -8,9 +8,11 @@
 #include "vulkan/vk_api.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "contract/shader_contracts.hpp"
@@ -78,13 +80,22 @@ struct Pipeline {
 
 class PipelineCache {
 public:
-    explicit PipelineCache(Device& device);
+    using Report = std::function<void(MessageSeverity, std::string_view)>;
+    // `file`: where the driver's cache is kept across processes (empty: nowhere). A file that cannot be
+    // trusted (pipeline_cache_file.hpp) is ignored, with a warning through `report`.
+    explicit PipelineCache(Device& device, std::string file = {}, Report report = {});
     ~PipelineCache();
     PipelineCache(const PipelineCache&) = delete;
     PipelineCache& operator=(const PipelineCache&) = delete;
 
     const Pipeline& get(const PipelineDesc& desc);
     size_t size() const { return pipelines_.size(); }
+    // Bytes of driver cache data the file gave at start-up (0: none, or not trusted).
+    uint64_t loaded_bytes() const { return loaded_bytes_; }
+    // Writes the driver's cache to the file if pipelines were built since it was read or last written.
+    // Throws Error(InvalidArgument) naming the file when it cannot be written. The destructor saves too,
+    // reporting instead of throwing.
+    void save();
 
     // User SPIR-V (vkconv::Kernel) under `key`, which the caller makes unique per content: get() then
     // finds it like an embedded shader. Registering a key again keeps the first words.
@@ -94,6 +105,10 @@ private:
     VkShaderModule module(const std::string& shader);
 
     Device& device_;
+    std::string file_;
+    Report report_;
+    uint64_t loaded_bytes_ = 0;
+    bool unsaved_ = false;  // pipelines built since the file was read or written
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     std::map<std::string, VkShaderModule> modules_;
     std::map<std::string, std::vector<uint32_t>> user_spirv_;

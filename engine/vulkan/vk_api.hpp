@@ -77,6 +77,7 @@ namespace vkconv::detail {
     X(vkFreeMemory)                   \
     X(vkGetBufferMemoryRequirements)  \
     X(vkGetDeviceQueue)               \
+    X(vkGetPipelineCacheData)               \
     X(vkGetQueryPoolResults)          \
     X(vkInvalidateMappedMemoryRanges) \
     X(vkMapMemory)                    \

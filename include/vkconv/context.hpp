@@ -72,6 +72,13 @@ struct ContextOptions {
     // line), rewritten whole (through a temporary file and a rename) after every new measurement. Entries
     // are keyed by device, driver and problem, so one file serves several devices.
     std::string find_cache_path;
+    // A file that keeps the driver's compiled pipelines (VkPipelineCache) across processes, so the first
+    // passes of the next process do not compile them again. Read when the context is created; a file
+    // written for another device, driver version or pipelineCacheUUID, or a truncated or corrupt one, is
+    // ignored with a warning through on_message (never trusted). Written (through a temporary file and a
+    // rename) when the context is destroyed and by save_pipeline_cache(), if pipelines were built since.
+    // Empty: the VKCONV_PIPELINE_CACHE environment variable, else no file.
+    std::string pipeline_cache_path;
 };
 
 class Context {
@@ -92,6 +99,9 @@ public:
     // VK_EXT_memory_budget says is still available (budget minus usage), or, without that extension or
     // with a budget of 0 or above the heap's size (some drivers report such), a quarter of the heap.
     uint64_t auto_workspace_limit() const;
+    // Writes ContextOptions::pipeline_cache_path now (nothing to do without one, or with nothing new).
+    // Error(InvalidArgument) naming the file when it cannot be written.
+    void save_pipeline_cache();
 
     std::shared_ptr<detail::ContextImpl> impl() const { return impl_; }
 

@@ -1,0 +1,137 @@
+// The pipeline cache on disk (ContextOptions::pipeline_cache_path): written when a context ends, given to
+// the driver by the next context, and never trusted when it is corrupt, truncated, foreign or not ours.
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "context/context_impl.hpp"
+#include "conv_cases.hpp"
+#include "gpu.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+// A context on `file` whose warnings are collected in `warnings` (validation errors still count).
+std::unique_ptr<vkconv::Context> context_on(const std::filesystem::path& file, std::vector<std::string>& warnings) {
+    auto options = vkt::test_options();
+    const auto forward = options.on_message;
+    options.pipeline_cache_path = file.string();
+    options.on_message = [&warnings, forward](vkconv::MessageSeverity severity, std::string_view text) {
+        if (severity == vkconv::MessageSeverity::Warning) warnings.emplace_back(text);
+        forward(severity, text);
+    };
+    return vkt::fresh_context(options);
+}
+
+uint64_t loaded_bytes(vkconv::Context& context) {
+    return vkconv::detail::impl_of(context).pipelines->loaded_bytes();
+}
+
+// One forward, checked: it builds a pipeline (and so gives the cache something to keep).
+void run_forward(vkconv::Context& context, uint32_t seed) {
+    const vkconv::ConvProblem p = vkt::problem().batch(1).channels(3).image(6, 5).filters(4).kernel(3, 3).pad(1);
+    vkt::check_forward(context, p, vkconv::Algorithm::Im2col, seed);
+}
+
+std::vector<char> read_file(const std::filesystem::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_file(const std::filesystem::path& file, const std::vector<char>& bytes) {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+bool mentions(const std::vector<std::string>& warnings, const std::string& text) {
+    for (const auto& w : warnings)
+        if (w.find(text) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("the pipeline cache is saved when a context ends and given to the next one", "[context][gpu]") {
+    vkt::TempDir dir("vkconv pipeline cache");
+    const auto file = dir.path / "pipelines.bin";
+    std::vector<std::string> warnings;
+    {
+        auto first = context_on(file, warnings);
+        REQUIRE(first);
+        CHECK(loaded_bytes(*first) == 0);  // no file yet, and nothing to warn about
+        run_forward(*first, 1);
+    }
+    CHECK(warnings.empty());
+    REQUIRE(std::filesystem::exists(file));
+    CHECK_FALSE(std::filesystem::exists(file.string() + ".tmp"));
+    const auto saved = read_file(file);
+    {
+        auto second = context_on(file, warnings);
+        REQUIRE(second);
+        CHECK(loaded_bytes(*second) + 56 == saved.size());  // the driver's bytes, after vkconv's 56-byte header
+        run_forward(*second, 2);
+        second->save_pipeline_cache();  // nothing new was built: nothing to write, no error
+    }
+    CHECK(warnings.empty());
+}
+
+TEST_CASE("a corrupt, truncated, foreign or unknown pipeline-cache file is ignored with a warning", "[context][gpu]") {
+    vkt::TempDir dir("vkconv pipeline cache");
+    const auto file = dir.path / "pipelines.bin";
+    std::vector<std::string> warnings;
+    {
+        auto context = context_on(file, warnings);
+        REQUIRE(context);
+        run_forward(*context, 3);
+    }
+    const auto good = read_file(file);
+    REQUIRE(good.size() > 56);
+    struct Damage {
+        std::string name, expected;
+        std::vector<char> bytes;
+    };
+    auto flipped = good;
+    flipped[56 + (good.size() - 56) / 2] ^= 0x5a;  // a byte in the middle of the driver's bytes
+    auto foreign = good;
+    foreign[20] = char(foreign[20] ^ 1);  // the driver version in vkconv's header
+    const std::vector<Damage> damages = {
+        {"corrupt", "corrupt", flipped},
+        {"truncated", "truncated", std::vector<char>(good.begin(), good.end() - 7)},
+        {"another driver version", "another device, driver version", foreign},
+        {"not vkconv's", "not a vkconv pipeline-cache file", std::vector<char>{'h', 'e', 'l', 'l', 'o'}},
+    };
+    for (const auto& damage : damages) {
+        INFO(damage.name);
+        write_file(file, damage.bytes);
+        warnings.clear();
+        {
+            auto context = context_on(file, warnings);
+            REQUIRE(context);
+            CHECK(loaded_bytes(*context) == 0);
+            CHECK(mentions(warnings, "ignored"));
+            CHECK(mentions(warnings, damage.expected));
+            run_forward(*context, 4);  // results are right without the cache
+        }
+        // The damaged file was replaced by a good one when the context ended.
+        warnings.clear();
+        auto again = context_on(file, warnings);
+        REQUIRE(again);
+        CHECK(loaded_bytes(*again) > 0);
+        CHECK(warnings.empty());
+    }
+}
+
+TEST_CASE("a pipeline-cache file that cannot be written is an error naming it, and never a crash at exit",
+          "[context][gpu]") {
+    vkt::TempDir dir("vkconv pipeline cache");
+    const auto file = dir.path / "no such folder" / "pipelines.bin";
+    std::vector<std::string> warnings;
+    auto context = context_on(file, warnings);
+    REQUIRE(context);
+    run_forward(*context, 5);
+    const std::string message = vkt::invalid_argument_message([&] { context->save_pipeline_cache(); });
+    CHECK(message.find("no such folder") != std::string::npos);
+    warnings.clear();
+    context.reset();  // the destructor tries again and reports instead of throwing
+    CHECK(mentions(warnings, "no such folder"));
+}
