@@ -17,6 +17,7 @@ struct BenchArgs {
     std::vector<std::string> algorithms{"direct", "im2col", "mec", "depthwise"};
     bool gemm_only = false, layers_only = false, backward = false;
     bool all_configs = false;
+    bool overhead = false;                 // only the host overhead of blocking calls
     std::vector<std::string> gemm_shapes;  // only these GEMM shapes, by name ("1024^3"); empty: all
     std::string json_file;
     std::string device;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "bench.hpp"
@@ -203,6 +204,40 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
     }
 }
 
+// Host overhead per blocking call: wall time less GPU time, median over 1,000 calls (after 100 to warm
+// up) of two one-dispatch passes on a small layer, and the Vulkan objects those calls created.
+void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_rows) {
+    vkconv::ConvProblem p;
+    p.N = 1, p.C = 8, p.H = 8, p.W = 8, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.has_bias = true;
+    auto dy = vkconv::Tensor::from_host(context, p.output_shape(), random_values(p.output_elements(), 1));
+    auto x = vkconv::Tensor::from_host(context, p.input_shape(), random_values(p.input_elements(), 2));
+    auto w = vkconv::Tensor::from_host(context, p.filter_shape(), random_values(p.filter_elements(), 3));
+    vkconv::Tensor db(context, p.bias_shape()), y(context, p.output_shape());
+    std::printf("\nHost overhead per blocking call (wall - GPU time), %s, 1000 calls\n%-28s %10s %10s %10s %8s\n",
+                p.str().c_str(), "call", "median us", "p10 us", "p90 us", "objects");
+    const std::pair<const char*, std::function<vkconv::RunStats()>> calls[] = {
+        {"backward_bias", [&] { return vkconv::backward_bias(context, p, dy, db); }},
+        {"forward direct", [&] { return vkconv::forward(context, p, x, w, &db, y, vkconv::Algorithm::Direct); }},
+    };
+    for (const auto& [name, call] : calls) {
+        for (int i = 0; i < 100; ++i) call();
+        const uint64_t objects = vkconv::testing::vulkan_objects_created(context);
+        std::vector<double> us;
+        for (int i = 0; i < 1000; ++i) {
+            const vkconv::RunStats s = call();
+            us.push_back((s.wall_ms - s.gpu_ms) * 1000.0);
+        }
+        const uint64_t created = vkconv::testing::vulkan_objects_created(context) - objects;
+        std::sort(us.begin(), us.end());
+        std::printf("%-28s %10.1f %10.1f %10.1f %8llu\n", name, us[500], us[100], us[900],
+                    static_cast<unsigned long long>(created));
+        JsonObject row;
+        row.add("kind", "host_overhead").add("call", name).add("median_us", us[500]).add("p10_us", us[100]);
+        row.add("p90_us", us[900]).add("objects_created", static_cast<int64_t>(created));
+        json_rows.push_back(row.str());
+    }
+}
+
 int run_bench(const BenchArgs& args) {
     if (!args.json_file.empty()) check_writable(args.json_file, "--json");
     if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
@@ -215,9 +250,13 @@ int run_bench(const BenchArgs& args) {
     vkconv::Context context(options);
     std::printf("device: %s\n", context.device().summary().c_str());
     std::vector<std::string> rows;
-    if (!args.layers_only) bench_gemm(context, args, rows);
-    if (!args.gemm_only) bench_layers(context, args, rows);
-    if (args.backward) bench_backward(context, args, rows);
+    if (args.overhead) {
+        bench_overhead(context, rows);
+    } else {
+        if (!args.layers_only) bench_gemm(context, args, rows);
+        if (!args.gemm_only) bench_layers(context, args, rows);
+        if (args.backward) bench_backward(context, args, rows);
+    }
     if (!args.json_file.empty()) {
         JsonObject doc;
         doc.add("device", context.device().summary()).add("repeat", static_cast<int64_t>(args.repeat));
@@ -253,6 +292,7 @@ Action add_bench_command(CLI::App& root) {
     command->add_flag("--layers-only", args->layers_only, "only the layers");
     command->add_flag("--backward", args->backward, "also time backward-data and backward-filter per layer");
     command->add_flag("--all-configs", args->all_configs, "time every GEMM tile configuration of the device");
+    command->add_flag("--overhead", args->overhead, "only the host overhead of blocking calls (wall - GPU time)");
     command->add_option("--gemm-shape", args->gemm_shapes, "only these GEMM shapes, by name (repeatable, e.g. 1024^3)");
     command->add_option("--json", args->json_file, "also write the results as JSON to this file");
     command->add_option("--device", args->device, "device index or case-insensitive name substring");

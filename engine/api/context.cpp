@@ -105,6 +105,10 @@ void testing::simulate_device_loss(Context& context) {
     detail::impl_of(context).device->lost_flag()->store(true);
 }
 
+uint64_t testing::vulkan_objects_created(const Context& context) {
+    return detail::impl_of(context).device->objects_created();
+}
+
 void testing::inject_allocation_failures(Context& context, uint64_t nth, uint64_t count) {
     detail::impl_of(context).pool->inject_allocation_failures(nth, count);
 }

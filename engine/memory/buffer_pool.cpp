@@ -105,6 +105,7 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
     auto block = std::make_unique<PoolBlock>();
     block->size = size;
     VKC_CHECK(device_.lost_flag(), vk.vkCreateBuffer(dev, &buffer_info, nullptr, &block->buffer));
+    device_.note_created();
     VkMemoryRequirements requirements{};
     vk.vkGetBufferMemoryRequirements(dev, block->buffer, &requirements);
     block->memory_size = requirements.size;
@@ -145,6 +146,7 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
         VKC_CHECK(device_.lost_flag(), result);
     }
     ++driver_allocations_;
+    device_.note_created();
     result = vk.vkBindBufferMemory(dev, block->buffer, block->memory, 0);
     if (result != VK_SUCCESS) {
         destroy_block(*block);
@@ -160,7 +162,10 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
 
 void BufferPool::destroy_block(PoolBlock& block) noexcept {
     const auto& vk = device_.vk();
-    if (block.buffer) vk.vkDestroyBuffer(device_.handle(), block.buffer, nullptr);
+    if (block.buffer) {
+        device_.streams().forget_views(block.buffer);  // texel views of it, cached by the streams
+        vk.vkDestroyBuffer(device_.handle(), block.buffer, nullptr);
+    }
     if (block.memory) vk.vkFreeMemory(device_.handle(), block.memory, nullptr);
     block.buffer = VK_NULL_HANDLE;
     block.memory = VK_NULL_HANDLE;

@@ -42,6 +42,7 @@ void Staging::reserve(uint64_t bytes) {
     info.size = size;
     info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     VKC_CHECK(device.lost_flag(), vk.vkCreateBuffer(dev, &info, nullptr, &buffer_));
+    device.note_created();
     VkMemoryRequirements requirements{};
     vk.vkGetBufferMemoryRequirements(dev, buffer_, &requirements);
     // Cached memory makes the downloads' host reads fast; coherence spares flushes where offered.
@@ -57,6 +58,7 @@ void Staging::reserve(uint64_t bytes) {
     alloc.allocationSize = requirements.size;
     alloc.memoryTypeIndex = type;
     VkResult result = vk.vkAllocateMemory(dev, &alloc, nullptr, &memory_);
+    if (result == VK_SUCCESS) device.note_created();
     if (result == VK_SUCCESS) result = vk.vkBindBufferMemory(dev, buffer_, memory_, 0);
     if (result == VK_SUCCESS) result = vk.vkMapMemory(dev, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_);
     if (result != VK_SUCCESS) {
@@ -75,8 +77,7 @@ void Staging::upload(const PoolAllocation& destination, const void* data, uint64
         std::memcpy(mapped_, source + done, piece);
         if (!coherent_) {
             VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
-            VKC_CHECK(device_.lost_flag(),
-                      device_.vk().vkFlushMappedMemoryRanges(device_.handle(), 1, &range));
+            VKC_CHECK(device_.lost_flag(), device_.vk().vkFlushMappedMemoryRanges(device_.handle(), 1, &range));
         }
         CommandStream stream(device_);
         stream.copy({buffer_, 0, piece}, {destination.buffer, destination.offset + done, piece});
@@ -95,8 +96,7 @@ void Staging::download(const PoolAllocation& source, void* data, uint64_t bytes)
         stream.submit_and_wait();
         if (!coherent_) {
             VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, nullptr, memory_, 0, VK_WHOLE_SIZE};
-            VKC_CHECK(device_.lost_flag(),
-                      device_.vk().vkInvalidateMappedMemoryRanges(device_.handle(), 1, &range));
+            VKC_CHECK(device_.lost_flag(), device_.vk().vkInvalidateMappedMemoryRanges(device_.handle(), 1, &range));
         }
         std::memcpy(target + done, mapped_, piece);
         done += piece;

@@ -7,9 +7,6 @@
 namespace vkconv::detail {
 namespace {
 
-constexpr uint32_t kSetsPerPool = 64;
-constexpr uint32_t kDescriptorsPerType = kSetsPerPool * 8;
-
 bool overlaps(const BufferRange& a, const BufferRange& b) {
     return a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
 }
@@ -18,17 +15,11 @@ bool overlaps(const BufferRange& a, const BufferRange& b) {
 
 CommandStream::CommandStream(Device& device) : device_(device), vk_(device.vk()) {
     device_.throw_if_lost();
-    VkDevice dev = device_.handle();
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = device_.command_pool();
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    VKC_CHECK(device_.lost_flag(), vk_.vkAllocateCommandBuffers(dev, &alloc, &commands_));
-    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkResult result = vk_.vkCreateFence(dev, &fence_info, nullptr, &fence_);
+    resources_ = device_.streams().acquire();
+    commands_ = resources_->commands;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    if (result == VK_SUCCESS) result = vk_.vkBeginCommandBuffer(commands_, &begin);
+    const VkResult result = vk_.vkBeginCommandBuffer(commands_, &begin);
     if (result != VK_SUCCESS) {
         release();
         VKC_CHECK(device_.lost_flag(), result);
@@ -40,16 +31,8 @@ CommandStream::~CommandStream() {
 }
 
 void CommandStream::release() noexcept {
-    VkDevice dev = device_.handle();
-    for (VkDescriptorPool pool : descriptor_pools_) vk_.vkDestroyDescriptorPool(dev, pool, nullptr);
-    descriptor_pools_.clear();
-    for (VkBufferView view : views_) vk_.vkDestroyBufferView(dev, view, nullptr);
-    views_.clear();
-    if (timestamps_) vk_.vkDestroyQueryPool(dev, timestamps_, nullptr);
-    if (fence_) vk_.vkDestroyFence(dev, fence_, nullptr);
-    if (commands_) vk_.vkFreeCommandBuffers(dev, device_.command_pool(), 1, &commands_);
-    timestamps_ = VK_NULL_HANDLE;
-    fence_ = VK_NULL_HANDLE;
+    // Settled: never submitted, or submitted and waited for. Otherwise the GPU may still use them.
+    device_.streams().recycle(std::move(resources_), !submitted_ || completed_);
     commands_ = VK_NULL_HANDLE;
 }
 
@@ -79,29 +62,7 @@ void CommandStream::copy(const BufferRange& source, const BufferRange& destinati
 }
 
 VkDescriptorSet CommandStream::allocate_set(VkDescriptorSetLayout layout) {
-    VkDevice dev = device_.handle();
-    if (descriptor_pools_.empty() || sets_in_last_pool_ == kSetsPerPool) {
-        const std::array<VkDescriptorPoolSize, 3> sizes{
-            VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerType},
-            VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kDescriptorsPerType},
-            VkDescriptorPoolSize{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kDescriptorsPerType}};
-        VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-        info.maxSets = kSetsPerPool;
-        info.poolSizeCount = static_cast<uint32_t>(sizes.size());
-        info.pPoolSizes = sizes.data();
-        VkDescriptorPool pool = VK_NULL_HANDLE;
-        VKC_CHECK(device_.lost_flag(), vk_.vkCreateDescriptorPool(dev, &info, nullptr, &pool));
-        descriptor_pools_.push_back(pool);
-        sets_in_last_pool_ = 0;
-    }
-    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    alloc.descriptorPool = descriptor_pools_.back();
-    alloc.descriptorSetCount = 1;
-    alloc.pSetLayouts = &layout;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    VKC_CHECK(device_.lost_flag(), vk_.vkAllocateDescriptorSets(dev, &alloc, &set));
-    ++sets_in_last_pool_;
-    return set;
+    return device_.streams().allocate_set(*resources_, layout);
 }
 
 void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, const void* push_constants,
@@ -157,23 +118,12 @@ VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format)
         throw Error(ErrorCategory::Unsupported, "a texel-buffer view of " + std::to_string(texels) +
                                                     " texels is outside the device's maxTexelBufferElements (" +
                                                     std::to_string(device_.limits().maxTexelBufferElements) + ")");
-    VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
-    info.buffer = range.buffer;
-    info.format = format;
-    info.offset = range.offset;
-    info.range = texels * texel;
-    VkBufferView view = VK_NULL_HANDLE;
-    VKC_CHECK(device_.lost_flag(), vk_.vkCreateBufferView(device_.handle(), &info, nullptr, &view));
-    views_.push_back(view);
-    return view;
+    return device_.streams().view(range.buffer, range.offset, texels * texel, format);
 }
 
 void CommandStream::begin_timing() {
     if (!device_.info().timestamps) return;
-    VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    info.queryCount = 2;
-    VKC_CHECK(device_.lost_flag(), vk_.vkCreateQueryPool(device_.handle(), &info, nullptr, &timestamps_));
+    timestamps_ = device_.streams().timestamps(*resources_);
     vk_.vkCmdResetQueryPool(commands_, timestamps_, 0, 2);
     vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
 }
@@ -197,8 +147,15 @@ void CommandStream::submit_and_wait() {
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &commands_;
-    VKC_CHECK(device.lost_flag(), vk_.vkQueueSubmit(device.queue(), 1, &submit, fence_));
-    VKC_CHECK(device.lost_flag(), vk_.vkWaitForFences(device.handle(), 1, &fence_, VK_TRUE, UINT64_MAX));
+    VkFence fence = resources_->fence;
+    {
+        // vkQueueSubmit needs the queue externally synchronised: one submission at a time per device.
+        std::lock_guard lock(device.queue_mutex());
+        VKC_CHECK(device.lost_flag(), vk_.vkQueueSubmit(device.queue(), 1, &submit, fence));
+    }
+    submitted_ = true;
+    VKC_CHECK(device.lost_flag(), vk_.vkWaitForFences(device.handle(), 1, &fence, VK_TRUE, UINT64_MAX));
+    completed_ = true;
     if (timestamps_) {
         std::array<uint64_t, 2> ticks{};
         VKC_CHECK(device.lost_flag(),

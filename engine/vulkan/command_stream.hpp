@@ -6,6 +6,8 @@
 // the stream and die with it. Optional GPU timestamps bracket the work between begin_timing/end_timing.
 #pragma once
 
+#include <memory>
+
 #include "vulkan/vk_api.hpp"
 
 #include <cstdint>
@@ -62,12 +64,10 @@ private:
 
     Device& device_;
     const DeviceFunctions& vk_;
+    std::unique_ptr<StreamResources> resources_;  // lent by the device's StreamPool, given back on release
     VkCommandBuffer commands_ = VK_NULL_HANDLE;
-    VkFence fence_ = VK_NULL_HANDLE;
     VkQueryPool timestamps_ = VK_NULL_HANDLE;
-    std::vector<VkDescriptorPool> descriptor_pools_;
-    std::vector<VkBufferView> views_;
-    uint32_t sets_in_last_pool_ = 0;
+    bool submitted_ = false, completed_ = false;
     std::vector<Access> pending_;  // accesses since the last barrier
     bool recording_ = true;
     double gpu_ms_ = -1;

@@ -55,12 +55,15 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
         table_.vkDestroyDevice(device_, nullptr);
         VKC_CHECK(nullptr, result);
     }
+    note_created(2);  // the device and its command pool
+    streams_ = std::make_unique<StreamPool>(*this);
 }
 
 Device::~Device() {
     if (device_) {
         // Best effort: a lost device may refuse, and a destructor must not throw.
         table_.vkDeviceWaitIdle(device_);
+        streams_.reset();
         if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr);
         table_.vkDestroyDevice(device_, nullptr);
     }

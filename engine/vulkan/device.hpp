@@ -4,8 +4,11 @@
 #include "vulkan/vk_api.hpp"
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 
 #include "vkconv/context.hpp"
+#include "vulkan/stream_pool.hpp"
 
 namespace vkconv::detail {
 
@@ -26,6 +29,15 @@ public:
     uint32_t queue_family() const { return queue_family_; }
     // The pool of the queue family's command buffers (resettable, transient), made with the device.
     VkCommandPool command_pool() const { return command_pool_; }
+    // Vulkan requires the command pool's use to be externally synchronised: streams take this lock.
+    std::mutex& command_pool_mutex() { return command_pool_mutex_; }
+    // The queue, likewise: submissions take this lock.
+    std::mutex& queue_mutex() { return queue_mutex_; }
+    // Command-buffer resources and texel views, recycled between streams (vulkan/stream_pool.hpp).
+    StreamPool& streams() { return *streams_; }
+    // Every Vulkan object vkconv has created on this device (tests hold steady-state passes to zero).
+    void note_created(uint64_t count = 1) { objects_created_ += count; }
+    uint64_t objects_created() const { return objects_created_.load(); }
     const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
     const VkPhysicalDeviceProperties& properties() const { return properties_; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
@@ -56,6 +68,9 @@ private:
     VkQueue queue_ = VK_NULL_HANDLE;
     uint32_t queue_family_ = 0;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    std::mutex command_pool_mutex_, queue_mutex_;
+    std::unique_ptr<StreamPool> streams_;
+    std::atomic<uint64_t> objects_created_{0};
     uint32_t workgroup_cap_ = 0;
     uint32_t timestamp_valid_bits_ = 0;
     VkPhysicalDeviceProperties properties_{};

@@ -21,6 +21,7 @@ PipelineCache::PipelineCache(Device& device, std::string file, Report report)
     info.initialDataSize = initial.size();
     info.pInitialData = initial.empty() ? nullptr : initial.data();
     VKC_CHECK(device_.lost_flag(), device_.vk().vkCreatePipelineCache(device_.handle(), &info, nullptr, &cache_));
+    device_.note_created();
     loaded_bytes_ = initial.size();
 }
 
@@ -63,6 +64,7 @@ VkShaderModule PipelineCache::module(const std::string& shader) {
     info.pCode = code.data();
     VkShaderModule m = VK_NULL_HANDLE;
     VKC_CHECK(device_.lost_flag(), device_.vk().vkCreateShaderModule(device_.handle(), &info, nullptr, &m));
+    device_.note_created();
     modules_.emplace(shader, m);
     return m;
 }
@@ -126,6 +128,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
         VKC_CHECK(device_.lost_flag(), result);
     }
     unsaved_ = true;
+    device_.note_created(3);  // its set layout, pipeline layout and pipeline
     return *pipelines_.emplace(desc, std::move(p)).first->second;
 }
 

@@ -82,6 +82,9 @@ namespace vkconv::detail {
     X(vkInvalidateMappedMemoryRanges) \
     X(vkMapMemory)                    \
     X(vkQueueSubmit)                  \
+    X(vkResetCommandBuffer)                  \
+    X(vkResetDescriptorPool)                  \
+    X(vkResetFences)                  \
     X(vkUnmapMemory)                  \
     X(vkUpdateDescriptorSets)         \
     X(vkWaitForFences)
