@@ -79,16 +79,20 @@ bool Context::validation_enabled() const {
     return detail::impl_of(*this).instance->validation_enabled();
 }
 PoolStats Context::pool_stats() const {
+    const auto lock = detail::serialise(*this);
     return detail::impl_of(*this).pool->stats();
 }
 void Context::reset_peak() {
+    const auto lock = detail::serialise(*this);
     detail::impl_of(*this).pool->reset_peak();
 }
 void Context::save_pipeline_cache() {
+    const auto lock = detail::serialise(*this);
     detail::impl_of(*this).pipelines->save();
 }
 
 void Context::trim() {
+    const auto lock = detail::serialise(*this);
     detail::impl_of(*this).pool->trim();
 }
 

@@ -3,13 +3,14 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "memory/buffer_pool.hpp"
+#include "vkconv/context.hpp"
+#include "vkconv/error.hpp"
 #include "vulkan/device.hpp"
 #include "vulkan/instance.hpp"
 #include "vulkan/pipeline_cache.hpp"
-#include "vkconv/context.hpp"
-#include "vkconv/error.hpp"
 
 namespace vkconv::detail {
 
@@ -28,6 +29,10 @@ struct ContextImpl {
     std::unique_ptr<PipelineCache> pipelines;
     std::unique_ptr<Staging> staging;
     std::unique_ptr<FindCache> find_cache;  // Algorithm::Auto's measured choices
+    // A context runs one call at a time: every public entry point that touches the context holds this
+    // (recursive: find's measuring calls the passes) for the whole call, so calls from several threads
+    // are serialised and give the single-thread results bit for bit.
+    std::recursive_mutex mutex;
 
     // The GEMM configurations valid on this device (made on first use).
     const GemmConfigTable& gemm_configs();
@@ -37,5 +42,13 @@ private:
 };
 
 ContextImpl& impl_of(const Context& context);
+
+// The context's lock for the length of a public call (ContextImpl::mutex).
+[[nodiscard]] inline std::unique_lock<std::recursive_mutex> serialise(ContextImpl& impl) {
+    return std::unique_lock<std::recursive_mutex>(impl.mutex);
+}
+[[nodiscard]] inline std::unique_lock<std::recursive_mutex> serialise(const Context& context) {
+    return serialise(impl_of(context));
+}
 
 }  // namespace vkconv::detail

@@ -40,6 +40,7 @@ constexpr uint32_t kTailBytes = 8;       // {uint base, count}
 
 Kernel::Kernel(Context& context, const KernelDesc& desc) : state_(std::make_shared<State>()) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     const std::string& name = desc.name.empty() ? std::string("(unnamed)") : desc.name;
     if (desc.spirv.size() < 5 || desc.spirv[0] != kSpirvMagic)
@@ -77,6 +78,7 @@ const std::string& Kernel::name() const {
 RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std::span<const std::byte> params) {
     State& s = *state_;
     detail::ContextImpl& impl = *s.impl;
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     const std::string& name = s.desc.name;
     if (tensors.size() != s.desc.bindings.size())

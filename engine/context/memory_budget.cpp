@@ -25,6 +25,7 @@ bool supports_memory_budget(const detail::InstanceFunctions& vk, VkPhysicalDevic
 }  // namespace
 
 uint64_t Context::auto_workspace_limit() const {
+    const auto lock = detail::serialise(*this);
     const detail::Device& device = *detail::impl_of(*this).device;
     const VkPhysicalDeviceMemoryProperties& memory = device.memory();
     // The heap behind the memory type the pool allocates from (device-local where there is one).

@@ -20,7 +20,6 @@ namespace vkconv::detail {
 // belongs to `context` and has the `expected` shape (Error(InvalidArgument) naming the role otherwise).
 Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected);
 
-
 // Error(InvalidArgument) when `output` shares memory with one of `inputs` (null entries are skipped).
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs);
 
@@ -30,8 +29,8 @@ inline uint64_t operand_bytes(std::span<const Operand* const> operands) {
     std::vector<BufferRange> ranges;
     for (const Operand* op : operands)
         if (op && *op)  // from the operand's element 0 (a view off the alignment binds from below it)
-            ranges.push_back({op->allocation.buffer, op->allocation.offset + op->first * 4,
-                              op->allocation.size - op->first * 4});
+            ranges.push_back(
+                {op->allocation.buffer, op->allocation.offset + op->first * 4, op->allocation.size - op->first * 4});
     std::sort(ranges.begin(), ranges.end(), [](const BufferRange& a, const BufferRange& b) {
         return a.buffer != b.buffer ? a.buffer < b.buffer : a.offset < b.offset;
     });

@@ -10,6 +10,7 @@ namespace vkconv {
 
 Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     if (shape.empty()) throw Error(ErrorCategory::InvalidArgument, "tensor shape is empty");
     int64_t elements = 1;
@@ -38,12 +39,14 @@ void Tensor::upload(std::span<const float> values) {
         throw Error(ErrorCategory::InvalidArgument, "upload of " + std::to_string(values.size()) +
                                                         " values to a tensor of shape " + shape_string(shape_) + " (" +
                                                         std::to_string(elements()) + " elements)");
+    const auto lock = detail::serialise(*storage_->context);
     storage_->context->staging->upload(detail::allocation_of(*this), values.data(), bytes());
 }
 
 std::vector<float> Tensor::download() const {
     if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
     std::vector<float> values(static_cast<size_t>(elements()));
+    const auto lock = detail::serialise(*storage_->context);
     storage_->context->staging->download(detail::allocation_of(*this), values.data(), bytes());
     return values;
 }

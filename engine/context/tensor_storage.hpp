@@ -12,7 +12,10 @@ namespace vkconv::detail {
 struct TensorStorage {
     std::shared_ptr<ContextImpl> context;
     PoolAllocation allocation;
-    ~TensorStorage() { context->pool->release(allocation); }
+    ~TensorStorage() {
+        const auto lock = serialise(*context);  // a tensor may die on any thread
+        context->pool->release(allocation);
+    }
 };
 
 // The pool range a tensor (or a view) covers: the allocation moved to the view's first byte, its size

@@ -53,6 +53,7 @@ uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass
 RunStats run_planned(Context& context, const ConvProblem& p, const detail::PassPlan& plan,
                      const detail::ConvOperands& ops) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     RunStats stats = plan.planned_stats(p, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
     detail::run_pass(context, impl, stats, plan.slots(),
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
@@ -65,12 +66,14 @@ RunStats run_planned(Context& context, const ConvProblem& p, const detail::PassP
 
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                        const ForwardOptions& options) {
+    const auto lock = detail::serialise(context);
     problem.validate();
     return pass_workspace_query(context, problem, Pass::BackwardData, algorithm, options);
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const ForwardOptions& options) {
+    const auto lock = detail::serialise(context);
     problem.validate();
     return pass_workspace_query(context, problem, Pass::BackwardFilter, algorithm, options);
 }
@@ -78,6 +81,7 @@ uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProbl
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
                        Tensor& grad_input, Algorithm algorithm, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     const detail::ConvOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
@@ -88,6 +92,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
 RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
                          Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     const detail::ConvOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
@@ -97,6 +102,7 @@ RunStats backward_filter(Context& context, const ConvProblem& problem, const Ten
 
 RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     detail::ConvOperands ops;
@@ -143,6 +149,7 @@ detail::Planned<StepPlan> step_plan(const Context& context, const ConvProblem& p
 
 uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                         const ForwardOptions& options) {
+    const auto lock = detail::serialise(context);
     problem.validate();
     // As the single-pass queries: the filter pass's workspace for each data choice, the most over both.
     return detail::query_workspace(context, Pass::BackwardData, problem, algorithm, options,
@@ -163,6 +170,7 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
                                   Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
                                   const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     const detail::ConvOperands data_ops = data_operands(impl, problem, grad_output, filter, grad_input);

@@ -50,12 +50,14 @@ Algorithm parse_algorithm(std::string_view text) {
 
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     problem.validate();
     return detail::heuristic_algorithm(impl, problem, Pass::Forward, options).value();
 }
 
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const ForwardOptions& options) {
+    const auto lock = detail::serialise(context);
     problem.validate();
     return detail::query_workspace(context, Pass::Forward, problem, algorithm, options,
                                    [&](const detail::Choice& choice) {
@@ -67,6 +69,7 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     detail::ConvOperands ops;

@@ -17,12 +17,14 @@ Error bad(const std::string& message) {
 
 std::vector<std::string> gemm_configurations(const Context& context) {
     std::vector<std::string> names;
+    const auto lock = detail::serialise(context);  // the table is made on first use
     for (const auto& c : detail::impl_of(context).gemm_configs().all) names.push_back(c.name);
     return names;
 }
 
 GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) {
         if (t->empty()) throw bad("empty tensor");

@@ -206,6 +206,7 @@ void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& probl
 std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
                                            const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     if (options.find_repeats < 1)

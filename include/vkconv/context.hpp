@@ -4,7 +4,11 @@
 // vkconv's own function tables (the library defines no vk* symbol, so it links beside an application's
 // own loader), and a program linked with vkconv starts on a machine without Vulkan and gets
 // Error(Unsupported) only here.
-// A Context is used from one thread at a time. Tensors keep their context alive.
+// Threads: a Context may be used from several threads at once. It runs one call at a time (each public
+// call holds the context's lock from start to finish, its GPU work included), so concurrent calls are
+// serialised and every result is what one thread would get, bit for bit. For work that should overlap,
+// give each thread a Context of its own: contexts share nothing. Tensors keep their context alive and may
+// be destroyed on any thread.
 #pragma once
 
 #include <array>
