@@ -48,6 +48,30 @@ Algorithm parse_algorithm(std::string_view text) {
                 "unknown algorithm '" + std::string(text) + "' (expected auto, direct, im2col, mec or depthwise)");
 }
 
+const char* to_string(Pass pass) noexcept {
+    switch (pass) {
+        case Pass::Forward:
+            return "forward";
+        case Pass::BackwardData:
+            return "backward-data";
+        case Pass::BackwardFilter:
+            return "backward-filter";
+        case Pass::BackwardBias:
+            return "backward-bias";
+    }
+    return "unknown";
+}
+
+Pass parse_pass(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter, Pass::BackwardBias})
+        if (name == to_string(pass)) return pass;
+    throw Error(ErrorCategory::InvalidArgument, "unknown pass '" + std::string(text) +
+                                                    "' (expected forward, backward-data, backward-filter or "
+                                                    "backward-bias)");
+}
+
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const ForwardOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);

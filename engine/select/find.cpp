@@ -16,30 +16,6 @@
 
 namespace vkconv {
 
-const char* to_string(Pass pass) noexcept {
-    switch (pass) {
-        case Pass::Forward:
-            return "forward";
-        case Pass::BackwardData:
-            return "backward-data";
-        case Pass::BackwardFilter:
-            return "backward-filter";
-        case Pass::BackwardBias:
-            return "backward-bias";
-    }
-    return "unknown";
-}
-
-Pass parse_pass(std::string_view text) {
-    std::string name(text);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter, Pass::BackwardBias})
-        if (name == to_string(pass)) return pass;
-    throw Error(ErrorCategory::InvalidArgument, "unknown pass '" + std::string(text) +
-                                                    "' (expected forward, backward-data, backward-filter or "
-                                                    "backward-bias)");
-}
-
 namespace {
 
 constexpr size_t kVerifiedSamples = 64;

@@ -14,12 +14,6 @@
 
 namespace vkconv {
 
-// The passes of a convolution. Backward-bias has one algorithm (the bias-gradient kernel): find_algorithms
-// has nothing to choose among there and refuses it.
-enum class Pass { Forward, BackwardData, BackwardFilter, BackwardBias };
-const char* to_string(Pass pass) noexcept;  // "forward", "backward-data", "backward-filter", "backward-bias"
-Pass parse_pass(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
-
 struct AlgorithmPerf {
     Algorithm algorithm = Algorithm::Auto;
     MecSchedule mec_schedule = MecSchedule::Auto;  // A or B for forward MEC, Auto otherwise
