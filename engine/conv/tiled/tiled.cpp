@@ -159,7 +159,10 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
             largest.in = std::max(largest.in, b.in), largest.filter = std::max(largest.filter, b.filter);
             largest.bias = std::max(largest.bias, b.bias), largest.out = std::max(largest.out, b.out);
             const ConvProblem q = tile_problem(p, t);
-            if (std::none_of(shapes.begin(), shapes.end(), [&](const ConvProblem& s) { return s.str() == q.str(); }))
+            // Tiles differ only in these fields (tile_problem): compare them, not formatted strings.
+            if (std::none_of(shapes.begin(), shapes.end(), [&](const ConvProblem& s) {
+                    return s.C == q.C && s.K == q.K && s.groups == q.groups && s.H == q.H;
+                }))
                 shapes.push_back(q);
         });
         if (!ok || shapes.empty()) continue;
@@ -190,7 +193,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
             for (size_t i = 0; i < kSlots; ++i) own[i] = std::max(own[i], tile_plan->slots[i]);
             plan.partial_products = std::max(plan.partial_products, tile_plan->partial_products());
             plan.bias_pieces = std::max(plan.bias_pieces, tile_plan->bias_pieces(q));
-            plan.shapes.push_back({q.str(), *tile_plan});
+            plan.shapes.push_back({q.C, q.K, q.groups, q.H, *tile_plan});
         }
         if (!ok) continue;
         plan.band = band;
@@ -209,10 +212,9 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
 }  // namespace
 
 const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
-    const std::string key = tile.str();
     for (const TileShapePlan& shape : shapes)
-        if (shape.key == key) return shape.plan;
-    throw Error(ErrorCategory::InvalidArgument, "tiled plan: no plan for the tile " + key);
+        if (shape.is(tile)) return shape.plan;
+    throw Error(ErrorCategory::InvalidArgument, "tiled plan: no plan for the tile " + tile.str());
 }
 
 Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,

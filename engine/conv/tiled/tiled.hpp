@@ -31,8 +31,13 @@ constexpr size_t kTileSlots = 4;
 
 // The plan one shape of tile runs (tiles differ in shape only at the last piece or band).
 struct TileShapePlan {
-    std::string key;  // ConvProblem::str() of the tile's problem
+    // What sets a tile's problem apart from the others of its pass (tile_problem in tiled.cpp): its
+    // channels, filters, groups and input rows; every other field is the whole problem's.
+    int64_t C = 0, K = 0, groups = 0, H = 0;
     AlgorithmPlan plan;
+    bool is(const ConvProblem& tile) const {
+        return C == tile.C && K == tile.K && groups == tile.groups && H == tile.H;
+    }
 };
 
 struct TiledPlan {
