@@ -13,6 +13,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "layers.hpp"
+#include "vkconv/testing.hpp"
 
 namespace vkconv_cli {
 namespace {

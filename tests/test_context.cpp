@@ -1,10 +1,11 @@
 // Context creation, device selection, error mapping, device loss and the validation message path.
 #include <cstdlib>
 
+#include <vkconv/testing.hpp>
 #include "context/context_impl.hpp"
 #include "gpu.hpp"
-#include "vulkan/instance.hpp"
 #include "test_util.hpp"
+#include "vulkan/instance.hpp"
 #include "vulkan/vk_check.hpp"
 
 using vkconv::DeviceInfo;

@@ -1,6 +1,7 @@
 // Buffer pool counters, to the byte, after scripted allocation sequences.
 #include <functional>
 
+#include <vkconv/testing.hpp>
 #include "context/context_impl.hpp"
 #include "gpu.hpp"
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <vkconv/testing.hpp>
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"

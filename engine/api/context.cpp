@@ -7,6 +7,7 @@
 #include "memory/staging.hpp"
 #include "select/find_cache.hpp"
 #include "vkconv/pool.hpp"
+#include "vkconv/testing.hpp"
 #include "vulkan/vk_check.hpp"
 
 namespace vkconv {

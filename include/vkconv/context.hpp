@@ -116,16 +116,4 @@ private:
 // Every physical device the loader reports, in enumeration order. Throws Error(Unsupported) without a loader.
 std::vector<DeviceInfo> list_devices();
 
-namespace testing {
-// Marks the context's device as lost, exactly as a VK_ERROR_DEVICE_LOST from the driver would: every later
-// call on it throws Error(DeviceLost). Only for tests of that path; a real loss cannot be provoked portably.
-void simulate_device_loss(Context& context);
-// Makes the pool's `count` device-memory allocation attempts starting with the `nth` from now (1 = the
-// next) fail as out of device memory, as a driver would; nth = 0 disarms. For tests of that path.
-void inject_allocation_failures(Context& context, uint64_t nth, uint64_t count = 1);
-// Vulkan objects vkconv has created on the context's device so far (buffers, memory, pipelines, command
-// buffers, fences, descriptor and query pools, views). A steady-state pass adds none.
-uint64_t vulkan_objects_created(const Context& context);
-}  // namespace testing
-
 }  // namespace vkconv
