@@ -26,7 +26,10 @@ void StreamPool::destroy(StreamResources& r) noexcept {
     for (VkDescriptorPool pool : r.descriptor_pools) vk.vkDestroyDescriptorPool(dev, pool, nullptr);
     if (r.timestamps) vk.vkDestroyQueryPool(dev, r.timestamps, nullptr);
     if (r.fence) vk.vkDestroyFence(dev, r.fence, nullptr);
-    if (r.commands) vk.vkFreeCommandBuffers(dev, device_.command_pool(), 1, &r.commands);
+    if (r.commands) {
+        std::lock_guard lock(device_.command_pool_mutex());
+        vk.vkFreeCommandBuffers(dev, device_.command_pool(), 1, &r.commands);
+    }
     r = {};
 }
 
