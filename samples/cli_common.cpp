@@ -96,8 +96,8 @@ void ConvOptions::apply(vkconv::ConvProblem& problem) const {
     problem.layout = vkconv::parse_layout(layout);
 }
 
-vkconv::ForwardOptions ConvOptions::forward_options(const vkconv::Context& context) const {
-    vkconv::ForwardOptions options;
+vkconv::PassOptions ConvOptions::forward_options(const vkconv::Context& context) const {
+    vkconv::PassOptions options;
     const char first = mec_schedule.empty() ? 'a' : static_cast<char>(std::tolower(mec_schedule[0]));
     options.mec_schedule = mec_schedule == "auto" ? vkconv::MecSchedule::Auto
                            : first == 'a'         ? vkconv::MecSchedule::A

@@ -46,7 +46,7 @@ struct ConvOptions {
     void apply(vkconv::ConvProblem& problem) const;
     vkconv::ContextOptions context_options() const;
     // Needs the context for --workspace-limit auto.
-    vkconv::ForwardOptions forward_options(const vkconv::Context& context) const;
+    vkconv::PassOptions forward_options(const vkconv::Context& context) const;
 };
 
 // Fills the sizes of `p` from 4-D input and filter shapes in p.layout's order (N,C,H,W / K,C/G,R,S, or

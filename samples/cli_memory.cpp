@@ -210,7 +210,7 @@ int run_memory(const MemoryArgs& args) {
         const auto im2col =
             query([&] { return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Im2col); });
         const auto mec = query([&] {
-            vkconv::ForwardOptions b;
+            vkconv::PassOptions b;
             b.mec_schedule = vkconv::MecSchedule::B;  // Solution A's scratch also parks the output
             return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Mec, b);
         });

@@ -155,7 +155,7 @@ std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem
 }
 
 vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProblem& problem,
-                               vkconv::Algorithm algorithm, uint32_t seed, const vkconv::ForwardOptions& options) {
+                               vkconv::Algorithm algorithm, uint32_t seed, const vkconv::PassOptions& options) {
     const auto x = random_values(problem.input_elements(), seed);
     const auto w = random_values(problem.filter_elements(), seed + 1);
     const auto b = problem.has_bias ? random_values(problem.K, seed + 2) : std::vector<float>{};
@@ -218,7 +218,7 @@ BackwardCheck::BackwardCheck(vkconv::Context& context, const vkconv::ConvProblem
     tdb_ = vkconv::Tensor(context, problem_.bias_shape());
 }
 
-CheckedRun BackwardCheck::data(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options) {
+CheckedRun BackwardCheck::data(vkconv::Algorithm algorithm, const vkconv::PassOptions& options) {
     INFO("backward_data with " << vkconv::to_string(algorithm) << ": " << problem_.str());
     tdx_.upload(poison(problem_.input_elements()));
     CheckedRun run;
@@ -233,7 +233,7 @@ CheckedRun BackwardCheck::data(vkconv::Algorithm algorithm, const vkconv::Forwar
     return run;
 }
 
-CheckedRun BackwardCheck::filter(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options) {
+CheckedRun BackwardCheck::filter(vkconv::Algorithm algorithm, const vkconv::PassOptions& options) {
     INFO("backward_filter with " << vkconv::to_string(algorithm) << ": " << filter_problem_.str());
     tdw_.upload(poison(problem_.filter_elements()));
     tdb_.upload(poison(problem_.K));
@@ -261,7 +261,7 @@ CheckedRun BackwardCheck::bias() {
     return run;
 }
 
-CheckedStep BackwardCheck::step(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options) {
+CheckedStep BackwardCheck::step(vkconv::Algorithm algorithm, const vkconv::PassOptions& options) {
     INFO("layer_backward with " << vkconv::to_string(algorithm) << ": " << filter_problem_.str());
     tdx_.upload(poison(problem_.input_elements()));
     tdw_.upload(poison(problem_.filter_elements()));
@@ -307,7 +307,7 @@ void BackwardCheck::check_db(const std::string& what) {
 }
 
 BackwardResult check_backward(vkconv::Context& context, const vkconv::ConvProblem& problem, vkconv::Algorithm algorithm,
-                              uint32_t seed, const vkconv::ForwardOptions& options, BackwardSetup setup) {
+                              uint32_t seed, const vkconv::PassOptions& options, BackwardSetup setup) {
     const bool bias = problem.has_bias || setup.bias_always;
     BackwardCheck check(context, problem, seed, std::move(setup));
     BackwardResult result;

@@ -80,7 +80,7 @@ std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem
 // Runs forward with `algorithm` on poisoned output memory and checks every value against the reference.
 // Returns the RunStats of the pass.
 vkconv::RunStats check_forward(vkconv::Context& context, const vkconv::ConvProblem& problem,
-                               vkconv::Algorithm algorithm, uint32_t seed, const vkconv::ForwardOptions& options = {});
+                               vkconv::Algorithm algorithm, uint32_t seed, const vkconv::PassOptions& options = {});
 
 // How a check compares the GPU's results with the reference.
 enum class Compare {
@@ -122,13 +122,13 @@ public:
                   BackwardSetup setup = {});
 
     // backward_data: dx.
-    CheckedRun data(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options = {});
+    CheckedRun data(vkconv::Algorithm algorithm, const vkconv::PassOptions& options = {});
     // backward_filter: dw, and db (see BackwardSetup::bias_always).
-    CheckedRun filter(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options = {});
+    CheckedRun filter(vkconv::Algorithm algorithm, const vkconv::PassOptions& options = {});
     // backward_bias: db.
     CheckedRun bias();
     // layer_backward: dx, dw, and db as backward_filter.
-    CheckedStep step(vkconv::Algorithm algorithm, const vkconv::ForwardOptions& options = {});
+    CheckedStep step(vkconv::Algorithm algorithm, const vkconv::PassOptions& options = {});
 
     // The results the last call that wrote them downloaded (checked already).
     const std::vector<float>& dx() const { return dx_; }
@@ -161,6 +161,6 @@ struct BackwardResult {
 // The whole backward check of one algorithm: backward_data, backward_filter with db, and backward_bias (which takes
 // no options), through BackwardCheck. Returns each pass's stats.
 BackwardResult check_backward(vkconv::Context& context, const vkconv::ConvProblem& problem, vkconv::Algorithm algorithm,
-                              uint32_t seed, const vkconv::ForwardOptions& options = {}, BackwardSetup setup = {});
+                              uint32_t seed, const vkconv::PassOptions& options = {}, BackwardSetup setup = {});
 
 }  // namespace vkt

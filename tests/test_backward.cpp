@@ -47,7 +47,7 @@ TEST_CASE("im2col and mec backward passes run in chunks of images and bands of r
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
             for (auto [stride, dilation] : {std::pair<int64_t, int64_t>{2, 1}, {2, 2}, {1, 1}, {1, 2}}) {
                 p.layout = layout, p.stride_h = stride, p.dilation_h = dilation;
-                vkconv::ForwardOptions options;
+                vkconv::PassOptions options;
                 options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;  // two images a chunk
                 INFO(vkconv::to_string(layout) << " image chunks, stride " << stride << ", dilation " << dilation);
                 vkt::check_backward(*context, p, algorithm, seed++, options);
@@ -397,7 +397,7 @@ TEST_CASE("the bias gradient splits long reductions into pieces and chunks, exac
 
         // The bias gradient of a backward-filter whose bias reduction runs in chunks of two images, and its
         // weight gradient, both from poison.
-        vkconv::ForwardOptions two_images;
+        vkconv::PassOptions two_images;
         two_images.max_binding_bytes = 2 * uint64_t(p.K * p.P() * p.Q()) * 4 + 1024;
         db.upload(poison(p.K));
         dw.upload(poison(p.filter_elements()));
@@ -426,7 +426,7 @@ TEST_CASE("a workspace limit is honoured to the byte by every pass, in smaller c
             int refused = 0, chunked = 0;
             for (uint64_t limit : {full, full / 2, full / 3, full / 5, full / 9, full / 17, uint64_t(2048)}) {
                 INFO("workspace limit " << limit);
-                vkconv::ForwardOptions options;
+                vkconv::PassOptions options;
                 options.workspace_limit = limit;
                 try {
                     const auto forward = vkt::check_forward(*context, p, algorithm, seed += 3, options);
@@ -445,7 +445,7 @@ TEST_CASE("a workspace limit is honoured to the byte by every pass, in smaller c
             CHECK(chunked > 0);
             CHECK(refused > 0);  // 2048 bytes is below one output row's lowered matrix
             // Auto under the smallest limit still runs: it falls back to direct, which needs no workspace.
-            vkconv::ForwardOptions tiny;
+            vkconv::PassOptions tiny;
             tiny.workspace_limit = 2048;
             CHECK(vkt::check_forward(*context, p, vkconv::Algorithm::Auto, seed += 3, tiny).workspace_bytes <= 2048);
         }
@@ -477,7 +477,7 @@ TEST_CASE(
         CHECK(vkt::check_forward(*context, p, vkconv::Algorithm::Direct, seed += 3).chunks == uint32_t(p.N));
         CHECK(vkt::check_backward(*context, p, vkconv::Algorithm::Direct, seed += 3).data.stats.chunks ==
               uint32_t(p.N));
-        vkconv::ForwardOptions tiny;
+        vkconv::PassOptions tiny;
         tiny.workspace_limit = 1024;
         for (int pass = 0; pass < 3; ++pass) {
             INFO("pass " << pass);
@@ -503,7 +503,7 @@ TEST_CASE("a long bias gradient with no room for partial sums adds its pieces st
     std::vector<float> x(size_t(p.input_elements())), dy(size_t(p.output_elements()));
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2);
     for (size_t i = 0; i < dy.size(); ++i) dy[i] = float(1 + int(i % 3));  // positive: nothing cancels
-    vkconv::ForwardOptions no_room;
+    vkconv::PassOptions no_room;
     no_room.workspace_limit = 1;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         p.layout = layout;

@@ -26,7 +26,7 @@ using vkt::poison;
 // depthwise algorithm on NaN-poisoned outputs, each checked against the reference and its workspace query.
 // Returns the stats of forward, backward-data and backward-filter.
 std::array<vkconv::RunStats, 3> check_depthwise(vkconv::Context& context, const ConvProblem& p, uint32_t seed,
-                                                const vkconv::ForwardOptions& options = {}) {
+                                                const vkconv::PassOptions& options = {}) {
     INFO(p.str());
     std::array<vkconv::RunStats, 3> stats;
     stats[0] = vkt::check_forward(context, p, Algorithm::Depthwise, seed, options);
@@ -241,7 +241,7 @@ TEST_CASE("depthwise passes run in chunks of images when bindings are capped", "
                                       .pad(1)
                                       .layout(layout)
                                       .bias();
-            vkconv::ForwardOptions options;
+            vkconv::PassOptions options;
             // Two images of the larger of x and y per binding (plus the window's alignment slack).
             options.max_binding_bytes = 2 * uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4 + 1024;
             INFO(vkconv::to_string(layout) << ", multiplier " << multiplier);
@@ -250,7 +250,7 @@ TEST_CASE("depthwise passes run in chunks of images when bindings are capped", "
     }
     // Less than one image a binding: tiles of bands of rows (and pieces of channels).
     const ConvProblem p = vkt::problem().batch(2).channels(8).depthwise(1).image(12, 16).kernel(3, 3).pad(1).bias();
-    vkconv::ForwardOptions tiny;
+    vkconv::PassOptions tiny;
     tiny.max_binding_bytes = 1024;
     for (const auto& stats : check_depthwise(*context, p, seed += 7, tiny)) {
         CHECK(stats.algorithm == Algorithm::Depthwise);
@@ -261,7 +261,7 @@ TEST_CASE("depthwise passes run in chunks of images when bindings are capped", "
 TEST_CASE("depthwise backward-filter is bit-identical from run to run", "[depthwise][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     ConvProblem p = vkt::problem().batch(4).channels(6).depthwise(2).image(19, 23).kernel(3, 3).pad(1).stride(2).bias();
-    vkconv::ForwardOptions chunked;
+    vkconv::PassOptions chunked;
     chunked.max_binding_bytes = 2 * uint64_t(p.K * p.P() * p.Q()) * 4 + 1024;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         p.layout = layout;
@@ -270,7 +270,7 @@ TEST_CASE("depthwise backward-filter is bit-identical from run to run", "[depthw
         auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), dys);
         vkconv::Tensor dw(*context, p.filter_shape()), db(*context, p.bias_shape());
         const int64_t positions = p.N * p.P() * p.Q();
-        for (const auto& options : {vkconv::ForwardOptions{}, chunked}) {
+        for (const auto& options : {vkconv::PassOptions{}, chunked}) {
             dw.upload(poison(p.filter_elements()));
             db.upload(poison(p.K));
             const auto first = vkconv::backward_filter(*context, p, x, dy, dw, &db, Algorithm::Depthwise, options);
@@ -327,7 +327,7 @@ TEST_CASE("the pool peak of a depthwise pass is its operands plus the reported w
 TEST_CASE("the heuristic picks depthwise for depthwise problems", "[depthwise][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     ConvProblem p = vkt::problem().batch(1).channels(6).depthwise(2).image(9, 8).kernel(3, 3).pad(1);
-    vkconv::ForwardOptions heuristic;
+    vkconv::PassOptions heuristic;
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
     const auto Auto = Algorithm::Auto;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {

@@ -26,7 +26,7 @@ ConvProblem odd_problem() {
 }
 
 uint64_t query_workspace(vkconv::Context& context, Pass pass, const ConvProblem& p, Algorithm algorithm,
-                         vkconv::ForwardOptions options) {
+                         vkconv::PassOptions options) {
     switch (pass) {
         case Pass::Forward:
             return vkconv::forward_workspace_bytes(context, p, algorithm, options);
@@ -46,8 +46,8 @@ struct AutoRun {
     vkconv::RunStats stats;
     uint64_t live = 0;
 };
-AutoRun run_auto_checked(vkconv::Context& context, Pass pass, const ConvProblem& p,
-                         const vkconv::ForwardOptions& options, uint32_t seed) {
+AutoRun run_auto_checked(vkconv::Context& context, Pass pass, const ConvProblem& p, const vkconv::PassOptions& options,
+                         uint32_t seed) {
     INFO("Auto " << vkconv::to_string(pass) << " " << p.str());
     const auto x = vkt::random_values(p.input_elements(), seed), w = vkt::random_values(p.filter_elements(), seed + 1);
     const auto dy = vkt::random_values(p.output_elements(), seed + 2), b = vkt::random_values(p.K, seed + 3);
@@ -121,7 +121,7 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
                 CHECK(r.deterministic);
                 CHECK(r.ms > 0);
                 if (i) CHECK(results[i - 1].ms <= r.ms);
-                auto options = vkconv::ForwardOptions{};
+                auto options = vkconv::PassOptions{};
                 options.mec_schedule = r.mec_schedule;
                 CHECK(r.workspace_bytes == query_workspace(*context, pass, p, r.algorithm, options));
                 CHECK(r.peak_bytes >= r.workspace_bytes);
@@ -214,7 +214,7 @@ TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find
     CHECK(again.peak_bytes == again.operand_bytes + again.workspace_bytes);
 
     // The heuristic, when asked for, is choose_forward_algorithm's pick.
-    vkconv::ForwardOptions heuristic;
+    vkconv::PassOptions heuristic;
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
     CHECK(vkconv::forward(*context, p, x, w, &b, y, Algorithm::Auto, heuristic).algorithm ==
           vkconv::choose_forward_algorithm(*context, p, heuristic));
@@ -230,7 +230,7 @@ TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
         uint64_t smallest_lowered = UINT64_MAX;
         for (const auto& r : unlimited)
             if (r.algorithm != Algorithm::Direct) smallest_lowered = std::min(smallest_lowered, r.workspace_bytes);
-        vkconv::ForwardOptions options;
+        vkconv::PassOptions options;
         options.workspace_limit = smallest_lowered - 1;
         const auto limited = vkconv::find_algorithms(*context, pass, p, options);
         REQUIRE(!limited.empty());
@@ -251,7 +251,7 @@ TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
     options.max_storage_buffer_range = 1024;
     auto small = vkt::fresh_context(options);
     if (!small) return;
-    vkconv::ForwardOptions tiny;
+    vkconv::PassOptions tiny;
     tiny.workspace_limit = 16;
     const auto e = vkt::thrown_error([&] { vkconv::find_algorithms(*small, Pass::Forward, p, tiny); });
     CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
@@ -358,7 +358,7 @@ TEST_CASE("find gives a forward MEC schedule per entry, tiled too", "[find][gpu]
 
 TEST_CASE("find rejects bad options and problems", "[find][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    vkconv::ForwardOptions none;
+    vkconv::PassOptions none;
     none.find_repeats = 0;
     vkt::invalid_argument_message([&] { vkconv::find_algorithms(*context, Pass::Forward, odd_problem(), none); });
     auto bad = odd_problem();
@@ -368,8 +368,8 @@ TEST_CASE("find rejects bad options and problems", "[find][gpu]") {
     CHECK(vkconv::parse_pass("backward-bias") == Pass::BackwardBias);
     vkt::invalid_argument_message([&] { vkconv::parse_pass("backward"); });
     // Backward-bias has one algorithm: nothing to choose among.
-    const std::string one = vkt::invalid_argument_message(
-        [&] { vkconv::find_algorithms(*context, Pass::BackwardBias, odd_problem()); });
+    const std::string one =
+        vkt::invalid_argument_message([&] { vkconv::find_algorithms(*context, Pass::BackwardBias, odd_problem()); });
     CHECK(one.find("backward-bias") != std::string::npos);
 }
 

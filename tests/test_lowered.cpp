@@ -4,9 +4,9 @@
 #include "conv_cases.hpp"
 
 using vkconv::Algorithm;
-using vkconv::ForwardOptions;
 using vkconv::Layout;
 using vkconv::MecSchedule;
+using vkconv::PassOptions;
 
 namespace {
 
@@ -25,7 +25,7 @@ TEST_CASE("im2col and mec match the reference on the named odd cases", "[lowered
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 300;
     for (const auto& variant : kVariants) {
-        ForwardOptions options;
+        PassOptions options;
         options.mec_schedule = variant.schedule;
         for (const auto& named : vkt::odd_problems()) {
             for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
@@ -48,7 +48,7 @@ TEST_CASE("im2col and mec match the reference on a seeded random sweep", "[lower
     uint32_t seed = 7000;
     for (const auto& problem : vkt::random_problems(100, 99)) {
         const auto& variant = kVariants[seed % 3];
-        ForwardOptions options;
+        PassOptions options;
         options.mec_schedule = variant.schedule;
         INFO(variant.name);
         vkt::check_forward(*context, problem, variant.algorithm, seed++, options);
@@ -65,7 +65,7 @@ TEST_CASE("im2col and mec run in chunks of images and bands of rows when binding
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
             p.layout = layout;
             // Two images' worth of everything: chunks of images.
-            ForwardOptions options;
+            PassOptions options;
             options.mec_schedule = variant.schedule;
             options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 4 + 1024;
             INFO(variant.name << " " << vkconv::to_string(layout) << " image chunks");
@@ -83,7 +83,7 @@ TEST_CASE("im2col and mec run in chunks of images and bands of rows when binding
             CHECK(stats.workspace_bytes - filter_copy <= 12000);
         }
     }
-    ForwardOptions tiny;
+    PassOptions tiny;
     tiny.max_binding_bytes = 64;
     CHECK_THROWS_AS(vkconv::forward_workspace_bytes(*context, p, Algorithm::Mec, tiny), vkconv::Error);
 }
@@ -97,7 +97,7 @@ TEST_CASE("the pool peak of a lowered forward is its operands plus the reported 
     for (const auto& variant : kVariants) {
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
             p.layout = layout;
-            ForwardOptions fo;
+            PassOptions fo;
             fo.mec_schedule = variant.schedule;
             vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), b(*context, p.bias_shape());
             vkconv::Tensor y(*context, p.output_shape());
@@ -143,7 +143,7 @@ TEST_CASE("MEC's workspace is smaller than im2col's by the formula ratio on cv1-
         vkconv::ConvProblem p;
         p.C = l.C, p.H = l.H, p.W = l.W, p.K = l.K, p.R = l.R, p.S = l.S, p.stride_h = p.stride_w = l.stride;
         p.layout = Layout::NHWC;  // no filter copy: the workspace is the lowered matrix alone
-        ForwardOptions b_only;
+        PassOptions b_only;
         b_only.mec_schedule = MecSchedule::B;
         const uint64_t im2col = vkconv::forward_workspace_bytes(*context, p, Algorithm::Im2col);
         const uint64_t mec = vkconv::forward_workspace_bytes(*context, p, Algorithm::Mec, b_only);

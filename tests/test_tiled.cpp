@@ -112,14 +112,14 @@ TEST_CASE("auto runs tiles and a workspace limit shrinks them", "[tiled][gpu]") 
     auto context = small_binding_context();
     if (!context) return;
     auto p = cases().front().p;
-    vkconv::ForwardOptions heuristic;
+    vkconv::PassOptions heuristic;
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
     const auto stats = vkt::check_forward(*context, p, Algorithm::Auto, 5, heuristic);
     CHECK(stats.algorithm == vkconv::choose_forward_algorithm(*context, p, heuristic));
     const auto measured = vkt::check_forward(*context, p, Algorithm::Auto, 6);
     CHECK(measured.algorithm != Algorithm::Auto);
     // Half the untiled-limit workspace: smaller bands, every byte within the limit.
-    vkconv::ForwardOptions limited;
+    vkconv::PassOptions limited;
     limited.workspace_limit = vkconv::forward_workspace_bytes(*context, p, Algorithm::Im2col) / 2;
     const auto small = vkt::check_forward(*context, p, Algorithm::Im2col, 7, limited);
     CHECK(small.workspace_bytes <= limited.workspace_limit);
@@ -148,13 +148,13 @@ TEST_CASE("direct backward-filter with a bias and a binding cap runs in tiles", 
     VKT_REQUIRE_CONTEXT(context);
     ConvProblem p;
     p.N = 1, p.C = 2, p.H = 20, p.W = 20, p.K = 4, p.R = 3, p.S = 3, p.has_bias = true;
-    vkconv::ForwardOptions capped;
+    vkconv::PassOptions capped;
     capped.max_binding_bytes = 1024;  // one image of dy (1296 bytes) is beyond it
     const auto x = vkt::random_values(p.input_elements(), 1), dy = vkt::random_values(p.output_elements(), 2);
     auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
     auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
     vkconv::Tensor tdw(*context, p.filter_shape()), tdb(*context, p.bias_shape());
-    vkconv::ForwardOptions heuristic = capped;
+    vkconv::PassOptions heuristic = capped;
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
     const int64_t positions = p.N * p.P() * p.Q();
     for (const auto& [algorithm, options] :
@@ -180,7 +180,7 @@ TEST_CASE("a layer step stays within the workspace limit when its passes cannot 
     ConvProblem p;
     p.N = 1, p.C = 3, p.H = 38, p.W = 13, p.K = 3, p.R = 4, p.S = 4, p.pad_h = 2, p.stride_h = 2;
     p.dilation_h = 3, p.dilation_w = 2, p.has_bias = true;
-    vkconv::ForwardOptions limited;
+    vkconv::PassOptions limited;
     limited.workspace_limit = 4099;
     vkt::BackwardCheck check(*context, p, 1);  // x, w, dy from seeds 1, 2, 3
     // Poisons dx, dw and db, runs the step, checks all three against the reference and the workspace query.

@@ -23,9 +23,9 @@
 
 using vkconv::Algorithm;
 using vkconv::ConvProblem;
-using vkconv::ForwardOptions;
 using vkconv::Layout;
 using vkconv::MecSchedule;
+using vkconv::PassOptions;
 using vkconv::RunStats;
 
 namespace {
@@ -82,7 +82,7 @@ uint64_t slot(const vkconv::PoolStats& pool, uint64_t floats) {
 }
 
 // Binding limits of the device (as reported, or as the context lowers them) and the options.
-uint64_t storage_limit(const vkconv::Context& context, const ForwardOptions& options) {
+uint64_t storage_limit(const vkconv::Context& context, const PassOptions& options) {
     const uint64_t range = context.device().max_storage_buffer_range;
     return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
 }
@@ -155,7 +155,7 @@ uint64_t mec_filter_copy(const vkconv::Context& context, const ConvProblem& p) {
 // Forward: the chunk's lowered matrix (im2col: col; MEC: L, Solution A's sized to park the output too),
 // plus MEC's OIHW filter copy. direct and depthwise: nothing.
 Expected forward_expected(const vkconv::Context& context, const ConvProblem& p, Algorithm a,
-                          const ForwardOptions& options) {
+                          const PassOptions& options) {
     const auto pool = context.pool_stats();
     const Sizes z(p);
     if (a == Algorithm::Direct || a == Algorithm::Depthwise) return {0, 1};
@@ -169,7 +169,7 @@ Expected forward_expected(const vkconv::Context& context, const ConvProblem& p, 
 // Backward runs MEC's Solution B chunks. Backward-data reads w through a copy with its taps reordered (both
 // layouts), a slot beside dL.
 Expected backward_data_expected(const vkconv::Context& context, const ConvProblem& p, Algorithm a,
-                                const ForwardOptions& options) {
+                                const PassOptions& options) {
     const auto pool = context.pool_stats();
     const Sizes z(p);
     if (a == Algorithm::Direct || a == Algorithm::Depthwise) return {0, 1};
@@ -188,7 +188,7 @@ uint64_t bias_partials(const vkconv::Context& context, const ConvProblem& p, uin
 // Backward-filter: the chunk's lowered x (and MEC's OHWI dw for OIHW filters), `partials` partial products
 // of one group's dw (depthwise: of the whole filter, and at least one), the bias gradient's partial sums.
 Expected backward_filter_expected(const vkconv::Context& context, const ConvProblem& p, Algorithm a,
-                                  const ForwardOptions& options, uint32_t partials, uint32_t bias_pieces) {
+                                  const PassOptions& options, uint32_t partials, uint32_t bias_pieces) {
     const auto pool = context.pool_stats();
     const Sizes z(p);
     const uint64_t bias = bias_partials(context, p, bias_pieces);
@@ -224,7 +224,7 @@ uint64_t layer_expected(const vkconv::Context& context, const ConvProblem& p, Al
 
 // im2col and MEC backward-filter over chunks of `images` images and `rows` output rows.
 void check_partial_bounds(const vkconv::Context& context, const ConvProblem& p, Algorithm a, int64_t images,
-                          int64_t rows, uint32_t partials, const ForwardOptions& options) {
+                          int64_t rows, uint32_t partials, const PassOptions& options) {
     const Sizes z(p);
     INFO("partial products " << partials << ", chunk of " << images << " images x " << rows << " rows");
     if (a == Algorithm::Direct) {
@@ -252,7 +252,7 @@ void check_partial_bounds(const vkconv::Context& context, const ConvProblem& p, 
 
 // The bias gradient: pieces of positions of a chunk of whole images within the binding limit.
 void check_bias_bounds(const vkconv::Context& context, const ConvProblem& p, uint32_t pieces,
-                       const ForwardOptions& options) {
+                       const PassOptions& options) {
     const Sizes z(p);
     INFO("bias pieces " << pieces);
     if (!p.has_bias) {
@@ -283,7 +283,7 @@ void check_run_memory(const RunStats& stats, uint64_t live, uint64_t expected) {
 
 // Forward through vkt::check_forward (reference-checked), its operands' pool bytes computed here.
 RunStats forward_checked(vkconv::Context& context, const ConvProblem& p, Algorithm a, uint32_t seed,
-                         const ForwardOptions& options, uint64_t expected) {
+                         const PassOptions& options, uint64_t expected) {
     const auto pool = context.pool_stats();
     const uint64_t operands = slot(pool, uint64_t(p.input_elements())) + slot(pool, uint64_t(p.filter_elements())) +
                               slot(pool, uint64_t(p.output_elements())) + (p.has_bias ? slot(pool, uint64_t(p.K)) : 0);
@@ -336,7 +336,7 @@ TEST_CASE("forward workspaces equal the lowered matrix and filter copy of the pr
             for (Algorithm a : algorithms)
                 for (MecSchedule schedule : {MecSchedule::A, MecSchedule::B}) {
                     if (a != Algorithm::Mec && schedule == MecSchedule::B) continue;
-                    ForwardOptions options;
+                    PassOptions options;
                     if (a == Algorithm::Mec) options.mec_schedule = schedule;
                     INFO(named.name << ": " << p.str() << " " << vkconv::to_string(a)
                                     << (a == Algorithm::Mec ? vkconv::to_string(schedule) : ""));
@@ -378,19 +378,19 @@ TEST_CASE("forward chunks hold the most images or rows whose bindings and worksp
             const uint64_t one_image = scratch_floats(z, l, 1, z.P) * kFloat;
             const uint64_t copy = v.a == Algorithm::Mec ? mec_filter_copy(*context, p) : 0;
             // Binding caps: room for two images' scratch (and x, y); for 3 rows of one image.
-            std::vector<std::pair<const char*, ForwardOptions>> variants;
-            ForwardOptions two_images;
+            std::vector<std::pair<const char*, PassOptions>> variants;
+            PassOptions two_images;
             two_images.max_binding_bytes = 2 * one_image + 8;
             variants.push_back({"binding cap: two images", two_images});
-            ForwardOptions rows;
+            PassOptions rows;
             rows.max_binding_bytes = std::max(
                 {scratch_floats(z, l, 1, 3) * kFloat + 4, z.x_image() * kFloat + align, z.y_image() * kFloat + align});
             variants.push_back({"binding cap: bands of rows", rows});
             // Workspace limits: room for three images' scratch beside the filter copy; for two rows.
-            ForwardOptions three_images;
+            PassOptions three_images;
             three_images.workspace_limit = copy + 3 * one_image + align;
             variants.push_back({"workspace limit: three images", three_images});
-            ForwardOptions two_rows;
+            PassOptions two_rows;
             two_rows.workspace_limit = copy + slot(context->pool_stats(), scratch_floats(z, l, 1, 2));
             variants.push_back({"workspace limit: two rows", two_rows});
             for (auto& [what, options] : variants) {
@@ -480,7 +480,7 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                     if (a == Algorithm::Direct && !bias) continue;  // nothing to pin
                     const uint32_t floor_pieces = a == Algorithm::Depthwise ? 1 : 0;
                     const uint64_t unsplit = backward_filter_expected(*context, p, a, {}, floor_pieces, 1).bytes;
-                    ForwardOptions tight;
+                    PassOptions tight;
                     tight.workspace_limit = std::max<uint64_t>(unsplit, 1);
                     INFO("workspace limit " << tight.workspace_limit);
                     CHECK(vkconv::backward_filter_workspace_bytes(*context, p, a, tight) == unsplit);
@@ -508,7 +508,7 @@ TEST_CASE("backward chunks and partial products follow a capped binding or works
         const Sizes z(p);
         const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
         vkt::BackwardCheck layer(*context, p, seed += 3, {.bias_always = false});
-        std::vector<std::pair<const char*, ForwardOptions>> variants(3);
+        std::vector<std::pair<const char*, PassOptions>> variants(3);
         // One image's scratch a binding: chunks of one image.
         variants[0].first = "binding cap: one image";
         variants[0].second.max_binding_bytes = scratch_floats(z, l, 1, z.P) * kFloat + align;

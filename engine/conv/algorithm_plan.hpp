@@ -74,7 +74,7 @@ inline AlgorithmPlan lowered_pass_plan(Pass pass, const LoweredPlan& lowered) {
 struct AlgorithmEntry {
     Algorithm algorithm;
     Planned<AlgorithmPlan> (*plan)(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                                   const ForwardOptions& options);
+                                   const PassOptions& options);
     void (*record)(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const AlgorithmPlan& plan,
                    const ConvOperands& operands, Workspace workspace);
 };
@@ -83,7 +83,7 @@ struct AlgorithmEntry {
 // where the problem has a bias, all under options.workspace_limit. Backward-bias has one algorithm, the
 // bias-gradient kernel, planned under the name Direct.
 Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                                      const ForwardOptions& options);
+                                      const PassOptions& options);
 
 // Records the plan's pass: its algorithm's dispatches, then the bias gradient where it has one and
 // `operands.bias` asks for it.

@@ -28,7 +28,7 @@ const AlgorithmEntry& entry_of(Algorithm algorithm) {
 
 // The bias gradient of backward-filter with a bias, or of backward-bias: partial sums where the workspace
 // limit leaves room for them, else its pieces added straight into db.
-Planned<BiasPlan> plan_bias(ContextImpl& context, const ConvProblem& p, const ForwardOptions& options,
+Planned<BiasPlan> plan_bias(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
                             AlgorithmPlan& plan) {
     auto bias = plan_bias_grad(context, p, options.max_binding_bytes);
     if (!bias) return bias;
@@ -74,7 +74,7 @@ uint32_t AlgorithmPlan::bias_pieces(const ConvProblem& problem) const {
 }
 
 Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                                      const ForwardOptions& options) {
+                                      const PassOptions& options) {
     if (pass == Pass::BackwardBias) {
         AlgorithmPlan plan;
         plan.pass = pass;

@@ -21,29 +21,29 @@ struct Choice {
 // `algorithm` itself unless it is Auto. A call that measures allocates find's synthetic operands once per
 // (pass, problem, options) on the context; every later call reuses it.
 Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
-                        const ForwardOptions& options);
+                        const PassOptions& options);
 
 // What `algorithm` stands for without measuring: itself, the heuristic under AutoChoice::Heuristic, or
 // Auto's cached measurement where it still plans; nothing where only measuring can tell (the workspace
 // queries then answer for every candidate, never measuring themselves).
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
-                                   const ForwardOptions& options);
+                                   const PassOptions& options);
 
 // What Auto measures: every algorithm that applies to the problem, forward MEC once per schedule.
-std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const ForwardOptions& options);
+std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const PassOptions& options);
 
 // `options` with the MEC schedule of `choice` filled in where the options leave it to Auto.
-ForwardOptions with_schedule(const ForwardOptions& options, const Choice& choice);
+PassOptions with_schedule(const PassOptions& options, const Choice& choice);
 
 // The plan of a chosen algorithm.
 inline Planned<PassPlan> plan_choice(const Context& context, const ConvProblem& problem, Pass pass,
-                                     const Choice& choice, const ForwardOptions& options) {
+                                     const Choice& choice, const PassOptions& options) {
     return plan_pass(impl_of(context), problem, pass, choice.algorithm, with_schedule(options, choice));
 }
 
 // A public pass's plan: `algorithm` chosen (measuring where Auto has no cached choice), then planned.
 inline Planned<PassPlan> plan_call(Context& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                                   const ForwardOptions& options) {
+                                   const PassOptions& options) {
     return plan_choice(context, problem, pass, choose_algorithm(context, pass, problem, algorithm, options), options);
 }
 
@@ -54,7 +54,7 @@ inline Planned<PassPlan> plan_call(Context& context, const ConvProblem& problem,
 // GPU work.
 template <typename WorkspaceOf>
 Planned<uint64_t> query_workspace(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
-                                  const ForwardOptions& options, WorkspaceOf&& workspace_of) {
+                                  const PassOptions& options, WorkspaceOf&& workspace_of) {
     if (auto known = known_choice(context, pass, problem, algorithm, options)) return workspace_of(*known);
     uint64_t most = 0;
     bool any = false;
@@ -70,7 +70,7 @@ Planned<uint64_t> query_workspace(const Context& context, Pass pass, const ConvP
 
 // A query's answer for one pass: its plan's workspace.
 inline Planned<uint64_t> pass_workspace(const Context& context, const ConvProblem& problem, Pass pass,
-                                        const Choice& choice, const ForwardOptions& options) {
+                                        const Choice& choice, const PassOptions& options) {
     auto plan = plan_choice(context, problem, pass, choice, options);
     if (!plan) return plan.refusal();
     return plan->workspace_bytes();

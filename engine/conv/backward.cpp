@@ -42,7 +42,7 @@ detail::ConvOperands filter_operands(detail::ContextImpl& impl, const ConvProble
 }
 
 uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                              const ForwardOptions& options) {
+                              const PassOptions& options) {
     return detail::query_workspace(
                context, pass, p, algorithm, options,
                [&](const detail::Choice& choice) { return detail::pass_workspace(context, p, pass, choice, options); })
@@ -65,21 +65,21 @@ RunStats run_planned(Context& context, const ConvProblem& p, const detail::PassP
 }  // namespace
 
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                       const ForwardOptions& options) {
+                                       const PassOptions& options) {
     const auto lock = detail::serialise(context);
     problem.validate();
     return pass_workspace_query(context, problem, Pass::BackwardData, algorithm, options);
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                         const ForwardOptions& options) {
+                                         const PassOptions& options) {
     const auto lock = detail::serialise(context);
     problem.validate();
     return pass_workspace_query(context, problem, Pass::BackwardFilter, algorithm, options);
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
-                       Tensor& grad_input, Algorithm algorithm, const ForwardOptions& options) {
+                       Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -90,7 +90,7 @@ RunStats backward_data(Context& context, const ConvProblem& problem, const Tenso
 }
 
 RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
-                         Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const ForwardOptions& options) {
+                         Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -109,7 +109,7 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     ops.output = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape());
     ops.bias = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
-    const ForwardOptions defaults;
+    const PassOptions defaults;
     return run_planned(context, problem,
                        detail::plan_pass(impl, problem, Pass::BackwardBias, Algorithm::Direct, defaults).value(), ops);
 }
@@ -127,7 +127,7 @@ struct StepPlan {
 };
 
 detail::Planned<StepPlan> step_plan(const Context& context, const ConvProblem& p, const detail::Choice& data,
-                                    const detail::Choice& filter, const ForwardOptions& options) {
+                                    const detail::Choice& filter, const PassOptions& options) {
     auto data_plan = detail::plan_choice(context, p, Pass::BackwardData, data, options);
     if (!data_plan) return data_plan.refusal();
     auto filter_plan = detail::plan_choice(context, p, Pass::BackwardFilter, filter, options);
@@ -148,7 +148,7 @@ detail::Planned<StepPlan> step_plan(const Context& context, const ConvProblem& p
 }  // namespace
 
 uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                        const ForwardOptions& options) {
+                                        const PassOptions& options) {
     const auto lock = detail::serialise(context);
     problem.validate();
     // As the single-pass queries: the filter pass's workspace for each data choice, the most over both.
@@ -168,7 +168,7 @@ uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProble
 LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
                                   const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
                                   Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
-                                  const ForwardOptions& options) {
+                                  const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();

@@ -72,7 +72,7 @@ Pass parse_pass(std::string_view text) {
                                                     "backward-bias)");
 }
 
-Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const ForwardOptions& options) {
+Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     problem.validate();
@@ -80,7 +80,7 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
 }
 
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                 const ForwardOptions& options) {
+                                 const PassOptions& options) {
     const auto lock = detail::serialise(context);
     problem.validate();
     return detail::query_workspace(context, Pass::Forward, problem, algorithm, options,
@@ -91,7 +91,7 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
 }
 
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, Algorithm algorithm, const ForwardOptions& options) {
+                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();

@@ -7,7 +7,7 @@
 
 namespace vkconv::detail {
 
-Refusal nothing_fits(ContextImpl& context, const ConvProblem& p, const ForwardOptions& options) {
+Refusal nothing_fits(ContextImpl& context, const ConvProblem& p, const PassOptions& options) {
     const uint64_t im2col = smallest_lowered_workspace(context, p, Algorithm::Im2col);
     const uint64_t mec = smallest_lowered_workspace(context, p, Algorithm::Mec);
     const bool mec_smaller = mec < im2col;
@@ -21,7 +21,7 @@ Refusal nothing_fits(ContextImpl& context, const ConvProblem& p, const ForwardOp
 }
 
 Planned<AlgorithmPlan> heuristic_whole_plan(ContextImpl& context, const ConvProblem& p, Pass pass,
-                                            const ForwardOptions& options) {
+                                            const PassOptions& options) {
     auto plan = [&](Algorithm algorithm) { return plan_algorithm(context, p, pass, algorithm, options); };
     // One input channel per group: a GEMM with a reduction of R·S per group (backward-data: K/G) is all
     // overhead. The depthwise kernels run in chunks of images; direct where one image is too large for them.
@@ -41,7 +41,7 @@ Planned<AlgorithmPlan> heuristic_whole_plan(ContextImpl& context, const ConvProb
 }
 
 Planned<Algorithm> heuristic_algorithm(ContextImpl& context, const ConvProblem& p, Pass pass,
-                                       const ForwardOptions& options) {
+                                       const PassOptions& options) {
     if (pass == Pass::BackwardBias) return Algorithm::Direct;  // one kernel
     // Too large to bind: the heuristic's algorithm for the tiles.
     if (needs_tiling(context, p, Algorithm::Auto, options)) {

@@ -58,7 +58,7 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
 }
 
 Planned<PassPlan> plan_pass(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                            const ForwardOptions& options) {
+                            const PassOptions& options) {
     PassPlan plan;
     plan.pass = pass;
     if (pass == Pass::BackwardBias) {

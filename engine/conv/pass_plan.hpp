@@ -26,7 +26,7 @@ struct PassPlan {
 // The pass's plan for `algorithm`; Auto is the heuristic's choice (conv/heuristic.hpp). Tiled where the
 // chosen algorithm cannot bind the problem's tensors whole.
 Planned<PassPlan> plan_pass(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                            const ForwardOptions& options);
+                            const PassOptions& options);
 
 // Records the plan's pass on `operands` (by role, conv/operands.hpp) with the workspace `plan.slots()`
 // describes.

@@ -57,7 +57,7 @@ struct Bench {
         if (p.has_bias && pass == Pass::BackwardFilter) grad_bias = Tensor(ctx, p.bias_shape());
     }
 
-    RunStats run(Algorithm algorithm, const ForwardOptions& options) {
+    RunStats run(Algorithm algorithm, const PassOptions& options) {
         switch (pass) {
             case Pass::Forward:
                 return forward(context, problem, ta, tb, tbias.empty() ? nullptr : &tbias, result, algorithm, options);
@@ -75,7 +75,7 @@ struct Bench {
 
 // Every algorithm that applies to the problem; forward MEC under MecSchedule::Auto once per schedule.
 std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const ConvProblem& problem,
-                                                              const ForwardOptions& options) {
+                                                              const PassOptions& options) {
     std::vector<std::pair<Algorithm, MecSchedule>> candidates;
     for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise}) {
         if (algorithm == Algorithm::Depthwise && !detail::is_depthwise(problem)) continue;
@@ -97,8 +97,8 @@ struct Timing {
 
 // One run to build the pipelines, then options.find_repeats timed ones; throws what the pass throws.
 Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm algorithm, MecSchedule schedule,
-                      const ForwardOptions& options) {
-    ForwardOptions run_options = options;
+                      const PassOptions& options) {
+    PassOptions run_options = options;
     run_options.mec_schedule = schedule;
     Timing timing;
     AlgorithmPerf& perf = timing.perf;
@@ -133,7 +133,7 @@ void verify(Bench& bench, const std::vector<float>& first, AlgorithmPerf& perf) 
 // could not run did not.
 std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
                                               const std::vector<std::pair<Algorithm, MecSchedule>>& candidates,
-                                              const ForwardOptions& options, std::optional<Error>& last_error) {
+                                              const PassOptions& options, std::optional<Error>& last_error) {
     // NaN before every candidate: an algorithm that leaves outputs unwritten cannot pass on the values
     // the previous one wrote.
     const std::vector<float> poison(size_t(bench.result.elements()), std::numeric_limits<float>::quiet_NaN());
@@ -167,7 +167,7 @@ std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
 }
 
 // The fastest verified choice, stored; with none verified, the heuristic's choice, remembered.
-void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& problem, const ForwardOptions& options,
+void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& problem, const PassOptions& options,
                   const AlgorithmPerf& best) {
     if (best.verified)
         impl.find_cache->store(pass, problem, options, {best.algorithm, best.mec_schedule, best.ms});
@@ -180,7 +180,7 @@ void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& probl
 }  // namespace
 
 std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
-                                           const ForwardOptions& options) {
+                                           const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -213,14 +213,14 @@ namespace detail {
 namespace {
 
 bool plannable(const Context& context, Pass pass, const ConvProblem& problem, const Choice& choice,
-               const ForwardOptions& options) {
+               const PassOptions& options) {
     return static_cast<bool>(plan_choice(context, problem, pass, choice, options));
 }
 
 }  // namespace
 
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
-                                   const ForwardOptions& options) {
+                                   const PassOptions& options) {
     if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule};
     if (options.auto_choice == AutoChoice::Heuristic || pass == Pass::BackwardBias)
         return Choice{Algorithm::Auto, options.mec_schedule};  // the heuristic's, planned by plan_pass
@@ -232,7 +232,7 @@ std::optional<Choice> known_choice(const Context& context, Pass pass, const Conv
     return std::nullopt;
 }
 
-std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const ForwardOptions& options) {
+std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const PassOptions& options) {
     std::vector<Choice> choices;
     for (const auto& [algorithm, schedule] : candidates_for(pass, problem, options))
         choices.push_back({algorithm, schedule});
@@ -240,15 +240,15 @@ std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const
 }
 
 Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
-                        const ForwardOptions& options) {
+                        const PassOptions& options) {
     if (auto known = known_choice(context, pass, problem, algorithm, options)) return *known;
     const auto results = find_algorithms(context, pass, problem, options);
     if (results.front().verified) return {results.front().algorithm, results.front().mec_schedule};
     return {Algorithm::Auto, options.mec_schedule};  // nothing verified, not worth trusting a time: the heuristic
 }
 
-ForwardOptions with_schedule(const ForwardOptions& options, const Choice& choice) {
-    ForwardOptions chosen = options;
+PassOptions with_schedule(const PassOptions& options, const Choice& choice) {
+    PassOptions chosen = options;
     if (choice.algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto)
         chosen.mec_schedule = choice.mec_schedule;
     return chosen;

@@ -107,7 +107,7 @@ FindCache::FindCache(const Device& device, std::string path)
     if (number == 0) throw bad("the file is empty (expected the header '" + std::string(kHeader) + "')");
 }
 
-std::string FindCache::key(Pass pass, const ConvProblem& problem, const ForwardOptions& options) const {
+std::string FindCache::key(Pass pass, const ConvProblem& problem, const PassOptions& options) const {
     // Every option that changes which algorithms fit or how they run; auto_choice and find_repeats do not.
     const std::string opts = "limit=" + std::to_string(options.workspace_limit) +
                              " binding=" + std::to_string(options.max_binding_bytes) +
@@ -115,23 +115,21 @@ std::string FindCache::key(Pass pass, const ConvProblem& problem, const ForwardO
     return std::string(to_string(pass)) + '\t' + opts + '\t' + problem.str();
 }
 
-std::optional<CachedChoice> FindCache::lookup(Pass pass, const ConvProblem& problem,
-                                              const ForwardOptions& options) const {
+std::optional<CachedChoice> FindCache::lookup(Pass pass, const ConvProblem& problem, const PassOptions& options) const {
     const std::string k = key(pass, problem, options);
     if (const auto found = entries_.find(k); found != entries_.end()) return found->second;
     if (const auto found = unmeasured_.find(k); found != unmeasured_.end()) return found->second;
     return std::nullopt;
 }
 
-void FindCache::store(Pass pass, const ConvProblem& problem, const ForwardOptions& options,
-                      const CachedChoice& choice) {
+void FindCache::store(Pass pass, const ConvProblem& problem, const PassOptions& options, const CachedChoice& choice) {
     auto entries = entries_;
     entries[key(pass, problem, options)] = choice;
     if (!path_.empty()) save(entries);  // throws before anything changes
     entries_ = std::move(entries);
 }
 
-void FindCache::remember(Pass pass, const ConvProblem& problem, const ForwardOptions& options,
+void FindCache::remember(Pass pass, const ConvProblem& problem, const PassOptions& options,
                          const CachedChoice& choice) {
     unmeasured_[key(pass, problem, options)] = choice;
 }

@@ -31,19 +31,19 @@ public:
     // cannot be parsed or read, or when its folder does not exist or cannot be written.
     FindCache(const Device& device, std::string path);
 
-    std::optional<CachedChoice> lookup(Pass pass, const ConvProblem& problem, const ForwardOptions& options) const;
+    std::optional<CachedChoice> lookup(Pass pass, const ConvProblem& problem, const PassOptions& options) const;
     // Stores the choice and rewrites the file (if any) whole: written to a temporary of its own beside it,
     // then renamed over it, so a crash never leaves half a file. On failure, Error(InvalidArgument) naming
     // the file, and the cache is as before. One writer per file at a time: concurrent writers keep the last
     // complete file, not the union.
-    void store(Pass pass, const ConvProblem& problem, const ForwardOptions& options, const CachedChoice& choice);
+    void store(Pass pass, const ConvProblem& problem, const PassOptions& options, const CachedChoice& choice);
     // In memory only: a choice that was not measured (nothing verified), so Auto does not measure again.
-    void remember(Pass pass, const ConvProblem& problem, const ForwardOptions& options, const CachedChoice& choice);
+    void remember(Pass pass, const ConvProblem& problem, const PassOptions& options, const CachedChoice& choice);
 
     size_t size() const { return entries_.size(); }
 
 private:
-    std::string key(Pass pass, const ConvProblem& problem, const ForwardOptions& options) const;
+    std::string key(Pass pass, const ConvProblem& problem, const PassOptions& options) const;
     void save(const std::map<std::string, CachedChoice>& entries) const;
 
     std::string device_key_;

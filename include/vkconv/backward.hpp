@@ -19,19 +19,19 @@ namespace vkconv {
 // has_bias, backward-filter's figure includes the bias gradient's partial sums (allocated whether or not a
 // grad_bias tensor is passed); backward_bias reports its own in RunStats::workspace_bytes.
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                       const ForwardOptions& options = {});
+                                       const PassOptions& options = {});
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                         const ForwardOptions& options = {});
+                                         const PassOptions& options = {});
 
 // dx = conv_transpose(dy, w). Overwrites grad_input.
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
-                       Tensor& grad_input, Algorithm algorithm = Algorithm::Auto, const ForwardOptions& options = {});
+                       Tensor& grad_input, Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 
 // dw from x and dy; with a non-null grad_bias also db = sum of dy over n, p, q (problem.has_bias must then
 // be true). Overwrites its outputs. The reduction order is fixed: results are bit-identical across runs.
 RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
                          Tensor& grad_filter, Tensor* grad_bias = nullptr, Algorithm algorithm = Algorithm::Auto,
-                         const ForwardOptions& options = {});
+                         const PassOptions& options = {});
 
 // db alone.
 RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias);
@@ -48,10 +48,10 @@ struct LayerBackwardStats {
     uint32_t data_chunks = 1, filter_chunks = 1;
 };
 uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem,
-                                        Algorithm algorithm = Algorithm::Auto, const ForwardOptions& options = {});
+                                        Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
                                   const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
                                   Tensor& grad_filter, Tensor* grad_bias = nullptr,
-                                  Algorithm algorithm = Algorithm::Auto, const ForwardOptions& options = {});
+                                  Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 
 }  // namespace vkconv

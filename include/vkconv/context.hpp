@@ -99,7 +99,7 @@ public:
     PoolStats pool_stats() const;
     void reset_peak();
     void trim();  // give every empty pool block back to the driver
-    // A workspace limit for ForwardOptions::workspace_limit from the device-local heap: half of what
+    // A workspace limit for PassOptions::workspace_limit from the device-local heap: half of what
     // VK_EXT_memory_budget says is still available (budget minus usage), or, without that extension or
     // with a budget of 0 or above the heap's size (some drivers report such), a quarter of the heap.
     uint64_t auto_workspace_limit() const;

@@ -1,8 +1,8 @@
 // Convolution passes on the GPU.
 //
 // Each pass takes the problem, its device tensors (shapes checked against the problem) and an algorithm.
-// Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in README.md. The returned RunStats say what ran,
-// how long the GPU took and what memory it needed.
+// Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in README.md. The returned RunStats
+// say what ran, how long the GPU took and what memory it needed.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,9 @@ const char* to_string(MecSchedule schedule) noexcept;
 // options on a context, cached), or by the heuristic alone (no measuring, no extra memory or time).
 enum class AutoChoice { Measure, Heuristic };
 
-struct ForwardOptions {
+// The options every pass takes: forward, the backward passes, the layer step, their workspace queries
+// and find_algorithms.
+struct PassOptions {
     MecSchedule mec_schedule = MecSchedule::Auto;
     // Largest binding (and so lowered chunk) in bytes; 0 = the device's maxStorageBufferRange. Lower it to
     // run im2col and MEC in smaller chunks of images or bands of output rows.
@@ -56,6 +58,8 @@ struct ForwardOptions {
     // Timed runs find makes of each algorithm after its warm-up run (at least 1).
     uint32_t find_repeats = 2;
 };
+// The name these options had when only forward took them; kept so existing code compiles.
+using ForwardOptions = PassOptions;
 
 struct RunStats {
     Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
@@ -72,7 +76,7 @@ struct RunStats {
     uint32_t dispatches = 0;
     uint32_t chunks = 1;  // pieces (groups of images or bands of rows) the pass ran in
     // Split reductions, as planned (their workspace is part of workspace_bytes; the counts depend on the
-    // device and on ForwardOptions' limits). Tiled passes report the most any tile uses.
+    // device and on PassOptions' limits). Tiled passes report the most any tile uses.
     // Backward-filter: partial-product slots of the dw reduction: im2col's split-K pieces and MEC's (image,
     // row piece) slots, each one group's dw (K/G * R*S*C/G floats); depthwise's pieces, each the whole
     // filter (K*R*S floats; its sums are workspace even as one piece, so it is at least 1 there). 0 = none,
@@ -92,17 +96,16 @@ struct RunStats {
 // has measured this problem on the context, its cache file has it, or AutoChoice::Heuristic); before that
 // it is the most any algorithm Auto may choose needs, so the measured choice fits in it.
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
-                                 const ForwardOptions& options = {});
+                                 const PassOptions& options = {});
 
 // The algorithm the heuristic picks for this problem under `options` (see README.md for the rule); Auto
 // uses it under AutoChoice::Heuristic, and find_algorithms measures instead.
-Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem,
-                                   const ForwardOptions& options = {});
+Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options = {});
 
 // y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
 // have the problem's output shape; its previous contents are overwritten.
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
-                 const ForwardOptions& options = {});
+                 const PassOptions& options = {});
 
 }  // namespace vkconv

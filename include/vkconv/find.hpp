@@ -3,7 +3,7 @@
 //
 // Algorithm::Auto uses it: the first Auto call for a (pass, problem, options) on a context runs find once
 // and caches the fastest verified choice; later calls reuse it. ContextOptions::find_cache_path keeps the
-// cache in a file across processes (keyed by device and driver). ForwardOptions::auto_choice =
+// cache in a file across processes (keyed by device and driver). PassOptions::auto_choice =
 // AutoChoice::Heuristic skips measuring and uses the rule documented in README.md instead.
 #pragma once
 
@@ -34,6 +34,6 @@ struct AlgorithmPerf {
 // naming the smallest workspace any algorithm needs, as the passes give. The fastest verified entry goes
 // into the context's Auto cache.
 std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
-                                           const ForwardOptions& options = {});
+                                           const PassOptions& options = {});
 
 }  // namespace vkconv

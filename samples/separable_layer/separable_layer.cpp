@@ -111,8 +111,8 @@ vkconv::ConvProblem Layer::problem(int64_t clips) const {
     return p;
 }
 
-vkconv::ForwardOptions Layer::conv_options() const {
-    vkconv::ForwardOptions options;
+vkconv::PassOptions Layer::conv_options() const {
+    vkconv::PassOptions options;
     const uint64_t buffers = buffer_bytes(chunk_clips_);
     // Where even one clip per chunk exceeds the budget, the passes get no limit of their own (0) rather
     // than one that nothing fits.

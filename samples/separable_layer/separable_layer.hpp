@@ -52,7 +52,7 @@ public:
     vkconv::ConvProblem problem(int64_t clips) const;  // the depthwise convolution over `clips` frames
 
 private:
-    vkconv::ForwardOptions conv_options() const;
+    vkconv::PassOptions conv_options() const;
     uint64_t buffer_bytes(int64_t clips) const;  // a chunk's buffers and partial gradients, as the pool counts them
 
     vkconv::Context& context_;

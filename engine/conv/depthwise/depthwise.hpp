@@ -3,7 +3,7 @@
 // invocation's input window in registers instead of running a GEMM whose reduction is only R·S long.
 //
 // A pass runs in chunks of whole images so every binding stays within maxStorageBufferRange (or
-// ForwardOptions::max_binding_bytes) and, read through texel views, maxTexelBufferElements.
+// PassOptions::max_binding_bytes) and, read through texel views, maxTexelBufferElements.
 // Backward-filter splits its N·P·Q reduction into pieces whose partial sums (the workspace) are added in
 // a fixed order: results are bit-identical from run to run.
 #pragma once
@@ -31,7 +31,7 @@ struct DepthwisePlan {
 // Refused, naming the problem, when it is not depthwise, or when one image's tensors exceed the binding
 // limit.
 Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                                      const ForwardOptions& options);
+                                      const PassOptions& options);
 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                               const ConvOperands& operands, const DepthwisePlan& plan);

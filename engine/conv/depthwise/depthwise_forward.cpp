@@ -35,7 +35,7 @@ VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, b_offset)
 }  // namespace
 
 Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pass,
-                                      const ForwardOptions& options) {
+                                      const PassOptions& options) {
     if (!is_depthwise(p))
         return unsupported(
             "depthwise: the problem is not depthwise (it needs one input channel per group, groups == C): " + p.str());

@@ -4,7 +4,7 @@ namespace vkconv::detail {
 namespace {
 
 Planned<AlgorithmPlan> plan_depthwise_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
-                                           const ForwardOptions& options) {
+                                           const PassOptions& options) {
     auto depthwise = plan_depthwise(context, p, pass, options);
     if (!depthwise) return depthwise.refusal();
     AlgorithmPlan plan;

@@ -28,7 +28,7 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
     dispatch_direct(context, stream, context.pipelines->get(desc), bindings, push, elements, extent, unit_iterations);
 }
 
-Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const ForwardOptions&) {
+Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions&) {
     if (auto refusal = direct_binding_refusal(context, p)) return *refusal;
     AlgorithmPlan plan;
     plan.pass = pass;

@@ -6,7 +6,7 @@ namespace vkconv::detail {
 namespace {
 
 Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
-                                        const ForwardOptions& options) {
+                                        const PassOptions& options) {
     auto lowered = plan_lowered(context, p, Algorithm::Im2col, options);
     if (!lowered) return lowered.refusal();
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);

@@ -4,7 +4,7 @@
 // the user gave it (im2col lowers in the filter's own tap order; MEC needs (r, s, c) order and so copies
 // OIHW filters into OHWI, a copy counted in the workspace). A chunk is a run of whole images, or, when one
 // image's lowered matrix is too large to bind, a band of output rows of one image: every binding stays
-// within maxStorageBufferRange (or ForwardOptions::max_binding_bytes). maxTexelBufferElements limits no
+// within maxStorageBufferRange (or PassOptions::max_binding_bytes). maxTexelBufferElements limits no
 // chunk: it only decides how the GEMM reads an operand (through a texel view where one fits).
 #pragma once
 
@@ -57,16 +57,16 @@ void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alig
 }
 
 // Bytes one storage-buffer binding may span: maxStorageBufferRange, or options.max_binding_bytes if lower.
-uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions& options);
+uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& options);
 // The same, also readable through an r32f texel view (4 * maxTexelBufferElements): what a kernel reading
 // through texel views may bind (the depthwise kernels choose that path only where their chunks fit it).
-uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options);
+uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options);
 
 // The chunks, as large as the binding limit allows. Under options.workspace_limit they shrink until the
 // plan's workspace plus `fixed_workspace_bytes` (what the pass needs besides the lowered matrix and MEC's
 // OIHW filter copy) fits. Refused when not even one output row of one image fits.
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
-                                  const ForwardOptions& options, uint64_t fixed_workspace_bytes = 0);
+                                  const PassOptions& options, uint64_t fixed_workspace_bytes = 0);
 // The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
 

@@ -18,12 +18,12 @@ uint64_t lowered_floats(const ConvProblem& p, Algorithm algorithm, int64_t image
 
 }  // namespace
 
-uint64_t storage_binding_limit(const ContextImpl& context, const ForwardOptions& options) {
+uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& options) {
     const uint64_t range = context.device->limits().maxStorageBufferRange;
     return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
 }
 
-uint64_t texel_binding_limit(const ContextImpl& context, const ForwardOptions& options) {
+uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options) {
     return std::min(storage_binding_limit(context, options),
                     uint64_t{context.device->limits().maxTexelBufferElements} * 4);
 }
@@ -39,7 +39,7 @@ uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, 
 namespace {
 
 // MEC's schedule, as asked for or by the paper's rule, and its OIHW filter copy.
-void choose_mec_schedule(const ConvProblem& p, const ForwardOptions& options, LoweredPlan& plan) {
+void choose_mec_schedule(const ConvProblem& p, const PassOptions& options, LoweredPlan& plan) {
     const int64_t P = p.P(), Q = p.Q();
     const uint64_t y_image = uint64_t(p.K * P * Q);
     const bool a_allowed = options.mec_schedule != MecSchedule::B;
@@ -54,7 +54,7 @@ void choose_mec_schedule(const ConvProblem& p, const ForwardOptions& options, Lo
 struct ChunkFit {
     ContextImpl& context;
     const ConvProblem& p;
-    const ForwardOptions& options;
+    const PassOptions& options;
     const LoweredPlan& plan;
     uint64_t limit, align, x_image, y_image;
     uint64_t filter_bytes, fixed_workspace_bytes;
@@ -78,7 +78,7 @@ struct ChunkFit {
     bool fits(int64_t images, int64_t rows) const { return binding_fits(images, rows) && workspace_fits(images, rows); }
 };
 
-ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const ForwardOptions& options, const LoweredPlan& plan,
+ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const PassOptions& options, const LoweredPlan& plan,
                    uint64_t limit, uint64_t fixed_workspace_bytes) {
     const uint64_t align = context.pool->alignment();
     const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * p.P() * p.Q());
@@ -135,7 +135,7 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
 }  // namespace
 
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
-                                  const ForwardOptions& options, uint64_t fixed_workspace_bytes) {
+                                  const PassOptions& options, uint64_t fixed_workspace_bytes) {
     // Every binding must fit the storage-buffer range (the GEMM reads an operand too large for a texel view
     // through a storage buffer).
     const uint64_t limit = storage_binding_limit(context, options);

@@ -6,7 +6,7 @@ namespace vkconv::detail {
 namespace {
 
 Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
-                                     const ForwardOptions& options) {
+                                     const PassOptions& options) {
     if (pass == Pass::Forward) {
         auto lowered = plan_lowered(context, p, Algorithm::Mec, options);
         if (!lowered) return lowered.refusal();
@@ -14,7 +14,7 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     }
     // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.
     const bool filter = pass == Pass::BackwardFilter;
-    ForwardOptions b = options;
+    PassOptions b = options;
     b.mec_schedule = MecSchedule::B;
     // Backward-data's reordered filter copy is workspace besides L in NHWC too.
     const uint64_t data_copy =

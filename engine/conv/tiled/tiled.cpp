@@ -114,7 +114,7 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 
 }  // namespace
 
-bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const ForwardOptions& options) {
+bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const PassOptions& options) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     if (algorithm == Algorithm::Direct) {
         // Direct binds whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
@@ -133,7 +133,7 @@ namespace {
 // The plan with pieces of at most `filters` filters and the largest band in [1, max_band] that fits, or
 // nothing.
 std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                                   const ForwardOptions& options, int64_t filters, int64_t max_band) {
+                                   const PassOptions& options, int64_t filters, int64_t max_band) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;  // a binding's bytes, offset rounding included
     auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
@@ -218,7 +218,7 @@ const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
 }
 
 Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                              const ForwardOptions& options) {
+                              const PassOptions& options) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
     if (per_filter + align > limit)
@@ -238,7 +238,7 @@ Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass p
                              " can run even tiles of one row and one filter whose bindings fit the limit of " +
                              std::to_string(limit) + " bytes" + where;
     if (!options.workspace_limit) return unsupported(none);
-    ForwardOptions unlimited = options;
+    PassOptions unlimited = options;
     unlimited.workspace_limit = 0;
     std::optional<TiledPlan> smallest;
     std::vector<Algorithm> candidates{algorithm};

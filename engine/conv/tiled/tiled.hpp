@@ -1,5 +1,5 @@
 // Passes over tensors too large to bind: one image of the input or output, or the filter, beyond the binding
-// limit (maxStorageBufferRange, or ForwardOptions::max_binding_bytes if lower).
+// limit (maxStorageBufferRange, or PassOptions::max_binding_bytes if lower).
 //
 // Such a pass runs in tiles. A tile is one image, a band of rows, and a piece of the output channels (all of
 // them unless the filter is too large: then runs of whole groups, or runs of filters within a group). Its
@@ -45,7 +45,7 @@ struct TiledPlan {
     Algorithm algorithm = Algorithm::Direct;  // what runs each tile; never Auto
     std::vector<TilePiece> pieces;
     int64_t band = 1;                   // rows a tile covers: output rows (forward, backward-filter) or dx rows (data)
-    ForwardOptions tile_options;        // how tiles plan: the workspace limit less the tile buffers
+    PassOptions tile_options;           // how tiles plan: the workspace limit less the tile buffers
     std::vector<TileShapePlan> shapes;  // the plan of every tile shape, made once
     // Workspace slots in floats: the tile buffers (TileSlot), then the tile pass's own slots (Slot), each
     // the largest any tile needs.
@@ -60,13 +60,13 @@ struct TiledPlan {
 };
 
 // Whether `algorithm` (Auto: any but direct) must run this problem in tiles.
-bool needs_tiling(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm, const ForwardOptions& options);
+bool needs_tiling(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm, const PassOptions& options);
 
 // Plans the tiles; `algorithm` Auto picks the heuristic's algorithm for the first tile. Refused when even
 // one filter, or one row of a tile, cannot be bound, or (InvalidArgument, for Auto) when the smallest tiles
 // need more workspace than options.workspace_limit.
 Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                              const ForwardOptions& options);
+                              const PassOptions& options);
 
 // backward_bias alone where one image of dy is too large to bind: tiles of a band of rows and a run of
 // channels, each summed by the bias-gradient kernel and added into db in a fixed order.
