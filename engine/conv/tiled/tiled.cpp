@@ -2,6 +2,7 @@
 #include "conv/tiled/tiled.hpp"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 
@@ -136,7 +137,6 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
                                    const PassOptions& options, int64_t filters, int64_t max_band) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;  // a binding's bytes, offset rounding included
-    auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
     TiledPlan plan;
     plan.pass = pass;
     plan.pieces = make_pieces(p, filters);
@@ -167,7 +167,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
         });
         if (!ok || shapes.empty()) continue;
         const uint64_t buffer_bytes =
-            round(largest.in) + round(largest.filter) + round(largest.bias) + round(largest.out);
+            workspace_bytes_of(context, std::array{largest.in, largest.filter, largest.bias, largest.out});
         if (options.workspace_limit) {
             if (buffer_bytes >= options.workspace_limit) continue;
             plan.tile_options.workspace_limit = options.workspace_limit - buffer_bytes;
@@ -515,7 +515,6 @@ bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
 Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
     const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;
-    auto round = [&](uint64_t floats) { return floats ? context.pool->round(floats * 4) : 0; };
     const int64_t P = p.P(), Q = p.Q();
     for (int64_t channels = p.K; channels >= 1; channels = channels > 1 ? (channels + 1) / 2 : 0) {
         for (int64_t band = P; band >= 1; --band) {
@@ -533,7 +532,7 @@ Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& 
                     plan.bias_pieces = std::max(plan.bias_pieces, static_cast<uint32_t>(tile.pieces));
                 }
             plan.slots = {uint64_t(channels * band * Q), uint64_t(channels), partials};
-            for (uint64_t floats : plan.slots) plan.workspace_bytes += round(floats);
+            plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
             plan.tiles = uint32_t((p.K + channels - 1) / channels * p.N * ((P + band - 1) / band));
             return plan;
         }
