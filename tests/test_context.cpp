@@ -131,7 +131,7 @@ TEST_CASE("validation messages reach the user callback", "[context][gpu]") {
     if (!context->validation_enabled())  // opted out of validation: this case cannot run, and says so
         return vkt::skip_case("VK_LAYER_KHRONOS_validation is not installed: the message path cannot be exercised");
     // A deliberate misuse: a buffer of size 0 violates VUID-VkBufferCreateInfo-size-00912.
-    auto& device = *context->impl()->device;
+    auto& device = *vkconv::detail::impl_of(*context).device;
     VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     info.size = 0;
     info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;

@@ -157,7 +157,7 @@ TEST_CASE("find offers depthwise for depthwise problems", "[find][gpu]") {
 TEST_CASE("a workspace query with auto runs no GPU work, and covers whatever auto then measures", "[find][gpu]") {
     auto context = vkt::fresh_context();
     if (!context) return;
-    auto& impl = *context->impl();
+    auto& impl = vkconv::detail::impl_of(*context);
     auto p = odd_problem();
     p.W = 15;  // measured by no other test on this context
     const auto query = [&](Pass pass) {

@@ -31,7 +31,7 @@ TEST_CASE("pool counts in-use bytes exactly and returns to zero when tensors die
     const uint64_t a = initial.alignment;
     // Every tensor may be bound at its first byte as a storage buffer and through a texel view: the pool's
     // alignment must honour both of the device's offset alignments.
-    const auto& limits = context->impl()->device->limits();
+    const auto& limits = vkconv::detail::impl_of(*context).device->limits();
     CHECK(a % limits.minStorageBufferOffsetAlignment == 0);
     CHECK(a % limits.minTexelBufferOffsetAlignment == 0);
     REQUIRE((a & (a - 1)) == 0);

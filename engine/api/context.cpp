@@ -1,11 +1,15 @@
 // Context: options and environment, device choice, and the objects every pass shares.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
+#include "context/access.hpp"
 #include "context/context_impl.hpp"
 #include "gemm/gemm_config.hpp"
 #include "memory/staging.hpp"
 #include "select/find_cache.hpp"
+#include "vkconv/interop.hpp"
 #include "vkconv/pool.hpp"
 #include "vkconv/testing.hpp"
 #include "vulkan/vk_check.hpp"
@@ -33,6 +37,35 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
         if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
     const uint32_t chosen = select_device(infos, selector);
     device = std::make_unique<Device>(instance->vk(), physical[chosen], infos[chosen]);
+    finish_setup();
+}
+
+ContextImpl::ContextImpl(const ExternalDevice& external, const ContextOptions& opts) : options(opts) {
+    auto null = [](const char* what) {
+        return Error(ErrorCategory::InvalidArgument, std::string("ExternalDevice::") + what + " is null");
+    };
+    if (!external.get_instance_proc_addr) throw null("get_instance_proc_addr");
+    if (!external.instance) throw null("instance");
+    if (!external.physical_device) throw null("physical_device");
+    if (!external.device) throw null("device");
+    instance = std::make_unique<Instance>(external.instance, external.get_instance_proc_addr, options.on_message);
+    if (options.validation.value_or(false))
+        instance->report(MessageSeverity::Warning,
+                         "ContextOptions::validation does not apply to the application's device: its instance "
+                         "has the layers the application enabled");
+    // The physical device must be one of the instance's; its position is the index DeviceInfo reports.
+    const auto physical = instance->physical_devices();
+    const auto found = std::find(physical.begin(), physical.end(), external.physical_device);
+    if (found == physical.end())
+        throw Error(ErrorCategory::InvalidArgument,
+                    "ExternalDevice::physical_device is not one of the instance's physical devices");
+    const auto index = static_cast<uint32_t>(found - physical.begin());
+    device = std::make_unique<Device>(instance->vk(), external.physical_device,
+                                      describe_device(instance->vk(), external.physical_device, index), external);
+    finish_setup();
+}
+
+void ContextImpl::finish_setup() {
     if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
     device->cap_workgroups(options.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.
@@ -61,7 +94,7 @@ const GemmConfigTable& ContextImpl::gemm_configs() {
 }
 
 ContextImpl& impl_of(const Context& context) {
-    auto impl = context.impl();
+    const auto& impl = Access::impl(context);
     if (!impl) throw Error(ErrorCategory::InvalidArgument, "the context was moved from");
     return *impl;
 }
@@ -69,6 +102,8 @@ ContextImpl& impl_of(const Context& context) {
 }  // namespace detail
 
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<detail::ContextImpl>(options)) {}
+Context::Context(const ExternalDevice& device, const ContextOptions& options)
+    : impl_(std::make_shared<detail::ContextImpl>(device, options)) {}
 Context::~Context() = default;
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
@@ -78,6 +113,9 @@ const DeviceInfo& Context::device() const {
 }
 bool Context::validation_enabled() const {
     return detail::impl_of(*this).instance->validation_enabled();
+}
+bool Context::external_device() const {
+    return !detail::impl_of(*this).device->owned();
 }
 PoolStats Context::pool_stats() const {
     const auto lock = detail::serialise(*this);
@@ -126,7 +164,7 @@ struct PeakScope::State {
 };
 
 PeakScope::PeakScope(Context& context) : state_(std::make_shared<State>()) {
-    state_->context = context.impl();
+    state_->context = detail::Access::impl(context);
     detail::BufferPool& pool = *detail::impl_of(context).pool;
     state_->baseline = state_->peak.in_use = pool.in_use();
     state_->peak.reserved = pool.reserved();

@@ -1,5 +1,6 @@
-// What a Context owns, in creation order (destroyed in reverse): instance, device (with its command pool),
-// find cache, pool, pipelines, staging. Tensors and PeakScopes hold a shared_ptr to it, so it outlives them.
+// What a Context owns (or, made from the application's device, uses), in creation order (destroyed in reverse):
+// instance, device (with its command pool), find cache, pool, pipelines, staging. Tensors and PeakScopes hold a
+// shared_ptr to it, so it outlives them.
 #pragma once
 
 #include <memory>
@@ -20,6 +21,7 @@ struct GemmConfigTable;
 
 struct ContextImpl {
     explicit ContextImpl(const ContextOptions& options);
+    ContextImpl(const ExternalDevice& external, const ContextOptions& options);
     ~ContextImpl();
 
     ContextOptions options;
@@ -38,6 +40,8 @@ struct ContextImpl {
     const GemmConfigTable& gemm_configs();
 
 private:
+    // After the device: limits from the options, caches, pool, pipelines, staging.
+    void finish_setup();
     std::unique_ptr<GemmConfigTable> gemm_configs_;
 };
 

@@ -57,7 +57,7 @@ Kernel::Kernel(Context& context, const KernelDesc& desc) : state_(std::make_shar
                             " (128 bytes of push constants, less " +
                             (offsets_bytes ? "one element offset per binding and " : "") + "{base, count})");
     state_->context = &context;
-    state_->impl = context.impl();
+    state_->impl = detail::Access::impl(context);
     state_->desc = desc;
     state_->desc.name = name;
     state_->desc.spirv = {};
@@ -100,7 +100,8 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
         const Tensor& t = tensors[i];
         const std::string which = "binding " + std::to_string(i);
         if (t.empty()) throw bad(name, which + ": the tensor is empty");
-        if (t.storage()->context.get() != &impl) throw bad(name, which + ": the tensor belongs to another context");
+        if (detail::storage_of(t)->context.get() != &impl)
+            throw bad(name, which + ": the tensor belongs to another context");
         if (t.bytes() > max_range)
             throw Error(ErrorCategory::Unsupported,
                         "kernel '" + name + "': " + which + ": a tensor of " + std::to_string(t.bytes()) +
@@ -125,7 +126,7 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
 
     RunStats stats;
     const uint64_t total = elements;
-    detail::run_pass(*s.context, impl, stats, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
+    detail::run_pass(impl, stats, {}, {}, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
         const detail::Pipeline& pipeline = impl.pipelines->get(s.pipeline);
         // The shader's block is params, then (element_offsets) one offset per binding, then {base, count}.
         std::vector<std::byte> push(s.pipeline.push_constant_bytes);

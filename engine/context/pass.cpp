@@ -1,14 +1,16 @@
 #include "context/pass.hpp"
 
+#include <algorithm>
 #include <string>
 
+#include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
 
 namespace vkconv::detail {
 
 Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected) {
     if (tensor.empty()) throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor is empty");
-    if (tensor.storage()->context.get() != &context)
+    if (storage_of(tensor)->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
     ConvProblem::check_shape(role, tensor.shape(), expected);
     return operand_of(allocation_of(tensor), static_cast<uint64_t>(tensor.elements()), context.pool->alignment());
@@ -19,6 +21,103 @@ void check_not_aliased(const Tensor& output, std::string_view role, std::initial
         if (t && overlaps(*t, output))
             throw Error(ErrorCategory::InvalidArgument,
                         "the " + std::string(role) + " tensor must not also be one of the pass's inputs");
+}
+
+}  // namespace vkconv::detail
+
+namespace vkconv::detail {
+namespace {
+
+// The caller's workspace from its first byte on the pool alignment: the range passes carve slots from.
+BufferRange usable_workspace(ContextImpl& context, const Tensor& workspace) {
+    const PoolAllocation a = allocation_of(workspace);
+    const uint64_t align = context.pool->alignment();
+    const uint64_t first = (a.offset + align - 1) / align * align;
+    const uint64_t end = a.offset + workspace.bytes();
+    return {a.buffer, first, end > first ? end - first : 0};
+}
+
+}  // namespace
+
+PassOptions planning_options(ContextImpl& context, const PassOptions& options) {
+    if (!options.workspace) return options;
+    const Tensor& workspace = *options.workspace;
+    if (workspace.empty()) throw Error(ErrorCategory::InvalidArgument, "the workspace tensor is empty");
+    if (storage_of(workspace)->context.get() != &context)
+        throw Error(ErrorCategory::InvalidArgument, "the workspace tensor belongs to another context");
+    PassOptions planning = options;
+    // At least 1: a limit of 0 would mean none, and an unaligned sliver offers no slot at all.
+    const uint64_t usable = std::max<uint64_t>(usable_workspace(context, workspace).size, 1);
+    planning.workspace_limit = options.workspace_limit ? std::min(options.workspace_limit, usable) : usable;
+    return planning;
+}
+
+void check_workspace(const PassOptions& options, std::initializer_list<const Tensor*> tensors) {
+    if (!options.workspace) return;
+    for (const Tensor* t : tensors)
+        if (t && overlaps(*t, *options.workspace))
+            throw Error(ErrorCategory::InvalidArgument,
+                        "the workspace tensor must not share memory with the pass's tensors");
+}
+
+PassWorkspace::PassWorkspace(ContextImpl& context, const std::vector<uint64_t>& floats, const PassTarget& target)
+    : context_(context) {
+    BufferPool& pool = *context.pool;
+    if (target.workspace) {
+        const BufferRange range = usable_workspace(context, *target.workspace);
+        uint64_t offset = 0;
+        for (uint64_t f : floats) {
+            Operand op;
+            if (f) {
+                const uint64_t bytes = pool.round(f * 4);
+                if (offset + f * 4 > range.size)
+                    throw Error(ErrorCategory::InvalidArgument,
+                                "the workspace tensor offers " + std::to_string(range.size) +
+                                    " bytes from its first aligned byte; the pass needs " +
+                                    std::to_string(offset + bytes));
+                op.allocation = {nullptr, range.buffer, range.offset + offset, std::min(bytes, range.size - offset)};
+                op.floats = f;
+                offset += bytes;
+            }
+            operands_.push_back(op);
+        }
+        return;
+    }
+    if (target.recording) {
+        recording_ = target.recording;
+        operands_ = recording_->take_workspace(floats);
+        return;
+    }
+    try {
+        for (uint64_t f : floats) {
+            Operand op;
+            if (f) {
+                op = {pool.allocate(f * 4), f};
+                owned_.push_back(op.allocation);
+            }
+            operands_.push_back(op);
+        }
+    } catch (...) {
+        for (PoolAllocation& a : owned_) pool.release(a);
+        throw;
+    }
+}
+
+PassWorkspace::~PassWorkspace() {
+    for (PoolAllocation& a : owned_) context_.pool->release(a);
+    if (recording_) recording_->idle_workspace();
+}
+
+CommandStream& recording_stream(const PassTarget& target) {
+    return *target.recording->stream;
+}
+
+void count_recorded_pass(const PassTarget& target) {
+    ++target.recording->passes;
+}
+
+void mark_broken(const PassTarget& target) {
+    target.recording->broken = true;
 }
 
 }  // namespace vkconv::detail

@@ -47,46 +47,107 @@ inline uint64_t operand_bytes(std::initializer_list<const Operand*> operands) {
     return operand_bytes(std::span<const Operand* const>(operands.begin(), operands.size()));
 }
 
-// Pool memory for a pass's workspace, handed back on every exit path.
-struct Scratch {
-    BufferPool& pool;
-    Operand operand;
-    Scratch(BufferPool& p, uint64_t floats) : pool(p) {
-        if (floats) operand = {pool.allocate(floats * 4), floats};
-    }
-    ~Scratch() { pool.release(operand.allocation); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
+struct RecordingState;
+
+// Where a pass goes: run now and waited for, or recorded into a Recording; and whose memory its workspace is.
+struct PassTarget {
+    RecordingState* recording = nullptr;  // null: submit and wait
+    const Tensor* workspace = nullptr;    // the caller's workspace (PassOptions::workspace), or the pool's
 };
 
-// Allocates the pass's workspaces (`workspace_floats`, 0 = none), records the pass with
-// `record(stream, workspaces)` between GPU timestamps, submits and waits while the workspaces are held,
-// and fills stats' timing, pool peak (workspaces included) and dispatch count.
-template <typename Record>
-void run_pass(Context& context, ContextImpl& impl, RunStats& stats, const std::vector<uint64_t>& workspace_floats,
-              Record&& record) {
-    PeakScope peak(context);
-    const auto start = std::chrono::steady_clock::now();
-    {
-        std::vector<std::unique_ptr<Scratch>> scratch;
-        std::vector<Operand> workspaces;
-        for (uint64_t floats : workspace_floats) {
-            scratch.push_back(std::make_unique<Scratch>(*impl.pool, floats));
-            workspaces.push_back(scratch.back()->operand);
-        }
-        CommandStream stream(*impl.device);
-        stream.begin_timing();
-        record(stream, std::span<const Operand>(workspaces));
-        stream.end_timing();
-        stream.submit_and_wait();
-        stats.gpu_timed = stream.gpu_ms() >= 0;
-        stats.dispatches = stream.dispatch_count();
-        stats.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
+// The options a pass plans with: a caller's workspace caps the workspace limit at the bytes it offers from
+// its first aligned byte. Error(InvalidArgument) for an empty workspace tensor or one of another context.
+PassOptions planning_options(ContextImpl& context, const PassOptions& options);
+// Error(InvalidArgument) when the caller's workspace shares memory with one of the pass's tensors.
+void check_workspace(const PassOptions& options, std::initializer_list<const Tensor*> tensors);
+
+// The pass's workspace slots for the length of its recording: carved from the caller's workspace in slot
+// order (each slot on the pool alignment, as workspace_bytes_of counts them), taken from a recording's
+// held workspace, or allocated from the pool and handed back on every exit path.
+class PassWorkspace {
+public:
+    PassWorkspace(ContextImpl& context, const std::vector<uint64_t>& floats, const PassTarget& target);
+    ~PassWorkspace();
+    PassWorkspace(const PassWorkspace&) = delete;
+    PassWorkspace& operator=(const PassWorkspace&) = delete;
+    std::span<const Operand> operands() const { return operands_; }
+
+private:
+    ContextImpl& context_;
+    RecordingState* recording_ = nullptr;
+    std::vector<Operand> operands_;
+    std::vector<PoolAllocation> owned_;  // pool allocations of a blocking pass
+};
+
+// The pool's in-use and reserved peaks and its driver allocations over a scope.
+class PoolPeak {
+public:
+    explicit PoolPeak(BufferPool& pool) : pool_(pool), allocations_(pool.driver_allocations()) {
+        tracker_.in_use = pool.in_use();
+        tracker_.reserved = pool.reserved();
+        pool_.add_peak_tracker(&tracker_);
     }
-    stats.peak_bytes = peak.peak();
-    stats.peak_reserved_bytes = peak.peak_reserved();
-    stats.driver_allocations = static_cast<uint32_t>(peak.driver_allocations());
+    ~PoolPeak() { pool_.remove_peak_tracker(&tracker_); }
+    PoolPeak(const PoolPeak&) = delete;
+    PoolPeak& operator=(const PoolPeak&) = delete;
+    void fill(RunStats& stats) const {
+        stats.peak_bytes = tracker_.in_use;
+        stats.peak_reserved_bytes = tracker_.reserved;
+        stats.driver_allocations = static_cast<uint32_t>(pool_.driver_allocations() - allocations_);
+    }
+
+private:
+    BufferPool& pool_;
+    BufferPool::PeakTracker tracker_;
+    uint64_t allocations_;
+};
+
+// The recording's stream (target.recording) or a new one, with the recorded dispatches counted.
+CommandStream& recording_stream(const PassTarget& target);
+void count_recorded_pass(const PassTarget& target);
+void mark_broken(const PassTarget& target);
+
+// Takes the pass's workspace slots (`workspace_floats`, 0 = none), records the pass with
+// `record(stream, workspaces)` and fills stats' time, pool peak (workspaces included) and dispatch count.
+// Run now: between GPU timestamps, submitted and waited for while the workspaces are held. Recorded: into
+// the recording's stream, no time but the host's.
+template <typename Record>
+void run_pass(ContextImpl& impl, RunStats& stats, const std::vector<uint64_t>& workspace_floats,
+              const PassTarget& target, Record&& record) {
+    PoolPeak peak(*impl.pool);
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed_ms = [&] {
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    };
+    {
+        PassWorkspace workspaces(impl, workspace_floats, target);
+        if (target.recording) {
+            CommandStream& stream = recording_stream(target);
+            const uint32_t before = stream.dispatch_count();
+            try {
+                record(stream, workspaces.operands());
+            } catch (...) {
+                mark_broken(target);  // part of the pass is in the command buffer
+                throw;
+            }
+            stats.dispatches = stream.dispatch_count() - before;
+            count_recorded_pass(target);
+            stats.gpu_timed = false;
+            stats.gpu_ms = 0;
+            stats.wall_ms = elapsed_ms();
+        } else {
+            CommandStream stream(*impl.device);
+            stream.begin_timing();
+            record(stream, workspaces.operands());
+            stream.end_timing();
+            stream.submit_and_wait();
+            stats.gpu_timed = stream.gpu_ms() >= 0;
+            stats.dispatches = stream.dispatch_count();
+            stats.wall_ms = elapsed_ms();
+            stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
+        }
+    }
+    peak.fill(stats);
 }
 
 }  // namespace vkconv::detail

@@ -2,16 +2,18 @@
 #include "vkconv/tensor.hpp"
 
 #include <string>
+#include <utility>
 
 #include "context/tensor_storage.hpp"
 #include "memory/staging.hpp"
+#include "vkconv/interop.hpp"
 
 namespace vkconv {
 
-Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
+namespace {
+
+// The element count of a valid tensor shape; Error(InvalidArgument) naming what is wrong otherwise.
+int64_t checked_elements(const Shape& shape) {
     if (shape.empty()) throw Error(ErrorCategory::InvalidArgument, "tensor shape is empty");
     int64_t elements = 1;
     for (int64_t d : shape) {
@@ -21,8 +23,18 @@ Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
         if (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60) / 4)
             throw Error(ErrorCategory::InvalidArgument, "tensor shape " + shape_string(shape) + " is too large");
     }
+    return elements;
+}
+
+}  // namespace
+
+Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.device->throw_if_lost();
+    const int64_t elements = checked_elements(shape);
     auto storage = std::make_shared<detail::TensorStorage>();
-    storage->context = context.impl();
+    storage->context = detail::Access::impl(context);
     storage->allocation = impl.pool->allocate(static_cast<uint64_t>(elements) * sizeof(float));
     storage_ = std::move(storage);
 }
@@ -49,6 +61,39 @@ std::vector<float> Tensor::download() const {
     const auto lock = detail::serialise(*storage_->context);
     storage_->context->staging->download(detail::allocation_of(*this), values.data(), bytes());
     return values;
+}
+
+bool Tensor::external() const {
+    return storage_ && storage_->external;
+}
+
+Tensor wrap_buffer(Context& context, const ExternalBuffer& buffer, const Shape& shape) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.device->throw_if_lost();
+    const int64_t elements = checked_elements(shape);
+    auto bad = [](const std::string& message) {
+        return Error(ErrorCategory::InvalidArgument, "wrap_buffer: " + message);
+    };
+    if (!buffer.buffer) throw bad("the buffer is null");
+    if (buffer.offset % 4) throw bad("offset " + std::to_string(buffer.offset) + " is not a multiple of 4 bytes");
+    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    if (buffer.size < bytes)
+        throw bad("the range of " + std::to_string(buffer.size) + " bytes is smaller than shape " +
+                  shape_string(shape) + " (" + std::to_string(bytes) + " bytes)");
+    // Passes bind it as a storage buffer and copy within it (MEC moves an output through its workspace),
+    // upload and download copy to and from it.
+    for (auto [bit, name] : {std::pair{VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, "VK_BUFFER_USAGE_STORAGE_BUFFER_BIT"},
+                             std::pair{VK_BUFFER_USAGE_TRANSFER_SRC_BIT, "VK_BUFFER_USAGE_TRANSFER_SRC_BIT"},
+                             std::pair{VK_BUFFER_USAGE_TRANSFER_DST_BIT, "VK_BUFFER_USAGE_TRANSFER_DST_BIT"}})
+        if (!(buffer.usage & bit)) throw bad(std::string("the buffer's usage lacks ") + name);
+    auto storage = std::make_shared<detail::TensorStorage>();
+    storage->context = detail::Access::impl(context);
+    storage->external = true;
+    storage->usage = buffer.usage;
+    storage->allocation = {nullptr, buffer.buffer, buffer.offset, buffer.size};
+    impl.device->note_foreign_buffer(buffer.buffer);
+    return detail::Access::tensor(std::move(storage), shape);
 }
 
 Tensor Tensor::images(int64_t first, int64_t count) const {

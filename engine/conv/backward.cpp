@@ -3,9 +3,11 @@
 #include <string>
 
 #include "context/pass.hpp"
+#include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
 #include "conv/auto_choice.hpp"
 #include "vkconv/backward.hpp"
+#include "vkconv/recording.hpp"
 
 namespace vkconv {
 namespace {
@@ -49,13 +51,18 @@ uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass
         .value();
 }
 
-// Runs one planned pass on its own workspace.
-RunStats run_planned(Context& context, const ConvProblem& p, const detail::PassPlan& plan,
-                     const detail::ConvOperands& ops) {
+// Runs (or records) one planned pass on its workspace; a recording keeps `tensors` (and the caller's workspace).
+RunStats run_planned(Context& context, const detail::PassTarget& target, const ConvProblem& p,
+                     const detail::PassPlan& plan, const detail::ConvOperands& ops,
+                     std::initializer_list<const Tensor*> tensors) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     RunStats stats = plan.planned_stats(p, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
-    detail::run_pass(context, impl, stats, plan.slots(),
+    if (target.recording) {
+        for (const Tensor* t : tensors) target.recording->keep(t);
+        target.recording->keep(target.workspace);
+    }
+    detail::run_pass(impl, stats, plan.slots(), target,
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_pass(impl, stream, p, plan, ops, workspace);
                      });
@@ -78,29 +85,50 @@ uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProbl
     return pass_workspace_query(context, problem, Pass::BackwardFilter, algorithm, options);
 }
 
-RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
-                       Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
+namespace {
+
+// Where a public call's work goes: now (a Context) or into a recording, and the context to plan on.
+struct CallTarget {
+    Context context;
+    detail::PassTarget target;
+};
+CallTarget call_target(Recording& recording, const PassOptions& options) {
+    detail::RecordingState& state = detail::recording_state(recording);
+    return {detail::Access::context(state.context), {&state, options.workspace}};
+}
+
+RunStats backward_data_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
+                          const Tensor& grad_output, const Tensor& filter, Tensor& grad_input, Algorithm algorithm,
+                          const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     const detail::ConvOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
-    return run_planned(context, problem,
-                       detail::plan_call(context, problem, Pass::BackwardData, algorithm, options).value(), ops);
+    detail::check_workspace(options, {&grad_output, &filter, &grad_input});
+    const PassOptions planning = detail::planning_options(impl, options);
+    return run_planned(context, target, problem,
+                       detail::plan_call(context, problem, Pass::BackwardData, algorithm, planning).value(), ops,
+                       {&grad_output, &filter, &grad_input});
 }
 
-RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
-                         Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const PassOptions& options) {
+RunStats backward_filter_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
+                            const Tensor& input, const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias,
+                            Algorithm algorithm, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     problem.validate();
     const detail::ConvOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
-    return run_planned(context, problem,
-                       detail::plan_call(context, problem, Pass::BackwardFilter, algorithm, options).value(), ops);
+    detail::check_workspace(options, {&input, &grad_output, &grad_filter, grad_bias});
+    const PassOptions planning = detail::planning_options(impl, options);
+    return run_planned(context, target, problem,
+                       detail::plan_call(context, problem, Pass::BackwardFilter, algorithm, planning).value(), ops,
+                       {&input, &grad_output, &grad_filter, grad_bias});
 }
 
-RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias) {
+RunStats backward_bias_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
+                          const Tensor& grad_output, Tensor& grad_bias, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -109,9 +137,57 @@ RunStats backward_bias(Context& context, const ConvProblem& problem, const Tenso
     ops.output = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape());
     ops.bias = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
-    const PassOptions defaults;
-    return run_planned(context, problem,
-                       detail::plan_pass(impl, problem, Pass::BackwardBias, Algorithm::Direct, defaults).value(), ops);
+    detail::check_workspace(options, {&grad_output, &grad_bias});
+    const PassOptions planning = detail::planning_options(impl, options);
+    return run_planned(context, target, problem,
+                       detail::plan_pass(impl, problem, Pass::BackwardBias, Algorithm::Direct, planning).value(), ops,
+                       {&grad_output, &grad_bias});
+}
+
+}  // namespace
+
+uint64_t backward_bias_workspace_bytes(const Context& context, const ConvProblem& problem, const PassOptions& options) {
+    const auto lock = detail::serialise(context);
+    problem.validate();
+    if (!problem.has_bias) throw Error(ErrorCategory::InvalidArgument, "the problem has has_bias = false");
+    return detail::plan_pass(detail::impl_of(context), problem, Pass::BackwardBias, Algorithm::Direct,
+                             detail::planning_options(detail::impl_of(context), options))
+        .value()
+        .workspace_bytes();
+}
+
+RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
+                       Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
+    return backward_data_to(context, {nullptr, options.workspace}, problem, grad_output, filter, grad_input, algorithm,
+                            options);
+}
+RunStats backward_data(Recording& recording, const ConvProblem& problem, const Tensor& grad_output,
+                       const Tensor& filter, Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
+    CallTarget call = call_target(recording, options);
+    return backward_data_to(call.context, call.target, problem, grad_output, filter, grad_input, algorithm, options);
+}
+
+RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
+                         Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const PassOptions& options) {
+    return backward_filter_to(context, {nullptr, options.workspace}, problem, input, grad_output, grad_filter,
+                              grad_bias, algorithm, options);
+}
+RunStats backward_filter(Recording& recording, const ConvProblem& problem, const Tensor& input,
+                         const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
+                         const PassOptions& options) {
+    CallTarget call = call_target(recording, options);
+    return backward_filter_to(call.context, call.target, problem, input, grad_output, grad_filter, grad_bias, algorithm,
+                              options);
+}
+
+RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+                       const PassOptions& options) {
+    return backward_bias_to(context, {nullptr, options.workspace}, problem, grad_output, grad_bias, options);
+}
+RunStats backward_bias(Recording& recording, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+                       const PassOptions& options) {
+    CallTarget call = call_target(recording, options);
+    return backward_bias_to(call.context, call.target, problem, grad_output, grad_bias, options);
 }
 
 namespace {
@@ -165,10 +241,12 @@ uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProble
         .value();
 }
 
-LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
-                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
-                                  Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
-                                  const PassOptions& options) {
+namespace {
+
+LayerBackwardStats layer_backward_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
+                                     const Tensor& input, const Tensor& filter, const Tensor& grad_output,
+                                     Tensor& grad_input, Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
+                                     const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -180,10 +258,17 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
+    detail::check_workspace(options, {&input, &filter, &grad_output, &grad_input, &grad_filter, grad_bias});
+    const PassOptions planning = detail::planning_options(impl, options);
     const StepPlan plan =
-        step_plan(context, problem, detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, options),
-                  detail::choose_algorithm(context, Pass::BackwardFilter, problem, algorithm, options), options)
+        step_plan(context, problem, detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, planning),
+                  detail::choose_algorithm(context, Pass::BackwardFilter, problem, algorithm, planning), planning)
             .value();
+    if (target.recording)
+        for (const Tensor* t :
+             {&input, &filter, &grad_output, static_cast<const Tensor*>(&grad_input),
+              static_cast<const Tensor*>(&grad_filter), static_cast<const Tensor*>(grad_bias), options.workspace})
+            target.recording->keep(t);
     const detail::PassPlan &data = plan.data, &filter_plan = plan.filter;
     const RunStats data_stats = data.planned_stats(problem, 0), filter_stats = filter_plan.planned_stats(problem, 0);
 
@@ -200,7 +285,7 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     stats.step.operand_bytes = detail::operand_bytes(
         {&filter_ops.input, &data_ops.filter, &data_ops.output, &data_ops.input, &filter_ops.filter, &filter_ops.bias});
     if (plan.shared) {
-        detail::run_pass(context, impl, stats.step, plan.slots,
+        detail::run_pass(impl, stats.step, plan.slots, target,
                          [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                              detail::record_pass(impl, stream, problem, data, data_ops, workspace);
                              detail::record_pass(impl, stream, problem, filter_plan, filter_ops, workspace);
@@ -209,14 +294,15 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     }
     // One pass after the other, each on its own workspace: the step's figures are their sums and maxima.
     RunStats first, second;
-    detail::run_pass(context, impl, first, data.slots(),
+    detail::run_pass(impl, first, data.slots(), target,
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_pass(impl, stream, problem, data, data_ops, workspace);
                      });
-    detail::run_pass(context, impl, second, filter_plan.slots(),
+    detail::run_pass(impl, second, filter_plan.slots(), target,
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_pass(impl, stream, problem, filter_plan, filter_ops, workspace);
                      });
+    if (target.recording) --target.recording->passes;  // the step is one pass of the recording
     stats.step.gpu_ms = first.gpu_ms + second.gpu_ms;
     stats.step.gpu_timed = first.gpu_timed && second.gpu_timed;
     stats.step.wall_ms = first.wall_ms + second.wall_ms;
@@ -225,6 +311,25 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
     stats.step.driver_allocations = first.driver_allocations + second.driver_allocations;
     stats.step.dispatches = first.dispatches + second.dispatches;
     return stats;
+}
+
+}  // namespace
+
+LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
+                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
+                                  Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
+                                  const PassOptions& options) {
+    return layer_backward_to(context, {nullptr, options.workspace}, problem, input, filter, grad_output, grad_input,
+                             grad_filter, grad_bias, algorithm, options);
+}
+
+LayerBackwardStats layer_backward(Recording& recording, const ConvProblem& problem, const Tensor& input,
+                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
+                                  Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
+                                  const PassOptions& options) {
+    CallTarget call = call_target(recording, options);
+    return layer_backward_to(call.context, call.target, problem, input, filter, grad_output, grad_input, grad_filter,
+                             grad_bias, algorithm, options);
 }
 
 }  // namespace vkconv

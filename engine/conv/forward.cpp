@@ -4,10 +4,12 @@
 #include <string>
 
 #include "context/pass.hpp"
+#include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
 #include "conv/auto_choice.hpp"
 #include "conv/heuristic.hpp"
 #include "vkconv/conv.hpp"
+#include "vkconv/recording.hpp"
 
 namespace vkconv {
 
@@ -90,8 +92,11 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
         .value();
 }
 
-RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
+namespace {
+
+RunStats forward_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem, const Tensor& input,
+                    const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
+                    const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -106,15 +111,34 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
         throw Error(ErrorCategory::InvalidArgument, "a bias tensor was given but the problem has has_bias = false");
     if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
+    detail::check_workspace(options, {&input, &filter, bias, &output});
+    const PassOptions planning = detail::planning_options(impl, options);
 
-    const detail::PassPlan plan = detail::plan_call(context, problem, Pass::Forward, algorithm, options).value();
+    const detail::PassPlan plan = detail::plan_call(context, problem, Pass::Forward, algorithm, planning).value();
     RunStats stats =
         plan.planned_stats(problem, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
-    detail::run_pass(context, impl, stats, plan.slots(),
+    if (target.recording)
+        for (const Tensor* t : {&input, &filter, bias, static_cast<const Tensor*>(&output), options.workspace})
+            target.recording->keep(t);
+    detail::run_pass(impl, stats, plan.slots(), target,
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
                          detail::record_pass(impl, stream, problem, plan, ops, workspace);
                      });
     return stats;
+}
+
+}  // namespace
+
+RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
+    return forward_to(context, {nullptr, options.workspace}, problem, input, filter, bias, output, algorithm, options);
+}
+
+RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
+    detail::RecordingState& state = detail::recording_state(recording);
+    Context context = detail::Access::context(state.context);
+    return forward_to(context, {&state, options.workspace}, problem, input, filter, bias, output, algorithm, options);
 }
 
 }  // namespace vkconv

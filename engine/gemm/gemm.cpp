@@ -69,7 +69,9 @@ bool multiple_of_4(std::initializer_list<uint64_t> values) {
 
 bool texel_views_fit(const Device& device, const GemmProblem& problem) {
     const uint64_t most = device.limits().maxTexelBufferElements;  // r32f texels: the larger of the two views
-    return (problem.a.range.size + 3) / 4 <= most && (problem.b.range.size + 3) / 4 <= most;
+    // An application's buffer is never viewed as texels: its usage may not allow it.
+    return (problem.a.range.size + 3) / 4 <= most && (problem.b.range.size + 3) / 4 <= most &&
+           !device.foreign_buffer(problem.a.range.buffer) && !device.foreign_buffer(problem.b.range.buffer);
 }
 
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem) {
@@ -102,7 +104,11 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
         }
         return;
     }
-    const GemmConfig& config = forced ? *forced : choose_gemm_config(context, p);
+    // A forced texel configuration runs as its storage-buffer twin where texel views cannot be used.
+    const GemmConfig& config = !forced ? choose_gemm_config(context, p)
+                               : forced->access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, p)
+                                   ? *forced
+                                   : storage_buffer_twin(context.gemm_configs(), *forced);
     const bool has_bias = p.bias.size > 0;
     const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);
     const uint32_t segment_stride = p.a_k_segment ? p.a_k_segment_stride : segment;

@@ -2,9 +2,12 @@
 #include <chrono>
 
 #include "context/operands.hpp"
+#include "context/pass.hpp"
+#include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
 #include "gemm/gemm.hpp"
 #include "vkconv/gemm.hpp"
+#include "vkconv/recording.hpp"
 
 namespace vkconv {
 namespace {
@@ -22,13 +25,16 @@ std::vector<std::string> gemm_configurations(const Context& context) {
     return names;
 }
 
-GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
+namespace {
+
+GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Tensor& a, const Tensor& b, Tensor& c,
+                  const GemmOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) {
         if (t->empty()) throw bad("empty tensor");
-        if (t->storage()->context.get() != &impl) throw bad("a tensor belongs to another context");
+        if (detail::storage_of(*t)->context.get() != &impl) throw bad("a tensor belongs to another context");
     }
     const size_t rank = a.shape().size();
     if ((rank != 2 && rank != 3) || b.shape().size() != rank || c.shape().size() != rank)
@@ -78,20 +84,42 @@ GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, co
     // same kernel and tile shape (stats.configuration names what ran).
     if (!detail::texel_views_fit(*impl.device, p)) config = &detail::storage_buffer_twin(impl.gemm_configs(), *config);
 
+    GemmStats stats;
+    stats.configuration = config->name;
+    if (recording) {
+        for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) recording->keep(t);
+        RunStats run;
+        detail::PassTarget target{recording, nullptr};
+        detail::run_pass(impl, run, {}, target, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
+            detail::record_gemm(impl, stream, p, config);
+        });
+        stats.dispatches = run.dispatches;
+        return stats;
+    }
     detail::CommandStream stream(*impl.device);
     const auto start = std::chrono::steady_clock::now();
     stream.begin_timing();
     detail::record_gemm(impl, stream, p, config);
     stream.end_timing();
     stream.submit_and_wait();
-    GemmStats stats;
-    stats.configuration = config->name;
     stats.gpu_timed = stream.gpu_ms() >= 0;
     stats.gpu_ms = stats.gpu_timed
                        ? stream.gpu_ms()
                        : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     stats.dispatches = stream.dispatch_count();
     return stats;
+}
+
+}  // namespace
+
+GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
+    return gemm_to(context, nullptr, a, b, c, options);
+}
+
+GemmStats gemm(Recording& recording, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
+    detail::RecordingState& state = detail::recording_state(recording);
+    Context context = detail::Access::context(state.context);
+    return gemm_to(context, &state, a, b, c, options);
 }
 
 }  // namespace vkconv

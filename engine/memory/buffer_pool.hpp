@@ -23,8 +23,8 @@
 #include <memory>
 #include <vector>
 
-#include "vulkan/device.hpp"
 #include "vkconv/pool.hpp"
+#include "vulkan/device.hpp"
 
 namespace vkconv::detail {
 
@@ -37,12 +37,13 @@ struct PoolBlock {
     std::map<uint64_t, uint64_t> free_ranges;  // offset -> size
 };
 
+// A range of a pool block, or (block null) of an application's buffer that the pool does not own.
 struct PoolAllocation {
     PoolBlock* block = nullptr;
     VkBuffer buffer = VK_NULL_HANDLE;
     uint64_t offset = 0;
     uint64_t size = 0;  // rounded up to the pool alignment
-    explicit operator bool() const { return block != nullptr; }
+    explicit operator bool() const { return buffer != VK_NULL_HANDLE; }
 };
 
 class BufferPool {

@@ -1,6 +1,7 @@
 #include "vulkan/command_stream.hpp"
 
 #include <array>
+#include <vector>
 
 #include "vulkan/vk_check.hpp"
 
@@ -24,6 +25,24 @@ CommandStream::CommandStream(Device& device) : device_(device), vk_(device.vk())
         release();
         VKC_CHECK(device_.lost_flag(), result);
     }
+    begin_barrier();
+}
+
+CommandStream::CommandStream(Device& device, VkCommandBuffer external)
+    : device_(device), vk_(device.vk()), external_(true) {
+    device_.throw_if_lost();
+    resources_ = device_.streams().acquire();  // for its descriptor pools; its command buffer stays unused
+    commands_ = external;
+    begin_barrier();
+}
+
+void CommandStream::begin_barrier() {
+    VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                            VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vk_.vkCmdPipelineBarrier(commands_, stages, stages, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
 CommandStream::~CommandStream() {
@@ -31,8 +50,9 @@ CommandStream::~CommandStream() {
 }
 
 void CommandStream::release() noexcept {
-    // Settled: never submitted, or submitted and waited for. Otherwise the GPU may still use them.
-    device_.streams().recycle(std::move(resources_), !submitted_ || completed_);
+    // Settled: never submitted, or submitted and waited for (an application's command buffer: released when
+    // the application reported it complete). Otherwise the GPU may still use them.
+    device_.streams().recycle(std::move(resources_), external_ || !submitted_ || completed_);
     commands_ = VK_NULL_HANDLE;
 }
 
@@ -133,9 +153,14 @@ void CommandStream::end_timing() {
 }
 
 void CommandStream::submit_and_wait() {
+    submit();
+    wait();
+}
+
+uint64_t CommandStream::submit(std::span<const SemaphoreWait> waits) {
     Device& device = device_;
     device.throw_if_lost();
-    if (!recording_) throw Error(ErrorCategory::VulkanFailure, "internal: command stream submitted twice");
+    if (!recording_ || external_) throw Error(ErrorCategory::VulkanFailure, "internal: command stream submitted twice");
     recording_ = false;
     // Make transfer and shader writes visible to the host reads that follow the fence.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -144,16 +169,58 @@ void CommandStream::submit_and_wait() {
     vk_.vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
     VKC_CHECK(device.lost_flag(), vk_.vkEndCommandBuffer(commands_));
+    std::vector<VkSemaphore> wait_semaphores;
+    std::vector<uint64_t> wait_values;
+    std::vector<VkPipelineStageFlags> wait_stages;
+    for (const SemaphoreWait& w : waits) {
+        wait_semaphores.push_back(w.semaphore);
+        wait_values.push_back(w.value);
+        wait_stages.push_back(w.stages);
+    }
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.waitSemaphoreCount = static_cast<uint32_t>(wait_semaphores.size());
+    submit.pWaitSemaphores = wait_semaphores.data();
+    submit.pWaitDstStageMask = wait_stages.data();
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &commands_;
     VkFence fence = resources_->fence;
+    uint64_t signal_value = 0;
+    const VkSemaphore timeline = device.timeline();
+    VkTimelineSemaphoreSubmitInfo timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
     {
-        // vkQueueSubmit needs the queue externally synchronised: one submission at a time per device.
+        // vkQueueSubmit needs the queue externally synchronised: one submission at a time per device. The
+        // timeline value is taken under the same lock, so values rise in submission order.
         std::lock_guard lock(device.queue_mutex());
+        if (timeline) {
+            signal_value = device.next_timeline_value();
+            submit.signalSemaphoreCount = 1;
+            submit.pSignalSemaphores = &timeline;
+            timeline_info.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+            timeline_info.pWaitSemaphoreValues = wait_values.data();
+            timeline_info.signalSemaphoreValueCount = 1;
+            timeline_info.pSignalSemaphoreValues = &signal_value;
+            submit.pNext = &timeline_info;
+        }
+        // (Without the feature only binary semaphores exist, which need no values.)
         VKC_CHECK(device.lost_flag(), vk_.vkQueueSubmit(device.queue(), 1, &submit, fence));
     }
     submitted_ = true;
+    return signal_value;
+}
+
+VkFence CommandStream::fence() const {
+    return resources_ ? resources_->fence : VK_NULL_HANDLE;
+}
+
+bool CommandStream::done() const {
+    if (!submitted_ || completed_) return true;
+    return vk_.vkGetFenceStatus(device_.handle(), resources_->fence) == VK_SUCCESS;
+}
+
+void CommandStream::wait() {
+    Device& device = device_;
+    if (!submitted_ || completed_) return;
+    VkFence fence = resources_->fence;
     VKC_CHECK(device.lost_flag(), vk_.vkWaitForFences(device.handle(), 1, &fence, VK_TRUE, UINT64_MAX));
     completed_ = true;
     if (timestamps_) {

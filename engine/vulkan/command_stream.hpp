@@ -1,5 +1,9 @@
-// CommandStream — records copies and dispatches into one command buffer, then submits and waits.
+// CommandStream — records copies and dispatches into one command buffer, then submits and waits (or
+// submits and returns, for a Recording; or leaves submission to the application whose command buffer it
+// records into).
 //
+// Every stream begins with a barrier from earlier compute and transfer writes to its own reads and
+// writes, so work queued behind an earlier submission that nobody waited for sees its results.
 // Barriers come from recorded access (as ncnn does): each command declares the buffer ranges it reads and
 // writes, and a barrier is inserted only before a command that reads or writes a range an earlier,
 // still-unbarriered command wrote (or writes a range one read). Descriptor sets come from pools owned by
@@ -32,9 +36,18 @@ struct Binding {
     VkFormat texel_format = VK_FORMAT_UNDEFINED;
 };
 
+// What a submission waits for before it runs (the application's semaphores).
+struct SemaphoreWait {
+    VkSemaphore semaphore = VK_NULL_HANDLE;
+    uint64_t value = 0;  // timeline semaphores; ignored for binary ones
+    VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+};
+
 class CommandStream {
 public:
     explicit CommandStream(Device& device);
+    // Records into the application's command buffer (already begun); never submitted here.
+    CommandStream(Device& device, VkCommandBuffer external);
     ~CommandStream();
     CommandStream(const CommandStream&) = delete;
     CommandStream& operator=(const CommandStream&) = delete;
@@ -47,6 +60,14 @@ public:
     void end_timing();
     // Ends recording, submits, waits. Throws DeviceLost (sticky) or VulkanFailure on failure.
     void submit_and_wait();
+    // Ends recording and submits after `waits`; signals the stream's fence and, where the device has one,
+    // its timeline semaphore (the value is returned; 0 without).
+    uint64_t submit(std::span<const SemaphoreWait> waits = {});
+    // Waits for the submission (then reads the timestamps).
+    void wait();
+    bool done() const;  // the submission completed (never blocks)
+    VkFence fence() const;
+    bool external() const { return external_; }
     // Milliseconds between begin_timing and end_timing on the GPU; negative without timestamps.
     double gpu_ms() const { return gpu_ms_; }
     uint32_t dispatch_count() const { return dispatches_; }
@@ -58,6 +79,7 @@ private:
         bool written;
     };
     void release() noexcept;
+    void begin_barrier();
     void access(std::span<const Access> accesses);
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
     VkBufferView make_view(const BufferRange& range, VkFormat format);
@@ -67,7 +89,7 @@ private:
     std::unique_ptr<StreamResources> resources_;  // lent by the device's StreamPool, given back on release
     VkCommandBuffer commands_ = VK_NULL_HANDLE;
     VkQueryPool timestamps_ = VK_NULL_HANDLE;
-    bool submitted_ = false, completed_ = false;
+    bool submitted_ = false, completed_ = false, external_ = false;
     std::vector<Access> pending_;  // accesses since the last barrier
     bool recording_ = true;
     double gpu_ms_ = -1;

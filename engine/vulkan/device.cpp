@@ -1,11 +1,27 @@
 #include "vulkan/device.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "vkconv/interop.hpp"
 #include "vulkan/vk_check.hpp"
 
 namespace vkconv::detail {
+
+namespace {
+
+// Whether the physical device and the instance both reach Vulkan 1.2 and the device has timeline semaphores.
+bool supports_timeline(const InstanceFunctions& vk, VkPhysicalDevice physical, uint32_t api_version) {
+    if (api_version < VK_API_VERSION_1_2) return false;
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &timeline;
+    vk.vkGetPhysicalDeviceFeatures2(physical, &features);
+    return timeline.timelineSemaphore == VK_TRUE;
+}
+
+}  // namespace
 
 Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info)
     : instance_(instance), physical_(physical), info_(info) {
@@ -37,36 +53,117 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
+    // Timeline semaphores where the device has them: asynchronous submissions signal one the application
+    // can wait on. Nothing else is enabled: vkconv needs no feature beyond Vulkan 1.1's core.
+    VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+    timeline.timelineSemaphore = VK_TRUE;
+    const bool use_timeline =
+        supports_timeline(instance_, physical_, std::min(properties_.apiVersion, loader().api_version));
+    if (use_timeline) device_info.pNext = &timeline;
     VKC_CHECK(nullptr, instance_.vkCreateDevice(physical_, &device_info, nullptr, &device_));
+    note_created();
     try {
-        table_.load(device_, instance_.vkGetDeviceProcAddr);
+        finish_setup();
+        if (use_timeline) make_timeline();
     } catch (...) {
+        streams_.reset();
+        if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr);
         reinterpret_cast<PFN_vkDestroyDevice>(instance_.vkGetDeviceProcAddr(device_, "vkDestroyDevice"))(device_,
                                                                                                          nullptr);
         throw;
     }
-    table_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+}
 
+Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info,
+               const ExternalDevice& external)
+    : instance_(instance), physical_(physical), info_(info) {
+    owned_ = false;
+    external_queue_mutex_ = external.queue_mutex;
+    instance_.vkGetPhysicalDeviceProperties(physical_, &properties_);
+    instance_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+    if (properties_.apiVersion < VK_API_VERSION_1_1)
+        throw Error(ErrorCategory::Unsupported, "the application's device '" + info_.name + "' is Vulkan " +
+                                                    info_.api_version + "; vkconv needs Vulkan 1.1");
+    uint32_t count = 0;
+    instance_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    instance_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, families.data());
+    if (external.queue_family >= count)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "ExternalDevice::queue_family " + std::to_string(external.queue_family) +
+                        " is out of range (the device has " + std::to_string(count) + " queue families)");
+    const VkQueueFamilyProperties& family = families[external.queue_family];
+    if (!(family.queueFlags & VK_QUEUE_COMPUTE_BIT))
+        throw Error(ErrorCategory::Unsupported, "queue family " + std::to_string(external.queue_family) +
+                                                    " of the application's device has no VK_QUEUE_COMPUTE_BIT");
+    if (external.queue_index >= family.queueCount)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "ExternalDevice::queue_index " + std::to_string(external.queue_index) +
+                        " is out of range (queue family " + std::to_string(external.queue_family) + " has " +
+                        std::to_string(family.queueCount) + " queues)");
+    if (external.timeline_semaphores &&
+        !supports_timeline(instance_, physical_, std::min(properties_.apiVersion, VK_API_VERSION_1_2)))
+        throw Error(ErrorCategory::Unsupported,
+                    "ExternalDevice::timeline_semaphores is set but the device has no Vulkan 1.2 timeline semaphores");
+    queue_family_ = external.queue_family;
+    queue_index_ = external.queue_index;
+    timestamp_valid_bits_ = family.timestampValidBits;
+    info_.timestamps = timestamp_valid_bits_ > 0;
+    device_ = external.device;
+    try {
+        finish_setup();
+        if (external.timeline_semaphores) {
+            if (!table_.vkWaitSemaphores || !table_.vkGetSemaphoreCounterValue)
+                throw Error(ErrorCategory::Unsupported,
+                            "ExternalDevice::timeline_semaphores is set but the device does not provide "
+                            "vkWaitSemaphores (was it created with Vulkan 1.2 and the timelineSemaphore feature?)");
+            make_timeline();
+        }
+    } catch (...) {
+        streams_.reset();
+        if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr);
+        device_ = VK_NULL_HANDLE;
+        throw;
+    }
+}
+
+void Device::finish_setup() {
+    table_.load(device_, instance_.vkGetDeviceProcAddr);
+    table_.vkGetDeviceQueue(device_, queue_family_, queue_index_, &queue_);
     VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     pool_info.queueFamilyIndex = queue_family_;
-    const VkResult result = table_.vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_);
-    if (result != VK_SUCCESS) {  // the destructor does not run for a half-made object
-        table_.vkDestroyDevice(device_, nullptr);
-        VKC_CHECK(nullptr, result);
-    }
-    note_created(2);  // the device and its command pool
+    VKC_CHECK(nullptr, table_.vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_));
+    note_created();
     streams_ = std::make_unique<StreamPool>(*this);
+}
+
+void Device::make_timeline() {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    type.initialValue = 0;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    VKC_CHECK(nullptr, table_.vkCreateSemaphore(device_, &info, nullptr, &timeline_));
+    note_created();
 }
 
 Device::~Device() {
     if (device_) {
-        // Best effort: a lost device may refuse, and a destructor must not throw.
-        table_.vkDeviceWaitIdle(device_);
+        // vkconv's own device: wait for everything (best effort: a lost device may refuse, and a destructor
+        // must not throw). The application's: nothing of vkconv's is in flight (submissions and recordings
+        // keep the context alive), and its other queues are not vkconv's to wait for.
+        if (owned_) table_.vkDeviceWaitIdle(device_);
         streams_.reset();
+        if (timeline_) table_.vkDestroySemaphore(device_, timeline_, nullptr);
         if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr);
-        table_.vkDestroyDevice(device_, nullptr);
+        if (owned_) table_.vkDestroyDevice(device_, nullptr);
     }
+}
+
+void Device::forget_foreign_buffer(VkBuffer buffer) noexcept {
+    auto it = foreign_.find(buffer);
+    if (it != foreign_.end() && --it->second == 0) foreign_.erase(it);
 }
 
 void Device::throw_if_lost() const {

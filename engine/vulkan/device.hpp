@@ -1,9 +1,11 @@
-// The logical device: one compute queue, its function table (vulkan/vk_api.hpp), limits.
+// The logical device: one compute queue, its function table (vulkan/vk_api.hpp), limits. Either vkconv's
+// own (made and destroyed here) or the application's (ExternalDevice: used, never destroyed).
 #pragma once
 
 #include "vulkan/vk_api.hpp"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -16,6 +18,9 @@ class Device {
 public:
     // `instance` (the functions of the instance `physical` belongs to) must outlive the device.
     Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info);
+    // The application's device and queue; its requirements checked (Error(Unsupported) naming a missing one).
+    Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info,
+           const ExternalDevice& external);
     ~Device();
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
@@ -31,8 +36,16 @@ public:
     VkCommandPool command_pool() const { return command_pool_; }
     // Vulkan requires the command pool's use to be externally synchronised: streams take this lock.
     std::mutex& command_pool_mutex() { return command_pool_mutex_; }
-    // The queue, likewise: submissions take this lock.
-    std::mutex& queue_mutex() { return queue_mutex_; }
+    // The queue, likewise: submissions take this lock (the application's, where it gave one).
+    std::mutex& queue_mutex() { return external_queue_mutex_ ? *external_queue_mutex_ : queue_mutex_; }
+    bool owned() const { return owned_; }
+    // The timeline semaphore submissions signal (VK_NULL_HANDLE without the feature), and the next value.
+    VkSemaphore timeline() const { return timeline_; }
+    uint64_t next_timeline_value() { return ++timeline_value_; }
+    // Buffers of the application wrapped as tensors (counted per wrapping tensor): never viewed as texels.
+    void note_foreign_buffer(VkBuffer buffer) { ++foreign_[buffer]; }
+    void forget_foreign_buffer(VkBuffer buffer) noexcept;
+    bool foreign_buffer(VkBuffer buffer) const { return !foreign_.empty() && foreign_.count(buffer) != 0; }
     // Command-buffer resources and texel views, recycled between streams (vulkan/stream_pool.hpp).
     StreamPool& streams() { return *streams_; }
     // Every Vulkan object vkconv has created on this device (tests hold steady-state passes to zero).
@@ -61,6 +74,10 @@ public:
                               VkMemoryPropertyFlags preferred) const;
 
 private:
+    // After the handle exists: the function table, the queue, the command pool and stream pool.
+    void finish_setup();
+    void make_timeline();
+
     const InstanceFunctions& instance_;
     VkPhysicalDevice physical_;
     VkDevice device_ = VK_NULL_HANDLE;
@@ -69,6 +86,12 @@ private:
     uint32_t queue_family_ = 0;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;
     std::mutex command_pool_mutex_, queue_mutex_;
+    std::mutex* external_queue_mutex_ = nullptr;
+    bool owned_ = true;
+    uint32_t queue_index_ = 0;
+    VkSemaphore timeline_ = VK_NULL_HANDLE;
+    uint64_t timeline_value_ = 0;
+    std::map<VkBuffer, uint32_t> foreign_;
     std::unique_ptr<StreamPool> streams_;
     std::atomic<uint64_t> objects_created_{0};
     uint32_t workgroup_cap_ = 0;

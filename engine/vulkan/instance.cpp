@@ -158,13 +158,27 @@ VkDebugUtilsMessengerEXT make_messenger(VkInstance instance, const MessengerFunc
 
 }  // namespace
 
-Instance::Instance(bool want_validation, MessageCallback on_message) {
-    loader();  // opens libvulkan.so.1, or throws before anything else is made
-    on_message_ = std::make_unique<MessageCallback>(
+namespace {
+
+std::unique_ptr<MessageCallback> message_callback(MessageCallback on_message) {
+    return std::make_unique<MessageCallback>(
         on_message ? std::move(on_message) : [](MessageSeverity severity, std::string_view text) {
             const char* label = severity == MessageSeverity::Error ? "error" : "warning";
             std::fprintf(stderr, "vkconv: validation %s: %.*s\n", label, static_cast<int>(text.size()), text.data());
         });
+}
+
+}  // namespace
+
+Instance::Instance(VkInstance external, PFN_vkGetInstanceProcAddr get_instance_proc_addr, MessageCallback on_message)
+    : instance_(external), owned_(false) {
+    on_message_ = message_callback(std::move(on_message));
+    vk_.load(instance_, get_instance_proc_addr);
+}
+
+Instance::Instance(bool want_validation, MessageCallback on_message) {
+    loader();  // opens libvulkan.so.1, or throws before anything else is made
+    on_message_ = message_callback(std::move(on_message));
 
     const InstanceSetup setup = choose_layers_and_extensions(*this, want_validation);
     validation_ = setup.validation;
@@ -185,6 +199,7 @@ Instance::Instance(bool want_validation, MessageCallback on_message) {
 }
 
 Instance::~Instance() {
+    if (!owned_) return;
     if (messenger_) destroy_messenger_(instance_, messenger_, nullptr);
     if (instance_) vk_.vkDestroyInstance(instance_, nullptr);
 }

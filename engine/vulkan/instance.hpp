@@ -1,4 +1,5 @@
-// The Vulkan instance: loader start-up (vulkan/vk_api.hpp), optional validation layer, device enumeration.
+// The Vulkan instance: loader start-up (vulkan/vk_api.hpp), optional validation layer, device enumeration;
+// or the application's instance, used through the entry point it hands over.
 #pragma once
 
 #include "vulkan/vk_api.hpp"
@@ -16,6 +17,8 @@ public:
     // Opens the loader (once per process) and creates an instance. With `want_validation` and the layer
     // installed, VK_LAYER_KHRONOS_validation is enabled and its messages go to `on_message`.
     Instance(bool want_validation, MessageCallback on_message);
+    // The application's instance, reached through its vkGetInstanceProcAddr; never destroyed here.
+    Instance(VkInstance external, PFN_vkGetInstanceProcAddr get_instance_proc_addr, MessageCallback on_message);
     ~Instance();
     Instance(const Instance&) = delete;
     Instance& operator=(const Instance&) = delete;
@@ -32,6 +35,7 @@ private:
     VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
     PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
     bool validation_ = false;
+    bool owned_ = true;
     std::unique_ptr<MessageCallback> on_message_;  // stable address for the messenger's user data
 };
 

@@ -73,7 +73,9 @@ void StreamPool::recycle(std::unique_ptr<StreamResources> r, bool settled) noexc
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     if (!settled) {
-        vk.vkDeviceWaitIdle(dev);  // best effort: a lost device may refuse
+        // Best effort (a lost device may refuse): the submission's own fence, not the whole device, whose
+        // other queues may be the application's.
+        vk.vkWaitForFences(dev, 1, &r->fence, VK_TRUE, UINT64_MAX);
         destroy(*r);
         return;
     }

@@ -64,6 +64,9 @@ void DeviceFunctions::load(VkDevice device, PFN_vkGetDeviceProcAddr get) {
 #define VKCONV_LOAD(name) name = reinterpret_cast<PFN_##name>(fetch(get, device, #name));
     VKCONV_DEVICE_FUNCTIONS(VKCONV_LOAD)
 #undef VKCONV_LOAD
+#define VKCONV_LOAD_OPTIONAL(name) name = reinterpret_cast<PFN_##name>(get(device, #name));
+    VKCONV_OPTIONAL_DEVICE_FUNCTIONS(VKCONV_LOAD_OPTIONAL)
+#undef VKCONV_LOAD_OPTIONAL
 }
 
 }  // namespace vkconv::detail

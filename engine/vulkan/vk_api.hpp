@@ -57,6 +57,7 @@ namespace vkconv::detail {
     X(vkCreatePipelineCache)          \
     X(vkCreatePipelineLayout)         \
     X(vkCreateQueryPool)              \
+    X(vkCreateSemaphore)              \
     X(vkCreateShaderModule)           \
     X(vkDestroyBuffer)                \
     X(vkDestroyBufferView)            \
@@ -69,6 +70,7 @@ namespace vkconv::detail {
     X(vkDestroyPipelineCache)         \
     X(vkDestroyPipelineLayout)        \
     X(vkDestroyQueryPool)             \
+    X(vkDestroySemaphore)             \
     X(vkDestroyShaderModule)          \
     X(vkDeviceWaitIdle)               \
     X(vkEndCommandBuffer)             \
@@ -77,17 +79,24 @@ namespace vkconv::detail {
     X(vkFreeMemory)                   \
     X(vkGetBufferMemoryRequirements)  \
     X(vkGetDeviceQueue)               \
-    X(vkGetPipelineCacheData)               \
+    X(vkGetFenceStatus)               \
+    X(vkGetPipelineCacheData)         \
     X(vkGetQueryPoolResults)          \
     X(vkInvalidateMappedMemoryRanges) \
     X(vkMapMemory)                    \
     X(vkQueueSubmit)                  \
-    X(vkResetCommandBuffer)                  \
-    X(vkResetDescriptorPool)                  \
+    X(vkResetCommandBuffer)           \
+    X(vkResetDescriptorPool)          \
     X(vkResetFences)                  \
     X(vkUnmapMemory)                  \
     X(vkUpdateDescriptorSets)         \
     X(vkWaitForFences)
+
+// Functions of a device that only some devices have (null where absent): timeline semaphores (core in 1.2,
+// used only where the feature is enabled).
+#define VKCONV_OPTIONAL_DEVICE_FUNCTIONS(X) \
+    X(vkWaitSemaphores)                     \
+    X(vkGetSemaphoreCounterValue)
 
 #define VKCONV_DECLARE_FUNCTION(name) PFN_##name name = nullptr;
 
@@ -105,6 +114,7 @@ struct InstanceFunctions {
 
 struct DeviceFunctions {
     VKCONV_DEVICE_FUNCTIONS(VKCONV_DECLARE_FUNCTION)
+    VKCONV_OPTIONAL_DEVICE_FUNCTIONS(VKCONV_DECLARE_FUNCTION)
     void load(VkDevice device, PFN_vkGetDeviceProcAddr get);
 };
 

@@ -23,18 +23,31 @@ uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const PassOptions& options = {});
 
+// backward_bias's workspace (its partial sums; 0 where it sums straight into db).
+uint64_t backward_bias_workspace_bytes(const Context& context, const ConvProblem& problem,
+                                       const PassOptions& options = {});
+
 // dx = conv_transpose(dy, w). Overwrites grad_input.
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
                        Tensor& grad_input, Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
+RunStats backward_data(Recording& recording, const ConvProblem& problem, const Tensor& grad_output,
+                       const Tensor& filter, Tensor& grad_input, Algorithm algorithm = Algorithm::Auto,
+                       const PassOptions& options = {});
 
 // dw from x and dy; with a non-null grad_bias also db = sum of dy over n, p, q (problem.has_bias must then
 // be true). Overwrites its outputs. The reduction order is fixed: results are bit-identical across runs.
 RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
                          Tensor& grad_filter, Tensor* grad_bias = nullptr, Algorithm algorithm = Algorithm::Auto,
                          const PassOptions& options = {});
+RunStats backward_filter(Recording& recording, const ConvProblem& problem, const Tensor& input,
+                         const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias = nullptr,
+                         Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 
-// db alone.
-RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias);
+// db alone (options: its workspace limit and caller workspace).
+RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+                       const PassOptions& options = {});
+RunStats backward_bias(Recording& recording, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+                       const PassOptions& options = {});
 
 // A layer's whole backward step: dx, dw and (with a non-null grad_bias) db in one submission. The two
 // passes run one after the other on one workspace allocation, each slot (lowered matrix, OHWI filter copy,
@@ -50,6 +63,10 @@ struct LayerBackwardStats {
 uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem,
                                         Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
+                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
+                                  Tensor& grad_filter, Tensor* grad_bias = nullptr,
+                                  Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
+LayerBackwardStats layer_backward(Recording& recording, const ConvProblem& problem, const Tensor& input,
                                   const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
                                   Tensor& grad_filter, Tensor* grad_bias = nullptr,
                                   Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});

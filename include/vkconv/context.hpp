@@ -26,7 +26,10 @@ namespace vkconv {
 
 namespace detail {
 struct ContextImpl;
-}
+struct Access;  // the engine's way in to what the API hides
+}  // namespace detail
+
+struct ExternalDevice;  // interop.hpp
 
 struct DeviceInfo {
     uint32_t index = 0;  // position in the loader's enumeration, as VKCONV_DEVICE=INDEX counts
@@ -87,7 +90,12 @@ struct ContextOptions {
 
 class Context {
 public:
+    // A device of vkconv's own, chosen by options.device.
     explicit Context(const ContextOptions& options = {});
+    // The application's instance, device and queue (interop.hpp), which vkconv uses but never destroys.
+    // options.device and options.validation do not apply (the application's instance has the layers it
+    // enabled); the other options do.
+    explicit Context(const ExternalDevice& device, const ContextOptions& options = {});
     ~Context();
     Context(Context&&) noexcept;
     Context& operator=(Context&&) noexcept;
@@ -106,10 +114,12 @@ public:
     // Writes ContextOptions::pipeline_cache_path now (nothing to do without one, or with nothing new).
     // Error(InvalidArgument) naming the file when it cannot be written.
     void save_pipeline_cache();
-
-    std::shared_ptr<detail::ContextImpl> impl() const { return impl_; }
+    // True for a context made from the application's device (ExternalDevice).
+    bool external_device() const;
 
 private:
+    friend struct detail::Access;
+    explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
     std::shared_ptr<detail::ContextImpl> impl_;
 };
 

@@ -16,6 +16,8 @@
 
 namespace vkconv {
 
+class Recording;  // recording.hpp: passes recorded now, run later
+
 // The passes of a convolution. Backward-bias has one algorithm (the bias-gradient kernel): find_algorithms
 // (find.hpp) has nothing to choose among there and refuses it.
 enum class Pass { Forward, BackwardData, BackwardFilter, BackwardBias };
@@ -57,6 +59,14 @@ struct PassOptions {
     AutoChoice auto_choice = AutoChoice::Measure;
     // Timed runs find makes of each algorithm after its warm-up run (at least 1).
     uint32_t find_repeats = 2;
+    // The caller's memory for the pass's workspace (any tensor of the context: a pool tensor, or an
+    // application's buffer through wrap_buffer in interop.hpp); null: the pass allocates its workspace from
+    // the pool. The pass then plans within the bytes it offers from its first byte on the pool alignment
+    // (PoolStats::alignment), as if that were workspace_limit (the lower of the two counts), and allocates
+    // nothing: a workspace of the size a workspace query reports, starting on the alignment, is enough.
+    // Algorithm::Auto still measures (with pool memory) a problem it has not seen under AutoChoice::Measure.
+    // The pass overwrites it; it must not be one of the pass's tensors.
+    const Tensor* workspace = nullptr;
 };
 // The name these options had when only forward took them; kept so existing code compiles.
 using ForwardOptions = PassOptions;
@@ -105,6 +115,11 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
 // y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
 // have the problem's output shape; its previous contents are overwritten.
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
+                 const PassOptions& options = {});
+// The same pass recorded into `recording` (recording.hpp), to run when the recording is submitted. Every
+// pass, the layer step and gemm have such an overload.
+RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
                  const PassOptions& options = {});
 

@@ -31,6 +31,8 @@ struct GemmStats {
 };
 
 GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
+// Recorded into `recording` (recording.hpp); gpu_ms is 0 and gpu_timed false.
+GemmStats gemm(Recording& recording, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
 
 // Names of the GEMM tile configurations valid on the context's device, preferred ones first.
 std::vector<std::string> gemm_configurations(const Context& context);

@@ -23,7 +23,8 @@ namespace vkconv {
 
 namespace detail {
 struct TensorStorage;
-}
+struct Access;
+}  // namespace detail
 
 class Tensor {
 public:
@@ -47,10 +48,11 @@ public:
     Tensor images(int64_t first, int64_t count) const;
     // Bytes from the start of the underlying allocation to this tensor's first element (0 unless a view).
     uint64_t byte_offset() const { return offset_; }
-
-    std::shared_ptr<detail::TensorStorage> storage() const { return storage_; }
+    // True for a tensor over the application's buffer (wrap_buffer in interop.hpp).
+    bool external() const;
 
 private:
+    friend struct detail::Access;
     Shape shape_;
     std::shared_ptr<detail::TensorStorage> storage_;
     uint64_t offset_ = 0;

@@ -1,4 +1,5 @@
-// Umbrella header: the whole public API of vkconv.
+// Umbrella header: the whole public API of vkconv, except interop.hpp (which needs the Vulkan headers)
+// and testing.hpp (hooks for tests).
 #pragma once
 
 #include "vkconv/backward.hpp"
@@ -11,5 +12,6 @@
 #include "vkconv/npy.hpp"
 #include "vkconv/pool.hpp"
 #include "vkconv/problem.hpp"
+#include "vkconv/recording.hpp"
 #include "vkconv/reference.hpp"
 #include "vkconv/tensor.hpp"
