@@ -3,6 +3,7 @@
 // direct algorithm) before it is timed; buffers are reused across repetitions so page faults and
 // allocation are not measured. Times are GPU timestamps where the device has them.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -225,8 +226,11 @@ void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_row
         const uint64_t objects = vkconv::testing::vulkan_objects_created(context);
         std::vector<double> us;
         for (int i = 0; i < 1000; ++i) {
+            // Wall time around the whole call (argument checks and planning included), less the GPU's.
+            const auto start = std::chrono::steady_clock::now();
             const vkconv::RunStats s = call();
-            us.push_back((s.wall_ms - s.gpu_ms) * 1000.0);
+            const std::chrono::duration<double, std::micro> wall = std::chrono::steady_clock::now() - start;
+            us.push_back(wall.count() - s.gpu_ms * 1000.0);
         }
         const uint64_t created = vkconv::testing::vulkan_objects_created(context) - objects;
         std::sort(us.begin(), us.end());
@@ -234,6 +238,38 @@ void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_row
                     static_cast<unsigned long long>(created));
         JsonObject row;
         row.add("kind", "host_overhead").add("call", name).add("median_us", us[500]).add("p10_us", us[100]);
+        row.add("p90_us", us[900]).add("objects_created", static_cast<int64_t>(created));
+        json_rows.push_back(row.str());
+    }
+    // The same passes recorded (recording.hpp): host time per recorded pass, 10 recordings of 100 passes
+    // each submitted as one and waited for (after one such recording to warm up).
+    std::printf("\nHost time per recorded pass (no wait; 10 recordings of 100 passes, each one submission)\n"
+                "%-28s %10s %10s %10s %8s\n",
+                "call", "median us", "p10 us", "p90 us", "objects");
+    const std::pair<const char*, std::function<vkconv::RunStats(vkconv::Recording&)>> recorded[] = {
+        {"backward_bias", [&](vkconv::Recording& r) { return vkconv::backward_bias(r, p, dy, db); }},
+        {"forward direct",
+         [&](vkconv::Recording& r) { return vkconv::forward(r, p, x, w, &db, y, vkconv::Algorithm::Direct); }},
+    };
+    for (const auto& [name, call] : recorded) {
+        std::vector<double> us;
+        uint64_t objects = 0;
+        for (int round = 0; round < 11; ++round) {
+            if (round == 1) objects = vkconv::testing::vulkan_objects_created(context), us.clear();
+            vkconv::Recording recording(context);
+            for (int i = 0; i < 100; ++i) {
+                const auto start = std::chrono::steady_clock::now();
+                call(recording);
+                us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+            }
+            recording.submit().wait();
+        }
+        const uint64_t created = vkconv::testing::vulkan_objects_created(context) - objects;
+        std::sort(us.begin(), us.end());
+        std::printf("%-28s %10.1f %10.1f %10.1f %8llu\n", name, us[500], us[100], us[900],
+                    static_cast<unsigned long long>(created));
+        JsonObject row;
+        row.add("kind", "host_recorded").add("call", name).add("median_us", us[500]).add("p10_us", us[100]);
         row.add("p90_us", us[900]).add("objects_created", static_cast<int64_t>(created));
         json_rows.push_back(row.str());
     }
