@@ -6,8 +6,10 @@
 #pragma once
 
 #include "vkconv/conv.hpp"
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 // Algorithms: direct, im2col, mec and depthwise (one input channel per group). Auto picks depthwise for
 // depthwise problems, otherwise the lowering (im2col or mec) with the smaller workspace for that pass, and
@@ -71,4 +73,5 @@ LayerBackwardStats layer_backward(Recording& recording, const ConvProblem& probl
                                   Tensor& grad_filter, Tensor* grad_bias = nullptr,
                                   Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vkconv/export.hpp"
 #include "vkconv/pool.hpp"
 
 namespace vkconv {
@@ -28,6 +29,8 @@ namespace detail {
 struct ContextImpl;
 struct Access;  // the engine's way in to what the API hides
 }  // namespace detail
+
+VKCONV_API_BEGIN
 
 struct ExternalDevice;  // interop.hpp
 
@@ -126,4 +129,5 @@ private:
 // Every physical device the loader reports, in enumeration order. Throws Error(Unsupported) without a loader.
 std::vector<DeviceInfo> list_devices();
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -11,10 +11,12 @@
 
 #include "vkconv/context.hpp"
 #include "vkconv/error.hpp"
+#include "vkconv/export.hpp"
 #include "vkconv/problem.hpp"
 #include "vkconv/tensor.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 class Recording;  // recording.hpp: passes recorded now, run later
 
@@ -123,4 +125,5 @@ RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor&
                  const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
                  const PassOptions& options = {});
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 enum class ErrorCategory {
     InvalidArgument,    // bad shapes, mismatched tensors, bad options: the caller's input is wrong
@@ -35,4 +37,5 @@ private:
     int32_t vk_result_;
 };
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "vkconv/backward.hpp"
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 struct AlgorithmPerf {
     Algorithm algorithm = Algorithm::Auto;
@@ -36,4 +38,5 @@ struct AlgorithmPerf {
 std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
                                            const PassOptions& options = {});
 
+VKCONV_API_END
 }  // namespace vkconv

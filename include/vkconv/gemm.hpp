@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "vkconv/conv.hpp"
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 struct GemmOptions {
     bool transpose_a = false;
@@ -37,4 +39,5 @@ GemmStats gemm(Recording& recording, const Tensor& a, const Tensor& b, Tensor& c
 // Names of the GEMM tile configurations valid on the context's device, preferred ones first.
 std::vector<std::string> gemm_configurations(const Context& context);
 
+VKCONV_API_END
 }  // namespace vkconv

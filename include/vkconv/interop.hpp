@@ -32,10 +32,12 @@
 #include <mutex>
 
 #include "vkconv/context.hpp"
+#include "vkconv/export.hpp"
 #include "vkconv/recording.hpp"
 #include "vkconv/tensor.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 // The application's Vulkan objects a Context is made from (Context(const ExternalDevice&, options)).
 // Requirements, checked when the context is made (Error(Unsupported) naming what is missing,
@@ -108,4 +110,5 @@ struct ContextHandles {
 };
 ContextHandles context_handles(const Context& context);
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -28,9 +28,11 @@
 #include <vector>
 
 #include "vkconv/conv.hpp"
+#include "vkconv/export.hpp"
 #include "vkconv/tensor.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 enum class BindingAccess { Read, Write, ReadWrite };
 
@@ -71,4 +73,5 @@ private:
     std::shared_ptr<State> state_;
 };
 
+VKCONV_API_END
 }  // namespace vkconv

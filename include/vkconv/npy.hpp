@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "vkconv/export.hpp"
 #include "vkconv/problem.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 struct NpyArray {
     Shape shape;
@@ -26,4 +28,5 @@ NpyArray read_npy(const std::string& path);
 // complete, so a failure never leaves a half-written or clobbered file. Throws on I/O errors.
 void write_npy(const std::string& path, const Shape& shape, const std::vector<float>& data);
 
+VKCONV_API_END
 }  // namespace vkconv

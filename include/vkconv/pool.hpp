@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <memory>
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 class Context;
 
@@ -50,4 +52,5 @@ private:
     std::shared_ptr<State> state_;
 };
 
+VKCONV_API_END
 }  // namespace vkconv

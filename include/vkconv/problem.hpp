@@ -12,8 +12,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 enum class Layout { NCHW, NHWC };
 
@@ -66,4 +68,5 @@ struct ConvProblem {
     std::string str() const;
 };
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -36,6 +36,7 @@
 #include <memory>
 
 #include "vkconv/context.hpp"
+#include "vkconv/export.hpp"
 
 namespace vkconv {
 
@@ -43,6 +44,8 @@ namespace detail {
 struct RecordingState;
 struct Access;  // the engine's way in to what the API hides
 }  // namespace detail
+
+VKCONV_API_BEGIN
 
 // Work submitted on vkconv's queue. Destroying a Submission waits for its work, so tensors and workspace
 // are never released under the GPU.
@@ -95,4 +98,5 @@ private:
     std::shared_ptr<detail::RecordingState> state_;
 };
 
+VKCONV_API_END
 }  // namespace vkconv

@@ -9,9 +9,11 @@
 #include <span>
 #include <vector>
 
+#include "vkconv/export.hpp"
 #include "vkconv/problem.hpp"
 
 namespace vkconv::reference {
+VKCONV_API_BEGIN
 
 // y = conv(x, w) (+ bias). `bias` may be empty when the problem has no bias; its size must be K otherwise.
 std::vector<double> forward(const ConvProblem& problem, std::span<const float> input, std::span<const float> filter,
@@ -29,4 +31,5 @@ std::vector<double> backward_filter(const ConvProblem& problem, std::span<const 
 // db[k] = sum of dy over n, p, q.
 std::vector<double> backward_bias(const ConvProblem& problem, std::span<const float> grad_output);
 
+VKCONV_API_END
 }  // namespace vkconv::reference

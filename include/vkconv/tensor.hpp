@@ -17,6 +17,7 @@
 
 #include "vkconv/context.hpp"
 #include "vkconv/error.hpp"
+#include "vkconv/export.hpp"
 #include "vkconv/problem.hpp"
 
 namespace vkconv {
@@ -25,6 +26,8 @@ namespace detail {
 struct TensorStorage;
 struct Access;
 }  // namespace detail
+
+VKCONV_API_BEGIN
 
 class Tensor {
 public:
@@ -58,4 +61,5 @@ private:
     uint64_t offset_ = 0;
 };
 
+VKCONV_API_END
 }  // namespace vkconv

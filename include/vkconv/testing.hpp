@@ -6,8 +6,10 @@
 #include <cstdint>
 
 #include "vkconv/context.hpp"
+#include "vkconv/export.hpp"
 
 namespace vkconv {
+VKCONV_API_BEGIN
 
 namespace testing {
 // Marks the context's device as lost, exactly as a VK_ERROR_DEVICE_LOST from the driver would: every later
@@ -21,4 +23,5 @@ void inject_allocation_failures(Context& context, uint64_t nth, uint64_t count =
 uint64_t vulkan_objects_created(const Context& context);
 }  // namespace testing
 
+VKCONV_API_END
 }  // namespace vkconv
