@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
 #include "vkconv/export.hpp"
 
 namespace vkconv {

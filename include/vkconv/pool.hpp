@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+
 #include "vkconv/export.hpp"
 
 namespace vkconv {

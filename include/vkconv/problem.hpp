@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
 #include "vkconv/export.hpp"
 
 namespace vkconv {
