@@ -206,8 +206,27 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
     }
 }
 
-// Host overhead per blocking call: wall time less GPU time, median over 1,000 calls (after 100 to warm
-// up) of two one-dispatch passes on a small layer, and the Vulkan objects those calls created.
+// One row of the host-time tables: median, p10 and p90 of `us` (sorted here), the objects created.
+void host_time_row(const char* kind, const char* name, std::vector<double> us, uint64_t created,
+                   std::vector<std::string>& json_rows) {
+    std::sort(us.begin(), us.end());
+    const double median = us[us.size() / 2], p10 = us[us.size() / 10], p90 = us[us.size() * 9 / 10];
+    std::printf("%-28s %10.1f %10.1f %10.1f %8llu\n", name, median, p10, p90, static_cast<unsigned long long>(created));
+    JsonObject row;
+    row.add("kind", kind).add("call", name).add("median_us", median).add("p10_us", p10).add("p90_us", p90);
+    row.add("objects_created", static_cast<int64_t>(created));
+    json_rows.push_back(row.str());
+}
+
+double microseconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Host time of two one-dispatch passes on a small layer, and the Vulkan objects they created:
+//  - blocking calls: wall time around the whole call (argument checks and planning included) less GPU
+//    time, over 1,000 calls after 100 to warm up;
+//  - recorded passes (recording.hpp): wall time of each recording call, 10 recordings of 100 passes, each
+//    submitted as one and waited for, after one such recording to warm up.
 void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_rows) {
     vkconv::ConvProblem p;
     p.N = 1, p.C = 8, p.H = 8, p.W = 8, p.K = 8, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1, p.has_bias = true;
@@ -215,8 +234,9 @@ void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_row
     auto x = vkconv::Tensor::from_host(context, p.input_shape(), random_values(p.input_elements(), 2));
     auto w = vkconv::Tensor::from_host(context, p.filter_shape(), random_values(p.filter_elements(), 3));
     vkconv::Tensor db(context, p.bias_shape()), y(context, p.output_shape());
-    std::printf("\nHost overhead per blocking call (wall - GPU time), %s, 1000 calls\n%-28s %10s %10s %10s %8s\n",
-                p.str().c_str(), "call", "median us", "p10 us", "p90 us", "objects");
+    const char* header = "%-28s %10s %10s %10s %8s\n";
+    std::printf("\nHost overhead per blocking call (wall - GPU time), %s, 1000 calls\n", p.str().c_str());
+    std::printf(header, "call", "median us", "p10 us", "p90 us", "objects");
     const std::pair<const char*, std::function<vkconv::RunStats()>> calls[] = {
         {"backward_bias", [&] { return vkconv::backward_bias(context, p, dy, db); }},
         {"forward direct", [&] { return vkconv::forward(context, p, x, w, &db, y, vkconv::Algorithm::Direct); }},
@@ -226,30 +246,18 @@ void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_row
         const uint64_t objects = vkconv::testing::vulkan_objects_created(context);
         std::vector<double> us;
         for (int i = 0; i < 1000; ++i) {
-            // Wall time around the whole call (argument checks and planning included), less the GPU's.
             const auto start = std::chrono::steady_clock::now();
             const vkconv::RunStats s = call();
-            const std::chrono::duration<double, std::micro> wall = std::chrono::steady_clock::now() - start;
-            us.push_back(wall.count() - s.gpu_ms * 1000.0);
+            us.push_back(microseconds_since(start) - s.gpu_ms * 1000.0);
         }
-        const uint64_t created = vkconv::testing::vulkan_objects_created(context) - objects;
-        std::sort(us.begin(), us.end());
-        std::printf("%-28s %10.1f %10.1f %10.1f %8llu\n", name, us[500], us[100], us[900],
-                    static_cast<unsigned long long>(created));
-        JsonObject row;
-        row.add("kind", "host_overhead").add("call", name).add("median_us", us[500]).add("p10_us", us[100]);
-        row.add("p90_us", us[900]).add("objects_created", static_cast<int64_t>(created));
-        json_rows.push_back(row.str());
+        host_time_row("host_overhead", name, us, vkconv::testing::vulkan_objects_created(context) - objects, json_rows);
     }
-    // The same passes recorded (recording.hpp): host time per recorded pass, 10 recordings of 100 passes
-    // each submitted as one and waited for (after one such recording to warm up).
-    std::printf("\nHost time per recorded pass (no wait; 10 recordings of 100 passes, each one submission)\n"
-                "%-28s %10s %10s %10s %8s\n",
-                "call", "median us", "p10 us", "p90 us", "objects");
-    const std::pair<const char*, std::function<vkconv::RunStats(vkconv::Recording&)>> recorded[] = {
-        {"backward_bias", [&](vkconv::Recording& r) { return vkconv::backward_bias(r, p, dy, db); }},
+    std::printf("\nHost time per recorded pass (10 recordings of 100 passes, each one submission)\n");
+    std::printf(header, "call", "median us", "p10 us", "p90 us", "objects");
+    const std::pair<const char*, std::function<void(vkconv::Recording&)>> recorded[] = {
+        {"backward_bias", [&](vkconv::Recording& r) { vkconv::backward_bias(r, p, dy, db); }},
         {"forward direct",
-         [&](vkconv::Recording& r) { return vkconv::forward(r, p, x, w, &db, y, vkconv::Algorithm::Direct); }},
+         [&](vkconv::Recording& r) { vkconv::forward(r, p, x, w, &db, y, vkconv::Algorithm::Direct); }},
     };
     for (const auto& [name, call] : recorded) {
         std::vector<double> us;
@@ -260,18 +268,11 @@ void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_row
             for (int i = 0; i < 100; ++i) {
                 const auto start = std::chrono::steady_clock::now();
                 call(recording);
-                us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+                us.push_back(microseconds_since(start));
             }
             recording.submit().wait();
         }
-        const uint64_t created = vkconv::testing::vulkan_objects_created(context) - objects;
-        std::sort(us.begin(), us.end());
-        std::printf("%-28s %10.1f %10.1f %10.1f %8llu\n", name, us[500], us[100], us[900],
-                    static_cast<unsigned long long>(created));
-        JsonObject row;
-        row.add("kind", "host_recorded").add("call", name).add("median_us", us[500]).add("p10_us", us[100]);
-        row.add("p90_us", us[900]).add("objects_created", static_cast<int64_t>(created));
-        json_rows.push_back(row.str());
+        host_time_row("host_recorded", name, us, vkconv::testing::vulkan_objects_created(context) - objects, json_rows);
     }
 }
 

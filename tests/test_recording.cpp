@@ -5,22 +5,13 @@
 #include <limits>
 
 #include "conv_cases.hpp"
+#include "test_util.hpp"
 #include "vkconv/testing.hpp"
 
 namespace {
 
 using vkconv::Algorithm;
 using vkconv::ConvProblem;
-
-std::vector<float> abs_of(std::span<const float> values) {
-    std::vector<float> out(values.begin(), values.end());
-    for (float& v : out) v = std::fabs(v);
-    return out;
-}
-
-std::vector<float> poison(int64_t count) {
-    return std::vector<float>(size_t(count), std::numeric_limits<float>::quiet_NaN());
-}
 
 bool all_nan(const std::vector<float>& values) {
     for (float v : values)
@@ -47,7 +38,7 @@ struct Step {
           dw(context, p.filter_shape()),
           db(context, p.bias_shape()) {}
     void poison_outputs() {
-        for (vkconv::Tensor* t : {&y, &dx, &dw, &db}) t->upload(poison(t->elements()));
+        for (vkconv::Tensor* t : {&y, &dx, &dw, &db}) t->upload(vkt::poison(t->elements()));
     }
     void record(vkconv::Recording& recording, Algorithm algorithm, const vkconv::PassOptions& options = {}) {
         vkconv::forward(recording, p, tx, tw, &tb, y, algorithm, options);
@@ -55,18 +46,18 @@ struct Step {
     }
     void check(const std::string& what) const {
         const auto y_ref = vkconv::reference::forward(p, x, w, b);
-        const auto y_mag = vkconv::reference::forward(p, abs_of(x), abs_of(w), abs_of(b));
+        const auto y_mag = vkconv::reference::forward(p, vkt::absolute(x), vkt::absolute(w), vkt::absolute(b));
         const auto gpu_y = y.download();
         vkt::check_close(gpu_y, y_ref, y_mag, p.C / p.groups * p.R * p.S + 1, what + ": forward");
         // The backward passes took the GPU's y as dy: the reference takes the same values.
         const auto dx_ref = vkconv::reference::backward_data(p, gpu_y, w);
-        const auto dx_mag = vkconv::reference::backward_data(p, abs_of(gpu_y), abs_of(w));
+        const auto dx_mag = vkconv::reference::backward_data(p, vkt::absolute(gpu_y), vkt::absolute(w));
         vkt::check_close(dx.download(), dx_ref, dx_mag, p.K / p.groups * p.R * p.S, what + ": backward-data");
         const auto dw_ref = vkconv::reference::backward_filter(p, x, gpu_y);
-        const auto dw_mag = vkconv::reference::backward_filter(p, abs_of(x), abs_of(gpu_y));
+        const auto dw_mag = vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(gpu_y));
         vkt::check_close(dw.download(), dw_ref, dw_mag, p.N * p.P() * p.Q(), what + ": backward-filter");
         const auto db_ref = vkconv::reference::backward_bias(p, gpu_y);
-        const auto db_mag = vkconv::reference::backward_bias(p, abs_of(gpu_y));
+        const auto db_mag = vkconv::reference::backward_bias(p, vkt::absolute(gpu_y));
         vkt::check_close(db.download(), db_ref, db_mag, p.N * p.P() * p.Q(), what + ": backward-bias");
     }
 };
@@ -172,11 +163,11 @@ TEST_CASE("gemm and backward-bias record too", "[recording]") {
     const auto a = vkt::random_values(size_t(M * K), 21), b = vkt::random_values(size_t(K * N), 22);
     auto ta = vkconv::Tensor::from_host(*context, {M, K}, a);
     auto tb = vkconv::Tensor::from_host(*context, {K, N}, b);
-    auto tc = vkconv::Tensor::from_host(*context, {M, N}, poison(M * N));
+    auto tc = vkconv::Tensor::from_host(*context, {M, N}, vkt::poison(M * N));
     const ConvProblem p = step_problem();
     const auto dy = vkt::random_values(size_t(p.output_elements()), 23);
     auto tdy = vkconv::Tensor::from_host(*context, p.output_shape(), dy);
-    auto db = vkconv::Tensor::from_host(*context, p.bias_shape(), poison(p.K));
+    auto db = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::poison(p.K));
     vkconv::Recording recording(*context);
     const auto g = vkconv::gemm(recording, ta, tb, tc);
     CHECK(g.dispatches >= 1);
@@ -196,7 +187,7 @@ TEST_CASE("gemm and backward-bias record too", "[recording]") {
             REQUIRE(std::fabs(c[size_t(m * N + n)] - sum) <= (K + 2) * std::ldexp(1.0, -24) * mag + 1e-30);
         }
     const auto db_ref = vkconv::reference::backward_bias(p, dy);
-    const auto db_mag = vkconv::reference::backward_bias(p, abs_of(dy));
+    const auto db_mag = vkconv::reference::backward_bias(p, vkt::absolute(dy));
     vkt::check_close(db.download(), db_ref, db_mag, p.N * p.P() * p.Q(), "recorded backward-bias");
 }
 

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,7 +88,7 @@ inline void write_bytes(const std::filesystem::path& path, const std::string& by
 }
 
 // |v| of every value: the reference run on these gives the magnitudes check_close bounds errors by.
-inline std::vector<float> absolute(const std::vector<float>& values) {
+inline std::vector<float> absolute(std::span<const float> values) {
     std::vector<float> out(values.size());
     std::transform(values.begin(), values.end(), out.begin(), [](float v) { return std::fabs(v); });
     return out;

@@ -6,6 +6,7 @@
 
 #include "conv_cases.hpp"
 #include "interop/app_vulkan.hpp"
+#include "test_util.hpp"
 #include "vkconv/testing.hpp"
 #include "vkconv/vkconv.hpp"
 
@@ -14,16 +15,6 @@ namespace {
 using vkconv::Algorithm;
 using vkconv::ConvProblem;
 using vkt::AppVulkan;
-
-std::vector<float> abs_of(std::span<const float> values) {
-    std::vector<float> out(values.begin(), values.end());
-    for (float& v : out) v = std::fabs(v);
-    return out;
-}
-
-std::vector<float> poison(int64_t count) {
-    return std::vector<float>(size_t(count), std::numeric_limits<float>::quiet_NaN());
-}
 
 vkconv::ContextOptions external_options() {
     vkconv::ContextOptions options = vkt::test_options();
@@ -40,16 +31,17 @@ void check_step(const ConvProblem& p, const std::vector<float>& x, const std::ve
                 const std::vector<float>& dx, const std::vector<float>& dw, const std::vector<float>& db,
                 const std::string& what) {
     vkt::check_close(y, vkconv::reference::forward(p, x, w, b),
-                     vkconv::reference::forward(p, abs_of(x), abs_of(w), abs_of(b)), p.C * p.R * p.S + 1,
-                     what + ": forward");
+                     vkconv::reference::forward(p, vkt::absolute(x), vkt::absolute(w), vkt::absolute(b)),
+                     p.C * p.R * p.S + 1, what + ": forward");
     vkt::check_close(dx, vkconv::reference::backward_data(p, dy, w),
-                     vkconv::reference::backward_data(p, abs_of(dy), abs_of(w)), p.K * p.R * p.S,
+                     vkconv::reference::backward_data(p, vkt::absolute(dy), vkt::absolute(w)), p.K * p.R * p.S,
                      what + ": backward-data");
     vkt::check_close(dw, vkconv::reference::backward_filter(p, x, dy),
-                     vkconv::reference::backward_filter(p, abs_of(x), abs_of(dy)), p.N * p.P() * p.Q(),
+                     vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(dy)), p.N * p.P() * p.Q(),
                      what + ": backward-filter");
-    vkt::check_close(db, vkconv::reference::backward_bias(p, dy), vkconv::reference::backward_bias(p, abs_of(dy)),
-                     p.N * p.P() * p.Q(), what + ": backward-bias");
+    vkt::check_close(db, vkconv::reference::backward_bias(p, dy),
+                     vkconv::reference::backward_bias(p, vkt::absolute(dy)), p.N * p.P() * p.Q(),
+                     what + ": backward-bias");
 }
 
 }  // namespace
@@ -73,14 +65,14 @@ TEST_CASE("a forward and a backward step recorded into the application's command
         return buffer;
     };
     auto bx = make(x), bw = make(w), bb = make(b), bdy = make(dy);
-    auto by = make(poison(p.output_elements())), bdx = make(poison(p.input_elements()));
-    auto bdw = make(poison(p.filter_elements())), bdb = make(poison(p.K));
-    auto copy_of_y = make(poison(p.output_elements()));
+    auto by = make(vkt::poison(p.output_elements())), bdx = make(vkt::poison(p.input_elements()));
+    auto bdw = make(vkt::poison(p.filter_elements())), bdb = make(vkt::poison(p.K));
+    auto copy_of_y = make(vkt::poison(p.output_elements()));
     for (int round = 0; round < 6; ++round) {
         const Algorithm algorithm = std::array{Algorithm::Im2col, Algorithm::Mec, Algorithm::Direct}[round / 2];
         const std::string what = std::string("application command buffer, ") + vkconv::to_string(algorithm);
         for (auto* buffer : {&by, &bdx, &bdw, &bdb, &copy_of_y})
-            app->upload(*buffer, 0, poison(int64_t(buffer->size / 4)));
+            app->upload(*buffer, 0, vkt::poison(int64_t(buffer->size / 4)));
         {
             auto wrap = [&](const AppVulkan::Buffer& buffer, const vkconv::Shape& shape) {
                 return vkconv::wrap_buffer(context, app->range(buffer, 0, buffer.size), shape);
@@ -131,7 +123,7 @@ TEST_CASE("vkconv's submissions wait for the application's semaphore and signal 
     auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
     auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
     auto tb = vkconv::Tensor::from_host(context, p.bias_shape(), b);
-    auto ty = vkconv::Tensor::from_host(context, p.output_shape(), poison(p.output_elements()));
+    auto ty = vkconv::Tensor::from_host(context, p.output_shape(), vkt::poison(p.output_elements()));
 
     // The application signals a binary semaphore from its own (empty) submission.
     VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
@@ -162,8 +154,8 @@ TEST_CASE("vkconv's submissions wait for the application's semaphore and signal 
     }
     submission.wait();
     vkt::check_close(ty.download(), vkconv::reference::forward(p, x, w, b),
-                     vkconv::reference::forward(p, abs_of(x), abs_of(w), abs_of(b)), p.C * p.R * p.S + 1,
-                     "after the application's semaphore");
+                     vkconv::reference::forward(p, vkt::absolute(x), vkt::absolute(w), vkt::absolute(b)),
+                     p.C * p.R * p.S + 1, "after the application's semaphore");
     vkDestroySemaphore(app->device, ready, nullptr);
     // Errors: a null semaphore, and waits on a recording the application submits.
     vkconv::Recording another(context);

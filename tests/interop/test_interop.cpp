@@ -8,6 +8,7 @@
 
 #include "conv_cases.hpp"
 #include "interop/app_vulkan.hpp"
+#include "test_util.hpp"
 #include "vkconv/testing.hpp"
 #include "vkconv/vkconv.hpp"
 
@@ -16,14 +17,6 @@ namespace {
 using vkconv::Algorithm;
 using vkconv::ConvProblem;
 using vkt::AppVulkan;
-
-const float kPoison = std::numeric_limits<float>::quiet_NaN();
-
-std::vector<float> abs_of(std::span<const float> values) {
-    std::vector<float> out(values.begin(), values.end());
-    for (float& v : out) v = std::fabs(v);
-    return out;
-}
 
 // The layer every case uses: odd sizes, stride, padding, a bias.
 ConvProblem layer() {
@@ -41,27 +34,23 @@ struct LayerData {
 
     void check_forward(std::span<const float> y, const std::string& what) const {
         const auto ref = vkconv::reference::forward(p, x, w, b);
-        const auto mag = vkconv::reference::forward(p, abs_of(x), abs_of(w), abs_of(b));
+        const auto mag = vkconv::reference::forward(p, vkt::absolute(x), vkt::absolute(w), vkt::absolute(b));
         vkt::check_close(y, ref, mag, p.C / p.groups * p.R * p.S + 1, what + ": forward");
     }
     // Backward results for `grad_output` (dy, or a forward's y).
     void check_backward(std::span<const float> grad_output, std::span<const float> dx, std::span<const float> dw,
                         std::span<const float> db, const std::string& what) const {
         const auto dx_ref = vkconv::reference::backward_data(p, grad_output, w);
-        const auto dx_mag = vkconv::reference::backward_data(p, abs_of(grad_output), abs_of(w));
+        const auto dx_mag = vkconv::reference::backward_data(p, vkt::absolute(grad_output), vkt::absolute(w));
         vkt::check_close(dx, dx_ref, dx_mag, p.K / p.groups * p.R * p.S, what + ": backward-data");
         const auto dw_ref = vkconv::reference::backward_filter(p, x, grad_output);
-        const auto dw_mag = vkconv::reference::backward_filter(p, abs_of(x), abs_of(grad_output));
+        const auto dw_mag = vkconv::reference::backward_filter(p, vkt::absolute(x), vkt::absolute(grad_output));
         vkt::check_close(dw, dw_ref, dw_mag, p.N * p.P() * p.Q(), what + ": backward-filter");
         const auto db_ref = vkconv::reference::backward_bias(p, grad_output);
-        const auto db_mag = vkconv::reference::backward_bias(p, abs_of(grad_output));
+        const auto db_mag = vkconv::reference::backward_bias(p, vkt::absolute(grad_output));
         vkt::check_close(db, db_ref, db_mag, p.N * p.P() * p.Q(), what + ": backward-bias");
     }
 };
-
-std::vector<float> poison(size_t count) {
-    return std::vector<float>(count, kPoison);
-}
 
 // The application's instance has the validation layer (AppVulkan): vkconv's option does not apply.
 vkconv::ContextOptions external_options() {
@@ -95,10 +84,10 @@ TEST_CASE("a context on the application's device runs every pass and leaves the 
             auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), d.w);
             auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), d.b);
             auto dy = vkconv::Tensor::from_host(*context, p.output_shape(), d.dy);
-            auto y = vkconv::Tensor::from_host(*context, p.output_shape(), poison(size_t(p.output_elements())));
-            auto dx = vkconv::Tensor::from_host(*context, p.input_shape(), poison(size_t(p.input_elements())));
-            auto dw = vkconv::Tensor::from_host(*context, p.filter_shape(), poison(size_t(p.filter_elements())));
-            auto db = vkconv::Tensor::from_host(*context, p.bias_shape(), poison(size_t(p.K)));
+            auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(p.output_elements()));
+            auto dx = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::poison(p.input_elements()));
+            auto dw = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::poison(p.filter_elements()));
+            auto db = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::poison(p.K));
             vkconv::forward(*context, p, x, w, &b, y, algorithm);
             vkconv::backward_data(*context, p, dy, w, dx, algorithm);
             vkconv::backward_filter(*context, p, x, dy, dw, &db, algorithm);
@@ -181,7 +170,7 @@ TEST_CASE("tensors over the application's buffers: no copy, no pool memory, view
 
         for (Algorithm algorithm : vkt::algorithms_for(p)) {
             const std::string what = std::string("wrapped, ") + vkconv::to_string(algorithm);
-            app->upload(buffer, y_at, poison(size_t(p.output_elements())));
+            app->upload(buffer, y_at, vkt::poison(p.output_elements()));
             const auto stats = vkconv::forward(*context, p, x, w, &b, y, algorithm);
             CHECK(stats.operand_bytes >=
                   uint64_t(4 * (p.input_elements() + p.filter_elements() + p.K + p.output_elements())));
@@ -191,12 +180,12 @@ TEST_CASE("tensors over the application's buffers: no copy, no pool memory, view
         // A view of a wrapped tensor: image 1 alone, into the second half of y.
         ConvProblem one = p;
         one.N = 1;
-        app->upload(buffer, y_at, poison(size_t(p.output_elements())));
+        app->upload(buffer, y_at, vkt::poison(p.output_elements()));
         auto y1 = y.images(1, 1);
         vkconv::forward(*context, one, x.images(1, 1), w, &b, y1, Algorithm::Im2col);
         const auto all = app->download(buffer, y_at, size_t(p.output_elements()));
         const auto ref = vkconv::reference::forward(p, d.x, d.w, d.b);
-        const auto mag = vkconv::reference::forward(p, abs_of(d.x), abs_of(d.w), abs_of(d.b));
+        const auto mag = vkconv::reference::forward(p, vkt::absolute(d.x), vkt::absolute(d.w), vkt::absolute(d.b));
         const size_t half = size_t(p.output_elements() / 2);
         for (size_t i = 0; i < half; ++i) REQUIRE(std::isnan(all[i]));  // image 0 is not written
         vkt::check_close(std::span(all).subspan(half), std::span(ref).subspan(half), std::span(mag).subspan(half),
@@ -276,7 +265,7 @@ TEST_CASE("a workspace the caller provides: the pass allocates nothing and the p
                 vkconv::PassOptions options;
                 options.workspace = ws;
                 options.auto_choice = vkconv::AutoChoice::Heuristic;
-                for (auto* t : {&y, &dx, &dw, &db}) t->upload(poison(size_t(t->elements())));
+                for (auto* t : {&y, &dx, &dw, &db}) t->upload(vkt::poison(t->elements()));
                 const auto pool = context->pool_stats();
                 const auto f = vkconv::forward(*context, p, x, w, &b, y, algorithm, options);
                 const auto step = vkconv::layer_backward(*context, p, x, w, dy, dx, dw, &db, algorithm, options);
@@ -304,7 +293,7 @@ TEST_CASE("a workspace smaller than a pass needs makes it plan within it, or is 
     auto x = vkconv::Tensor::from_host(*context, p.input_shape(), d.x);
     auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), d.w);
     auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), d.b);
-    auto y = vkconv::Tensor::from_host(*context, p.output_shape(), poison(size_t(p.output_elements())));
+    auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(p.output_elements()));
     auto tiny = vkconv::Tensor(*context, {1});
     vkconv::PassOptions options;
     options.workspace = &tiny;
