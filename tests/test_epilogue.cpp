@@ -294,12 +294,12 @@ TEST_CASE("epilogue: chunks, bands, tiles and split reductions apply it exactly 
                                        .bias();
             for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise}) {
                 const ConvProblem& q = algorithm == Algorithm::Depthwise ? dw : p;
+                // 8 KiB binds one image of x or y (at most 7,392 bytes) but not three, nor one image's lowered
+                // matrix: chunks of one image (depthwise), bands of rows (im2col, MEC), never tiles.
                 std::vector<vkconv::PassOptions> limits(1);
-                if (algorithm == Algorithm::Depthwise) {
-                    limits[0].max_binding_bytes = 8192;  // one image (7,392 bytes) to a chunk
-                } else {
-                    limits[0].max_binding_bytes = 2048;  // less than one image's lowered matrix: bands of rows
-                    limits.emplace_back();               // half the workspace: chunks of fewer images
+                limits[0].max_binding_bytes = 8192;
+                if (algorithm != Algorithm::Depthwise) {
+                    limits.emplace_back();  // half the workspace: chunks of fewer images
                     limits[1].workspace_limit = vkconv::forward_workspace_bytes(*context, q, algorithm) / 2;
                 }
                 for (const vkconv::PassOptions& options : limits)
