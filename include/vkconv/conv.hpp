@@ -150,7 +150,8 @@ RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor&
 
 // y = activation(alpha * conv(x, w) + bias + beta * residual) (Epilogue above), in one pass like the plain
 // forward: the same algorithms, plans, workspace (workspace queries do not depend on the epilogue) and
-// RunStats. Error(InvalidArgument) naming the problem for an epilogue that breaks Epilogue's rules.
+// RunStats (operand_bytes also counts a residual of its own). Error(InvalidArgument) naming the problem for
+// an epilogue that breaks Epilogue's rules.
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm = Algorithm::Auto,
                  const PassOptions& options = {});
