@@ -121,6 +121,49 @@ vkconv::ContextOptions ConvOptions::context_options() const {
     return options;
 }
 
+void EpilogueOptions::add_to(CLI::App& command, const std::string& beta_help) {
+    command
+        .add_option("--activation", activation, "activation applied as y is written: none, relu, relu6 or leaky-relu")
+        ->check(CLI::IsMember({"none", "relu", "relu6", "leaky-relu"}, CLI::ignore_case))
+        ->capture_default_str();
+    command.add_option("--negative-slope", negative_slope, "leaky-relu's slope for negative values")
+        ->capture_default_str();
+    command.add_option("--alpha", alpha, "y = act(alpha * conv + bias + beta * z): alpha")->capture_default_str();
+    command.add_option("--beta", beta, beta_help)->capture_default_str();
+}
+
+void EpilogueOptions::check() const {
+    for (const auto& [value, option] :
+         {std::pair{alpha, "--alpha"}, {beta, "--beta"}, {negative_slope, "--negative-slope"}})
+        if (!std::isfinite(value))
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                std::string(option) + " must be a finite number, got " + number_text(value));
+}
+
+vkconv::Epilogue EpilogueOptions::epilogue(const vkconv::Tensor* residual) const {
+    vkconv::Epilogue e;
+    e.alpha = alpha;
+    e.beta = beta;
+    e.residual = residual;
+    e.activation = vkconv::parse_activation(activation);
+    e.negative_slope = negative_slope;
+    return e;
+}
+
+void EpilogueOptions::apply(std::vector<double>& conv, std::vector<double>& magnitude,
+                            const std::vector<float>& z) const {
+    const vkconv::Activation act = vkconv::parse_activation(activation);
+    for (size_t i = 0; i < conv.size(); ++i) {
+        const double residual = z.empty() ? 0.0 : double(beta) * z[i];
+        double v = double(alpha) * conv[i] + residual;
+        if (act == vkconv::Activation::ReLU) v = std::max(v, 0.0);
+        if (act == vkconv::Activation::ReLU6) v = std::min(std::max(v, 0.0), 6.0);
+        if (act == vkconv::Activation::LeakyReLU && v < 0) v *= double(negative_slope);
+        conv[i] = v;
+        magnitude[i] = std::fabs(double(alpha)) * magnitude[i] + std::fabs(residual);
+    }
+}
+
 void check_writable(const std::string& path, const std::string& option) {
     namespace fs = std::filesystem;
     const fs::path target(path);
@@ -171,6 +214,12 @@ void set_problem_sizes(vkconv::ConvProblem& p, const vkconv::Shape& input, const
                                 std::to_string(filter_channels) + " input channels per group, but " + input_name + " " +
                                 vkconv::shape_string(input) + " has C = " + std::to_string(p.C) + " with --groups " +
                                 std::to_string(p.groups) + " (expected " + std::to_string(p.C / p.groups) + ")");
+}
+
+std::string number_text(double value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", value);
+    return buf;
 }
 
 std::string json_quote(const std::string& text) {

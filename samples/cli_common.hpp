@@ -49,6 +49,26 @@ struct ConvOptions {
     vkconv::PassOptions forward_options(const vkconv::Context& context) const;
 };
 
+// The forward epilogue, y = act(alpha * conv + bias + beta * z) (vkconv::Epilogue): --activation,
+// --negative-slope, --alpha and --beta. Where z comes from is the command's (forward: --residual Z.npy; demo:
+// random values).
+struct EpilogueOptions {
+    std::string activation = "none";
+    float alpha = 1.0f, beta = 0.0f, negative_slope = 0.01f;
+
+    // `beta_help` says where the residual comes from.
+    void add_to(CLI::App& command, const std::string& beta_help);
+    // InvalidArgument naming the option for a value that is not finite.
+    void check() const;
+    bool has_residual() const { return beta != 0.0f; }
+    // The epilogue, reading `residual` (null: none).
+    vkconv::Epilogue epilogue(const vkconv::Tensor* residual) const;
+    // In double, for checks: each conv[i] (the reference without the bias) becomes
+    // act(alpha * conv[i] + beta * z[i]), and its magnitude |alpha| * magnitude[i] + |beta * z[i]| (the
+    // activation taken as the identity). `z` is empty without a residual.
+    void apply(std::vector<double>& conv, std::vector<double>& magnitude, const std::vector<float>& z) const;
+};
+
 // Fills the sizes of `p` from 4-D input and filter shapes in p.layout's order (N,C,H,W / K,C/G,R,S, or
 // N,H,W,C / K,R,S,C/G); InvalidArgument naming both shapes when the filter's channels per group do not
 // match the input's C and p.groups. The names say where the shapes came from ("--input 'x.npy'").
@@ -78,6 +98,9 @@ private:
 };
 
 std::string json_quote(const std::string& text);
+
+// A number as %g prints it (for messages).
+std::string number_text(double value);
 
 // Writes {"device": ..., <header fields>, "rows": [rows...]} to `path` (InvalidArgument naming `option` when
 // it cannot be written). `header` is a JsonObject's fields without braces, or empty.

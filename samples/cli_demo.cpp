@@ -31,6 +31,7 @@ struct DemoArgs {
     bool no_check = false;
     std::string algorithm = "auto";
     std::string device;
+    EpilogueOptions epilogue;  // the forward rows' (z: random values)
 };
 
 std::string human_bytes(uint64_t bytes) {
@@ -129,27 +130,34 @@ std::string shape_text(const vkconv::ConvProblem& p) {
 
 // One layer's forward pass into `output`, timed and checked where quick, as one row; returns whether it was
 // checked (its backward step is checked alike).
+// With --beta, the forward pass reads `z` through `residual` (the epilogue's; see --activation, --alpha).
 bool run_forward_row(vkconv::Context& context, const Layer& layer, const DemoArgs& args, vkconv::Algorithm algorithm,
                      const std::vector<float>& x, const std::vector<float>& w, const vkconv::Tensor& input,
-                     const vkconv::Tensor& filter, vkconv::Tensor& output, int& failures) {
+                     const vkconv::Tensor& filter, vkconv::Tensor& output, const std::vector<float>& z,
+                     const vkconv::Tensor& residual, int& failures) {
     const auto& p = layer.problem;
-    const uint64_t operands = input.bytes() + filter.bytes() + output.bytes();
+    const uint64_t operands =
+        input.bytes() + filter.bytes() + output.bytes() + (residual.empty() ? 0 : residual.bytes());
+    const vkconv::Epilogue epilogue = args.epilogue.epilogue(residual.empty() ? nullptr : &residual);
     std::vector<double> times;
     vkconv::RunStats stats;
-    vkconv::forward(context, p, input, filter, nullptr, output, algorithm);  // warm-up: pipeline creation
+    vkconv::forward(context, p, input, filter, nullptr, output, epilogue, algorithm);  // warm-up: pipelines
     for (int r = 0; r < args.repeat; ++r) {
-        stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
+        stats = vkconv::forward(context, p, input, filter, nullptr, output, epilogue, algorithm);
         times.push_back(stats.gpu_ms);
     }
     const double ms = median_ms(times);
     std::string check = "skipped";
     const double macs = p.forward_flops() / 2;
     const bool checked = !args.no_check && macs <= kCheckLimitMacs;
-    if (checked)
-        check = check_text(error_over_bound(output.download(), vkconv::reference::forward(p, x, w),
-                                            vkconv::reference::forward(p, absolute(x), absolute(w)),
-                                            p.channels_per_group() * p.R * p.S),
-                           failures);
+    if (checked) {
+        auto expected = vkconv::reference::forward(p, x, w);
+        auto magnitude = vkconv::reference::forward(p, absolute(x), absolute(w));
+        args.epilogue.apply(expected, magnitude, z);
+        // (The epilogue's roundings: alpha's product and the residual's term.)
+        check = check_text(
+            error_over_bound(output.download(), expected, magnitude, p.channels_per_group() * p.R * p.S + 3), failures);
+    }
     const std::string shape = shape_text(p);
     std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", layer.name.c_str(), shape.c_str(),
                 vkconv::to_string(stats.algorithm), ms, p.forward_flops() / (ms * 1e6), human_bytes(operands).c_str(),
@@ -210,8 +218,14 @@ void run_layer(vkconv::Context& context, const Layer& layer, const DemoArgs& arg
     const auto w = random_values(p.filter_elements(), seed++);
     auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
     auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-    vkconv::Tensor output(context, p.output_shape());
-    const bool checked = run_forward_row(context, layer, args, algorithm, x, w, input, filter, output, failures);
+    vkconv::Tensor output(context, p.output_shape()), residual;
+    std::vector<float> z;
+    if (args.epilogue.has_residual()) {
+        z = random_values(p.output_elements(), seed++);
+        residual = vkconv::Tensor::from_host(context, p.output_shape(), z);
+    }
+    const bool checked =
+        run_forward_row(context, layer, args, algorithm, x, w, input, filter, output, z, residual, failures);
     run_backward_row(context, layer, args, algorithm, x, w, input, filter, checked, seed, failures);
 }
 
@@ -232,6 +246,7 @@ void print_summary(const vkconv::Context& context, const DemoArgs& args, vkconv:
 int run_demo(const DemoArgs& args) {
     const std::vector<Layer> chosen = choose_layers(args);
     if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
+    args.epilogue.check();
     const auto algorithm = vkconv::parse_algorithm(args.algorithm);
 
     vkconv::ContextOptions options;
@@ -271,6 +286,8 @@ Action add_demo_command(CLI::App& root) {
     command->add_option("--algo", args->algorithm, "algorithm: auto, direct, im2col, mec or depthwise")
         ->capture_default_str();
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
+    args->epilogue.add_to(*command,
+                          "forward rows: y = act(alpha * conv + beta * z): beta, with z random values of y's shape");
     return [args] { return run_demo(*args); };
 }
 

@@ -1,4 +1,5 @@
-// vkconv forward: y = conv(x, w) (+ b) from .npy files.
+// vkconv forward: y = conv(x, w) (+ b) from .npy files, optionally through the fused epilogue
+// y = act(alpha * conv(x, w) + b + beta * z) with z from --residual.
 #include <cstdio>
 
 #include "cli_common.hpp"
@@ -8,8 +9,9 @@ namespace vkconv_cli {
 namespace {
 
 struct ForwardArgs {
-    std::string input, weight, bias, output;
+    std::string input, weight, bias, output, residual;
     ConvOptions conv;
+    EpilogueOptions epilogue;
 };
 
 vkconv::Error bad(const std::string& message) {
@@ -37,22 +39,44 @@ vkconv::ConvProblem problem_from(const ForwardArgs& args, const vkconv::NpyArray
     return p;
 }
 
+// The residual for --beta, of the output's shape; InvalidArgument naming the options when --beta and
+// --residual do not come together.
+vkconv::NpyArray read_residual(const ForwardArgs& args, const vkconv::ConvProblem& p) {
+    const bool beta = args.epilogue.has_residual();
+    if (beta && args.residual.empty())
+        throw bad("--beta " + number_text(args.epilogue.beta) +
+                  " scales a residual: give it with --residual Z.npy (the output's shape)");
+    if (!beta && !args.residual.empty())
+        throw bad("--residual '" + args.residual + "' is read only with a nonzero --beta (it is 0)");
+    vkconv::NpyArray z;
+    if (!beta) return z;
+    z = vkconv::read_npy(args.residual);
+    if (z.shape != p.output_shape())
+        throw bad("--residual '" + args.residual + "' has shape " + vkconv::shape_string(z.shape) +
+                  "; expected the output's shape " + vkconv::shape_string(p.output_shape()));
+    return z;
+}
+
 int run_forward(const ForwardArgs& args) {
     check_writable(args.output, "--output");
     const auto algorithm = vkconv::parse_algorithm(args.conv.algorithm);
+    args.epilogue.check();
     const auto x = vkconv::read_npy(args.input);
     const auto w = vkconv::read_npy(args.weight);
     vkconv::NpyArray b;
     if (!args.bias.empty()) b = vkconv::read_npy(args.bias);
     const auto problem = problem_from(args, x, w, args.bias.empty() ? nullptr : &b);
+    const auto z = read_residual(args, problem);
 
     vkconv::Context context(args.conv.context_options());
     auto input = vkconv::Tensor::from_host(context, problem.input_shape(), x.data);
     auto filter = vkconv::Tensor::from_host(context, problem.filter_shape(), w.data);
     vkconv::Tensor bias;
     if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
-    vkconv::Tensor output(context, problem.output_shape());
+    vkconv::Tensor output(context, problem.output_shape()), residual;
+    if (args.epilogue.has_residual()) residual = vkconv::Tensor::from_host(context, problem.output_shape(), z.data);
     const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
+                                       args.epilogue.epilogue(args.epilogue.has_residual() ? &residual : nullptr),
                                        algorithm, args.conv.forward_options(context));
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
 
@@ -79,7 +103,9 @@ Action add_forward_command(CLI::App& root) {
     command->add_option("--weight", args->weight, "filter W.npy (K,C/G,R,S or K,R,S,C/G)")->required();
     command->add_option("--bias", args->bias, "optional bias B.npy (K)");
     command->add_option("--output", args->output, "output Y.npy, written only on success")->required();
+    command->add_option("--residual", args->residual, "residual Z.npy (the output's shape) that --beta scales");
     args->conv.add_to(*command);
+    args->epilogue.add_to(*command, "y = act(alpha * conv + bias + beta * z): beta, with z from --residual");
     return [args] { return run_forward(*args); };
 }
 

@@ -301,6 +301,24 @@ std::vector<BadCase> bad_cases() {
         {"unknown --algo", {"algorithm", "winograd"}, extra({"--algo", "winograd"})},
         {"unknown --mec-schedule", {"--mec-schedule"}, extra({"--mec-schedule", "c"})},
         {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
+        {"unknown --activation", {"--activation", "gelu"}, extra({"--activation", "gelu"})},
+        {"--alpha nan", {"--alpha", "finite"}, extra({"--alpha", "nan"})},
+        {"--negative-slope inf", {"--negative-slope", "finite"}, extra({"--negative-slope", "inf"})},
+        {"--beta without --residual", {"--beta 0.5", "--residual"}, extra({"--beta", "0.5"})},
+        {"--residual without --beta",
+         {"--residual", "--beta"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             vkconv::write_npy(dir.file("z.npy"), {1, 2, 4, 4}, std::vector<float>(32, 1.0f));
+             return with(args, {"--residual", dir.file("z.npy")});
+         }},
+        {"--residual of the wrong shape",
+         {"--residual", "[1, 2, 4, 5]", "[1, 2, 4, 4]"},
+         [](const TempDir& dir) {
+             auto args = valid_setup(dir);
+             vkconv::write_npy(dir.file("z.npy"), {1, 2, 4, 5}, std::vector<float>(40, 1.0f));
+             return with(args, {"--residual", dir.file("z.npy"), "--beta", "1"});
+         }},
         {"--output in a missing directory",
          {"--output", "does not exist"},
          [](const TempDir& dir) {
@@ -424,6 +442,73 @@ TEST_CASE("cli: forward writes the reference result", "[cli][gpu]") {
         REQUIRE(r.code == 0);
         check_output(dir, c.problem, operands, c.name);
     }
+}
+
+TEST_CASE("cli: forward applies --activation, --alpha and --beta with --residual", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const vkconv::ConvProblem p = vkt::problem().batch(2).channels(3).image(7, 6).filters(4).kernel(3, 3).pad(1).bias();
+    struct Case {
+        std::string activation;
+        float alpha, beta, slope;
+        const char* algorithm;
+    };
+    uint32_t seed = 900;
+    for (const Case& c : {Case{"relu", 1.5f, 0.5f, 0.01f, "direct"}, Case{"leaky-relu", -0.75f, 2.0f, 0.2f, "im2col"},
+                          Case{"relu6", 4.0f, 0.0f, 0.01f, "mec"}, Case{"none", 2.0f, -1.0f, 0.01f, "auto"}}) {
+        INFO(c.activation << " alpha " << c.alpha << " beta " << c.beta << " " << c.algorithm);
+        TempDir dir;
+        const auto o = write_operands(dir, p, seed += 10);
+        const auto z = vkt::random_values(p.output_elements(), seed + 5);
+        vkconv::write_npy(dir.file("z.npy"), p.output_shape(), z);
+        Args args = with(forward_args(dir, p),
+                         {"--padding", "1", "--algo", c.algorithm, "--activation", c.activation, "--alpha",
+                          std::to_string(c.alpha), "--negative-slope", std::to_string(c.slope)});
+        if (c.beta != 0) args = with(args, {"--beta", std::to_string(c.beta), "--residual", dir.file("z.npy")});
+        const auto r = run_cli(dir, args);
+        check_success(r);
+        INFO(r.describe());
+        REQUIRE(r.code == 0);
+        // The reference with the epilogue applied in double (NCHW: channel k of value i is i / (P*Q) % K).
+        auto abs_of = [](std::vector<float> v) {
+            for (float& f : v) f = std::fabs(f);
+            return v;
+        };
+        auto plain = p;
+        plain.has_bias = false;
+        const auto conv = vkconv::reference::forward(plain, o.x, o.w);
+        const auto magnitude = vkconv::reference::forward(plain, abs_of(o.x), abs_of(o.w));
+        const auto activation = vkconv::parse_activation(c.activation);
+        std::vector<double> expected(conv.size()), bound(conv.size());
+        for (size_t i = 0; i < conv.size(); ++i) {
+            const double bias = o.b[i / size_t(p.P() * p.Q()) % size_t(p.K)];
+            const double residual = c.beta != 0 ? double(c.beta) * z[i] : 0.0;
+            double v = double(c.alpha) * conv[i] + bias + residual;
+            if (activation == vkconv::Activation::ReLU) v = std::max(v, 0.0);
+            if (activation == vkconv::Activation::ReLU6) v = std::min(std::max(v, 0.0), 6.0);
+            if (activation == vkconv::Activation::LeakyReLU && v < 0) v *= double(c.slope);
+            expected[i] = v;
+            bound[i] = std::fabs(double(c.alpha)) * magnitude[i] + std::fabs(bias) + std::fabs(residual);
+        }
+        const auto y = vkconv::read_npy(dir.file("y.npy"));
+        vkt::check_close(y.data, expected, bound, p.channels_per_group() * p.R * p.S + 3, "forward with an epilogue");
+    }
+}
+
+TEST_CASE("cli: demo checks its forward rows with an epilogue and a random residual", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    const auto r = run_cli(dir, {"demo", "--layer", "cv12", "--repeat", "1", "--algo", "im2col", "--activation",
+                                 "leaky-relu", "--negative-slope", "0.1", "--alpha", "0.5", "--beta", "2"});
+    check_success(r);
+    INFO(r.describe());
+    const auto lines = lines_of(r.out);
+    const auto row =
+        std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("cv12 ", 0) == 0; });
+    REQUIRE(row != lines.end());
+    CHECK_THAT(*row, Catch::Contains(" ok "));
+    const auto bad = run_cli(dir, {"demo", "--layer", "cv12", "--alpha", "inf"});
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--alpha") && Catch::Contains("finite"));
 }
 
 TEST_CASE("cli: forward --stats prints one JSON object with exact memory", "[cli][gpu]") {

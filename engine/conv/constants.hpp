@@ -26,7 +26,7 @@ void set_geometry(Specialization<Shader>& spec, const ConvProblem& p) {
         .set(Id::NHWC, p.layout == Layout::NHWC);
 }
 
-// Push constants of the direct forward and backward shaders (the dispatch slice is filled per dispatch).
+// Push constants of the direct backward shaders (the dispatch slice is filled per dispatch).
 struct DirectSizes {
     uint32_t N, C, H, W, K, P, Q;
     uint32_t channels_per_group, filters_per_group;
@@ -35,19 +35,32 @@ struct DirectSizes {
     uint32_t base, count;
 };
 
-VKCONV_PUSH_SIZE(DirectSizes, conv2d_direct)
-VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, channels_per_group)
-VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, reduce_begin)
-VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, accumulate)
-VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, first0)
-VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, first3)
-VKCONV_PUSH_MEMBER(DirectSizes, conv2d_direct, base)
 VKCONV_PUSH_SIZE(DirectSizes, conv2d_backward_data_direct)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_data_direct, reduce_begin)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_data_direct, first2)
 VKCONV_PUSH_SIZE(DirectSizes, conv2d_backward_filter_direct)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_filter_direct, reduce_begin)
 VKCONV_PUSH_MEMBER(DirectSizes, conv2d_backward_filter_direct, first2)
+
+// Push constants of the direct forward shader: the sizes, with the epilogue's numbers before the dispatch slice.
+struct DirectForwardPush {
+    uint32_t N, C, H, W, K, P, Q;
+    uint32_t channels_per_group, filters_per_group;
+    uint32_t reduce_begin, reduce_end, accumulate;
+    uint32_t first0 = 0, first1 = 0, first2 = 0, first3 = 0, first4 = 0;  // first4: the residual's element 0
+    float alpha = 1.0f, beta = 0.0f, negative_slope = 0.0f;
+    uint32_t base, count;
+};
+VKCONV_PUSH_SIZE(DirectForwardPush, conv2d_direct)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, channels_per_group)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, reduce_begin)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, accumulate)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, first0)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, first3)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, first4)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, alpha)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, negative_slope)
+VKCONV_PUSH_MEMBER(DirectForwardPush, conv2d_direct, base)
 
 inline DirectSizes direct_sizes(const ConvProblem& p) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };

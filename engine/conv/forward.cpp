@@ -95,8 +95,8 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
 namespace {
 
 RunStats forward_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem, const Tensor& input,
-                    const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
-                    const PassOptions& options) {
+                    const Tensor& filter, const Tensor* bias, Tensor& output, const Epilogue& epilogue,
+                    Algorithm algorithm, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
@@ -111,14 +111,17 @@ RunStats forward_to(Context& context, const detail::PassTarget& target, const Co
         throw Error(ErrorCategory::InvalidArgument, "a bias tensor was given but the problem has has_bias = false");
     if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
-    detail::check_workspace(options, {&input, &filter, bias, &output});
+    ops.epilogue = detail::fused_epilogue(impl, problem, epilogue, input, filter, bias, output);
+    const Tensor* residual = epilogue.residual;
+    detail::check_workspace(options, {&input, &filter, bias, &output, residual});
     const PassOptions planning = detail::planning_options(impl, options);
 
     const detail::PassPlan plan = detail::plan_call(context, problem, Pass::Forward, algorithm, planning).value();
-    RunStats stats =
-        plan.planned_stats(problem, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
+    RunStats stats = plan.planned_stats(
+        problem, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output, &ops.epilogue.residual}));
     if (target.recording)
-        for (const Tensor* t : {&input, &filter, bias, static_cast<const Tensor*>(&output), options.workspace})
+        for (const Tensor* t :
+             {&input, &filter, bias, static_cast<const Tensor*>(&output), residual, options.workspace})
             target.recording->keep(t);
     detail::run_pass(impl, stats, plan.slots(), target,
                      [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
@@ -131,14 +134,28 @@ RunStats forward_to(Context& context, const detail::PassTarget& target, const Co
 
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
-    return forward_to(context, {nullptr, options.workspace}, problem, input, filter, bias, output, algorithm, options);
+    return forward(context, problem, input, filter, bias, output, Epilogue{}, algorithm, options);
 }
 
 RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
+    return forward(recording, problem, input, filter, bias, output, Epilogue{}, algorithm, options);
+}
+
+RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
+                 const PassOptions& options) {
+    return forward_to(context, {nullptr, options.workspace}, problem, input, filter, bias, output, epilogue, algorithm,
+                      options);
+}
+
+RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
+                 const PassOptions& options) {
     detail::RecordingState& state = detail::recording_state(recording);
     Context context = detail::Access::context(state.context);
-    return forward_to(context, {&state, options.workspace}, problem, input, filter, bias, output, algorithm, options);
+    return forward_to(context, {&state, options.workspace}, problem, input, filter, bias, output, epilogue, algorithm,
+                      options);
 }
 
 }  // namespace vkconv

@@ -6,14 +6,19 @@
 //   backward-data    output dy, filter w                input dx
 //   backward-filter  input x, output dy                 filter dw, bias db (when asked for)
 //   backward-bias    output dy                          bias db
+//
+// Forward also carries its epilogue (conv/epilogue.hpp), with the residual z it may read; the backward
+// passes leave it at its default, which changes nothing.
 #pragma once
 
 #include "context/operands.hpp"
+#include "conv/epilogue.hpp"
 
 namespace vkconv::detail {
 
 struct ConvOperands {
     Operand input, filter, bias, output;  // bias empty when the pass has none
+    FusedEpilogue epilogue;               // forward: applied where y is written
     Window bias_or(const Operand& stand_in) const { return bias ? bias.whole() : stand_in.whole(); }
 };
 

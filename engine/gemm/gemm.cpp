@@ -19,6 +19,8 @@ struct GemmPush {
     uint32_t a_m_segment, a_m_segment_stride;
     float alpha, beta;
     uint32_t bias_offset;
+    float negative_slope;
+    uint32_t residual_shift;
 };
 VKCONV_PUSH_SIZE(GemmPush, gemm_registers)
 VKCONV_PUSH_SIZE(GemmPush, gemm_shared)
@@ -30,6 +32,7 @@ VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, a_k_segment)
 VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, a_m_segment)
 VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, alpha)
 VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, bias_offset)
+VKCONV_PUSH_MEMBER(GemmPush, gemm_registers, residual_shift)
 
 // One id map for both kernels: what they share (gemm_common.glsl) has the same id in each.
 #define VKCONV_SAME_GEMM_ID(name) \
@@ -41,9 +44,11 @@ VKCONV_SAME_GEMM_ID(TN)
 VKCONV_SAME_GEMM_ID(HAS_BIAS)
 VKCONV_SAME_GEMM_ID(K_SEGMENTED)
 VKCONV_SAME_GEMM_ID(M_SEGMENTED)
+VKCONV_SAME_GEMM_ID(ACTIVATION)
+VKCONV_SAME_GEMM_ID(HAS_RESIDUAL)
 #undef VKCONV_SAME_GEMM_ID
 
-// The constants both kernels share: workgroup size, register block, bias and segments.
+// The constants both kernels share: workgroup size, register block, bias, segments and the epilogue.
 template <typename Kernel>
 Specialization<Kernel> common_specialization(const GemmConfig& config, const GemmProblem& p) {
     using Id = typename Kernel::spec;
@@ -52,6 +57,7 @@ Specialization<Kernel> common_specialization(const GemmConfig& config, const Gem
     spec.set(Id::TM, config.tm).set(Id::TN, config.tn);
     spec.set(Id::HAS_BIAS, p.bias.size > 0).set(Id::K_SEGMENTED, p.a_k_segment != 0);
     spec.set(Id::M_SEGMENTED, p.a_m_segment != 0);
+    spec.set(Id::ACTIVATION, static_cast<uint32_t>(p.activation)).set(Id::HAS_RESIDUAL, p.residual.size > 0);
     return spec;
 }
 static_assert(sizeof(GemmPush) <= 128);
@@ -86,7 +92,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     if (p.M == 0 || p.N == 0 || p.batch_i == 0 || p.batch_j == 0) return;
     // lavapipe ends a shader's loops after 65535 iterations per invocation (shader_limits.hpp): a longer
     // reduction runs as GEMMs over pieces of K (whole segments of A), in order, each after the first
-    // adding into C.
+    // adding into C. The first piece reads the residual and adds the bias, the last applies the activation.
     const uint32_t k_unit = p.a_k_segment ? p.a_k_segment : 1;
     const uint32_t k_piece = std::max(k_unit, kMaxLoopIterations / k_unit * k_unit);
     if (p.K > kMaxLoopIterations && k_piece < p.K) {
@@ -98,8 +104,10 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
             part.b.offset += uint64_t(k0) * p.b.stride_row;
             if (k0 > 0) {
                 part.beta = 1.0f;
-                part.bias = {};  // added once, with the first piece
+                part.bias = {};      // added once, with the first piece
+                part.residual = {};  // read once, by the first piece (it may be C itself)
             }
+            if (k0 + part.K < p.K) part.activation = Activation::None;  // applied once, by the last piece
             record_gemm(context, stream, part, forced);
         }
         return;
@@ -139,6 +147,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                      operand_type,
                      operand_type,
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                     VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(GemmPush);
     if (config.kernel == GemmKernel::Registers) {
@@ -159,11 +168,14 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
 
     const VkFormat vec4 = texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
     const VkFormat scalar = texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED;
-    // Without a bias the shader never reads binding 5, but it must be bound: C stands in (read-only use).
+    // Without a bias (a residual) the shader never reads binding 5 (6), but it must be bound: C stands in
+    // (read-only use).
     const BufferRange bias = has_bias ? p.bias : p.c.range;
-    const std::array<Binding, 6> bindings{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
+    const BufferRange residual = p.residual.size > 0 ? p.residual : p.c.range;
+    const std::array<Binding, 7> bindings{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
                                           Binding{b.range, false, vec4}, Binding{b.range, false, scalar},
-                                          Binding{p.c.range, true},      Binding{bias, false}};
+                                          Binding{p.c.range, true},      Binding{bias, false},
+                                          Binding{residual, false}};
 
     GemmPush push{};
     push.K = p.K;
@@ -180,6 +192,10 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     push.a_m_segment_stride = p.a_m_segment_stride;
     push.alpha = p.alpha, push.beta = p.beta;
     push.bias_offset = u32(p.bias_offset, "bias offset");
+    push.negative_slope = p.negative_slope;
+    // The residual's index of C(m, n) is C's index plus this, modulo 2^32 (the grid splits below move C's
+    // origin, and the residual's with it).
+    push.residual_shift = static_cast<uint32_t>(p.residual_offset - p.c.offset);
 
     // Split the grid where it exceeds the workgroup-count limits: in M and N by moving the operands'
     // origins (tile-sized steps keep vec4 alignment), in the batch by its base index.

@@ -2,15 +2,17 @@
 //
 // C = alpha * A * B + beta * C (+ bias[n]) over a two-level batch, every operand described by strides in
 // floats from the start of its bound range, so transposes, MEC's overlapping windows and output layouts
-// are descriptions, not copies. record_gemm picks the device's configuration for the problem's size (or
-// the forced one), checks which operands allow vec4 loads, and splits the grid where it exceeds the
-// device's workgroup-count limits.
+// are descriptions, not copies. For the forward convolution's fused epilogue, beta may scale a residual
+// instead of C, and an activation may be applied to every stored value. record_gemm picks the device's configuration
+// for the problem's size (or the forced one), checks which operands allow vec4 loads, and splits the grid where it
+// exceeds the device's workgroup-count limits.
 #pragma once
 
 #include <cstdint>
 
 #include "context/context_impl.hpp"
 #include "gemm/gemm_config.hpp"
+#include "vkconv/conv.hpp"
 #include "vulkan/command_stream.hpp"
 
 namespace vkconv::detail {
@@ -36,6 +38,14 @@ struct GemmProblem {
     // A's rows in segments: row m starts at (m / a_m_segment) * a_m_segment_stride + (m % a_m_segment) *
     // a.stride_row. 0: uniform rows.
     uint32_t a_m_segment = 0, a_m_segment_stride = 0;
+    // The fused epilogue: with a residual (size > 0), beta scales it instead of C. It has C's strides;
+    // residual_offset is, in floats from residual.offset, its element at C's (0, 0) of batch (0, 0). It may be
+    // C's own memory (then read before each value is written). The activation (negative_slope for LeakyReLU)
+    // applies to every stored value, after the bias.
+    BufferRange residual;
+    uint64_t residual_offset = 0;
+    Activation activation = Activation::None;
+    float negative_slope = 0.0f;
 };
 
 // Whether A and B can be read through texel views (at most maxTexelBufferElements r32f texels each).

@@ -114,6 +114,31 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
 // uses it under AutoChoice::Heuristic, and find_algorithms measures instead.
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options = {});
 
+// The activation a forward pass's epilogue applies (Epilogue below), as ncnn's activation types name them.
+enum class Activation {
+    None,
+    ReLU,       // max(v, 0)
+    ReLU6,      // min(max(v, 0), 6)
+    LeakyReLU,  // v < 0 ? negative_slope * v : v
+};
+const char* to_string(Activation activation) noexcept;  // "none", "relu", "relu6", "leaky-relu"
+Activation parse_activation(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
+
+// What the forward pass applies as it writes y (cuDNN's convolution-bias-activation):
+//     y = activation(alpha * conv(x, w) + bias + beta * residual)
+// inside the kernel that writes each value of y, never as a pass of its own over y; it needs no workspace.
+// `residual` (z) has the output's shape and belongs to the context; it may be the output tensor itself (an
+// in-place residual add: y's previous contents are z), but must not otherwise share memory with the output,
+// and never with the input, filter or bias. A residual needs beta != 0, and beta != 0 needs a residual.
+// alpha, beta and negative_slope must be finite. The default epilogue gives exactly the plain forward's y.
+struct Epilogue {
+    float alpha = 1.0f;
+    float beta = 0.0f;
+    const Tensor* residual = nullptr;
+    Activation activation = Activation::None;
+    float negative_slope = 0.01f;  // LeakyReLU's slope for v < 0
+};
+
 // y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
 // have the problem's output shape; its previous contents are overwritten.
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
@@ -123,6 +148,17 @@ RunStats forward(Context& context, const ConvProblem& problem, const Tensor& inp
 // pass, the layer step and gemm have such an overload.
 RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
+                 const PassOptions& options = {});
+
+// y = activation(alpha * conv(x, w) + bias + beta * residual) (Epilogue above), in one pass like the plain
+// forward: the same algorithms, plans, workspace (workspace queries do not depend on the epilogue) and
+// RunStats (operand_bytes also counts a residual of its own). Error(InvalidArgument) naming the problem for
+// an epilogue that breaks Epilogue's rules.
+RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm = Algorithm::Auto,
+                 const PassOptions& options = {});
+RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm = Algorithm::Auto,
                  const PassOptions& options = {});
 
 VKCONV_API_END

@@ -9,21 +9,32 @@
 // VEC4_X the segment is loaded as aligned vec4s (the strip's first column then sits SHIFT floats into
 // its first vec4) and with VEC4_Y the block is stored as vec4s.
 //
+// The forward epilogue is applied as the block is stored: y = act(alpha * sum + bias + beta * z) (with
+// alpha == 1 the taps add straight onto the bias, in the plain convolution's order).
+//
 // Specialization constants: 0..19 as in depthwise_common.glsl, and
 //  20 HAS_BIAS
+//  21 ACTIVATION       the epilogue's activation (../common/epilogue.glsl)
+//  22 HAS_RESIDUAL     the epilogue reads the residual z (binding 5)
 // Bindings: 0 x as vec4 (the chunk's window), 1 x as float (the same window), 2 w (float), 3 bias (float;
-//   any buffer when HAS_BIAS is 0), 4 y (the chunk's window; storage buffer, written).
+//   any buffer when HAS_BIAS is 0), 4 y (the chunk's window; storage buffer, written), 5 the residual z (the
+//   chunk's window; storage buffer, read as float; any buffer when HAS_RESIDUAL is 0; may be y's own memory,
+//   each value read before it is written).
 // Push constants: x_offset and y_offset (floats from each binding's start to the chunk's first image),
-//   w_offset and b_offset (floats from binding 2's and 3's start to the filter's and bias's element 0), then
-//   the dispatch's slice [base, base + count) of the invocations.
+//   w_offset and b_offset (floats from binding 2's and 3's start to the filter's and bias's element 0),
+//   z_offset (binding 5's, to the chunk's first image of z), the epilogue's alpha, beta and negative_slope,
+//   then the dispatch's slice [base, base + count) of the invocations.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over images * (K / LANE_CHANNELS) * ceil(P / TILE_H) *
 //   ceil(Q / TILE_W) invocations: NCHW orders them (n, k, row block, column block), NHWC (n, row block,
 //   column block, k) so that neighbouring invocations read neighbouring addresses.
 
 #extension GL_GOOGLE_include_directive : require
 #include "depthwise_common.glsl"
+#include "../common/epilogue.glsl"
 
 layout(constant_id = 20) const bool HAS_BIAS = false;
+layout(constant_id = 21) const uint ACTIVATION = 0;
+layout(constant_id = 22) const bool HAS_RESIDUAL = false;
 
 DECLARE_READ4(0, x4)
 DECLARE_READ1(1, x1)
@@ -31,10 +42,13 @@ DECLARE_READ1(2, w1)
 DECLARE_READ1(3, bias1)
 layout(std430, binding = 4) writeonly buffer Output4 { vec4 y4[]; };
 layout(std430, binding = 4) writeonly buffer Output1 { float y1[]; };
+layout(std430, binding = 5) readonly buffer Residual1 { float z1[]; };
 
 layout(push_constant) uniform Params {
     uint x_offset, y_offset;
     uint w_offset, b_offset;
+    uint z_offset;
+    float alpha, beta, negative_slope;
     uint base, count;
 } pc;
 
@@ -70,6 +84,24 @@ uint y_index(uint n, uint k, uint p, uint q) {
     return pc.y_offset + tensor_offset(NHWC, n, k, p, q, K, P, Q);
 }
 
+// The residual of output (n, k, p, q) (k .. k+3 with CHANNELS4: adjacent in NHWC).
+VAL residual_of(uint n, uint k, uint p, uint q) {
+    const uint i = pc.z_offset + tensor_offset(NHWC, n, k, p, q, K, P, Q);
+#ifdef CHANNELS4
+    return vec4(z1[i], z1[i + 1], z1[i + 2], z1[i + 3]);
+#else
+    return z1[i];
+#endif
+}
+
+// The epilogue of output (n, k, p, q) from its accumulator (which started from the bias when alpha == 1, from 0
+// otherwise).
+VAL finish(VAL acc, VAL bias_value, uint n, uint k, uint p, uint q) {
+    VAL value = pc.alpha == 1.0 ? acc : bias_value + pc.alpha * acc;
+    if (HAS_RESIDUAL) value += pc.beta * residual_of(n, k, p, q);
+    return activate(ACTIVATION, value, pc.negative_slope);
+}
+
 void main() {
     if (gl_GlobalInvocationID.x >= pc.count) return;
     uint index = pc.base + gl_GlobalInvocationID.x;
@@ -81,7 +113,8 @@ void main() {
     VAL taps[TAPS];
     [[unroll]] for (uint tap = 0; tap < TAPS; ++tap) taps[tap] = filter_tap(k, tap);
     VAL acc[TILE_H * TILE_W];
-    const VAL start = HAS_BIAS ? bias_of(k) : VAL(0.0);
+    const VAL bias_value = HAS_BIAS ? bias_of(k) : VAL(0.0);
+    const VAL start = pc.alpha == 1.0 ? bias_value : VAL(0.0);  // alpha != 1: the bias is added after scaling
     [[unroll]] for (uint i = 0; i < TILE_H * TILE_W; ++i) acc[i] = start;
 
     const int h0 = window_origin(p0, STRIDE_H, PAD_H);
@@ -107,17 +140,22 @@ void main() {
         if (p0 + t >= P) continue;
 #ifdef CHANNELS4
         [[unroll]] for (uint j = 0; j < TILE_W; ++j)
-            if (q0 + j < Q) y4[y_index(n, k, p0 + t, q0 + j) >> 2] = acc[t * TILE_W + j];
+            if (q0 + j < Q)
+                y4[y_index(n, k, p0 + t, q0 + j) >> 2] = finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j);
 #else
         if (VEC4_Y) {
+            // (Q % 4 == 0: a vec4 that starts inside the row ends inside it.)
             [[unroll]] for (uint j = 0; j < TILE_W; j += 4) {
                 if (q0 + j < Q)
-                    y4[y_index(n, k, p0 + t, q0 + j) >> 2] = vec4(acc[t * TILE_W + j], acc[t * TILE_W + j + 1],
-                                                                 acc[t * TILE_W + j + 2], acc[t * TILE_W + j + 3]);
+                    y4[y_index(n, k, p0 + t, q0 + j) >> 2] =
+                        vec4(finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j),
+                             finish(acc[t * TILE_W + j + 1], bias_value, n, k, p0 + t, q0 + j + 1),
+                             finish(acc[t * TILE_W + j + 2], bias_value, n, k, p0 + t, q0 + j + 2),
+                             finish(acc[t * TILE_W + j + 3], bias_value, n, k, p0 + t, q0 + j + 3));
             }
         } else {
             [[unroll]] for (uint j = 0; j < TILE_W; ++j)
-                if (q0 + j < Q) y1[y_index(n, k, p0 + t, q0 + j)] = acc[t * TILE_W + j];
+                if (q0 + j < Q) y1[y_index(n, k, p0 + t, q0 + j)] = finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j);
         }
 #endif
     }

@@ -10,18 +10,27 @@
 //   3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W, 7 DIL_H, 8 DIL_W
 //   9 NHWC             0: x NCHW, w OIHW, y NCHW;  1: x NHWC, w OHWI, y NHWC
 //  10 HAS_BIAS
-// Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write).
-// Push constants (with first0..first3: element 0 of each binding, in floats from its start): sizes N C H W K P Q, channels and filters per group, the piece of the reduction
-//   [reduce_begin, reduce_end) (channels within the group) and accumulate (0: y = bias + piece; 1:
-//   y += piece; long reductions run in pieces, see engine/vulkan/shader_limits.hpp), and the dispatch's slice
-//   of the output [base, base + count): large outputs are split over several dispatches so no dispatch
-//   exceeds maxComputeWorkGroupCount.
+//  11 ACTIVATION       the epilogue's activation (../common/epilogue.glsl), applied by the last piece
+//  12 HAS_RESIDUAL     the epilogue reads the residual z (binding 4), in the first piece
+// Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write),
+//   4 the residual z (readonly; any buffer when HAS_RESIDUAL is 0; may be y's own memory, read before the
+//   value is written).
+// Push constants (with first0..first4: element 0 of each binding, in floats from its start): sizes N C H W K P
+//   Q, channels and filters per group, the piece of the reduction [reduce_begin, reduce_end) (channels within
+//   the group) and accumulate (long reductions run in pieces, see engine/vulkan/shader_limits.hpp), the
+//   epilogue's alpha, beta and negative_slope, and the dispatch's slice of the output [base, base + count):
+//   large outputs are split over several dispatches so no dispatch exceeds maxComputeWorkGroupCount.
+// The epilogue, y = act(alpha * sum + bias + beta * z), over the pieces: the first (accumulate 0) starts from
+//   bias + beta * z, every piece adds alpha * (its sum), the last (reduce_end reaching the group's channels)
+//   applies the activation. With alpha == 1 the piece's terms are added straight onto the running value, in
+//   the order the plain convolution adds them.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1). Invocation i computes the output at linear index
 //   base + i in the output's own layout, so consecutive invocations write consecutive addresses.
 
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/epilogue.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint R = 1;
@@ -34,17 +43,21 @@ layout(constant_id = 7) const uint DIL_H = 1;
 layout(constant_id = 8) const uint DIL_W = 1;
 layout(constant_id = 9) const bool NHWC = false;
 layout(constant_id = 10) const bool HAS_BIAS = false;
+layout(constant_id = 11) const uint ACTIVATION = 0;
+layout(constant_id = 12) const bool HAS_RESIDUAL = false;
 
 layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer FilterBuffer { float w[]; };
 layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
 layout(std430, binding = 3) buffer OutputBuffer { float y[]; };
+layout(std430, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
     uint reduce_begin, reduce_end, accumulate;
-    uint first0, first1, first2, first3;  // element 0 of binding i, in floats from the binding's start
+    uint first0, first1, first2, first3, first4;  // element 0 of binding i, in floats from the binding's start
+    float alpha, beta, negative_slope;
     uint base, count;
 } pc;
 
@@ -61,7 +74,16 @@ void main() {
     const int h0 = window_origin(p, STRIDE_H, PAD_H);
     const int w0 = window_origin(q, STRIDE_W, PAD_W);
 
-    float acc = pc.accumulate != 0 ? y[pc.first3 + index] : (HAS_BIAS ? bias[pc.first2 + k] : 0.0);
+    // The running value: y so far, or (first piece) the bias and the residual.
+    float start;
+    if (pc.accumulate != 0) {
+        start = y[pc.first3 + index];
+    } else {
+        start = HAS_BIAS ? bias[pc.first2 + k] : 0.0;
+        if (HAS_RESIDUAL) start += pc.beta * residual[pc.first4 + index];
+    }
+    const bool unscaled = pc.alpha == 1.0;
+    float acc = unscaled ? start : 0.0;
     const uint c_begin = pc.reduce_begin, c_end = min(pc.reduce_end, cpg);
     // Neighbouring channels of x and w: next to each other in NHWC and OHWI, a plane apart in NCHW and OIHW.
     const uint x_step = channel_stride(NHWC, pc.H, pc.W), w_step = channel_stride(NHWC, R, S);
@@ -76,5 +98,6 @@ void main() {
             for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c * x_step] * w[wi + c * w_step];
         }
     }
-    y[pc.first3 + index] = acc;
+    const float value = unscaled ? acc : start + pc.alpha * acc;
+    y[pc.first3 + index] = pc.reduce_end >= cpg ? activate(ACTIVATION, value, pc.negative_slope) : value;
 }

@@ -20,20 +20,32 @@
 //   ACCESS_UNIFORM_TEXEL   A and B are uniform texel buffers (samplerBuffer), same binding split
 // The vec4 bindings are used only where the host found the operand vec4-aligned (A_VEC4_K, A_VEC4_M,
 // B_VEC4_K, B_VEC4_N); both views are always bound because both are statically used.
-// Binding 4: C (storage buffer, read only when beta != 0). Binding 5: bias (storage buffer).
+// Binding 4: C (storage buffer, read only when beta != 0 without a residual). Binding 5: bias (storage
+// buffer). Binding 6: the residual (storage buffer, read only with HAS_RESIDUAL; it may be C's own memory).
+//
+// The epilogue, for each stored value v = (A * B)(m, n):
+//   C(m, n) = act(alpha * v + beta * (HAS_RESIDUAL ? residual(m, n) : C(m, n)) + bias[n])
+// with the beta term left out when beta == 0 and act the ACTIVATION (../common/epilogue.glsl) with slope
+// negative_slope. The residual has C's strides: residual(m, n) = residual[index of C(m, n) + residual_shift]
+// (modulo 2^32). It is the forward convolution's fused epilogue; the GEMM alone uses alpha, beta and bias.
 //
 // Specialization constants: one id map for both kernels. Ids 0 and 1 are the workgroup size in x (N) and
 // y (M) (local_size_x_id, local_size_y_id), 2 TM and 3 TN the values per invocation in M and N (each
-// kernel declares these four); the ones below are declared here; ids from 7 on are each kernel's own.
+// kernel declares these four); the ones below are declared here; ids from 9 on are each kernel's own.
 //   4 HAS_BIAS     add bias[bias_offset + n]
 //   5 K_SEGMENTED, 6 M_SEGMENTED   A's k / m dimensions are segmented (a_k_segment, a_m_segment): without
 //                  segments the divisions disappear (integer division costs tens of instructions on a GPU)
+//   7 ACTIVATION   the activation applied to every stored value (0: none)
+//   8 HAS_RESIDUAL beta scales the residual (binding 6) instead of C
 
 #extension GL_EXT_control_flow_attributes : enable
+#include "../common/epilogue.glsl"
 
 layout(constant_id = 4) const bool HAS_BIAS = false;
 layout(constant_id = 5) const bool K_SEGMENTED = false;
 layout(constant_id = 6) const bool M_SEGMENTED = false;
+layout(constant_id = 7) const uint ACTIVATION = 0;
+layout(constant_id = 8) const bool HAS_RESIDUAL = false;
 
 #if defined(ACCESS_SSBO)
 layout(std430, binding = 0) readonly buffer AVec4 { vec4 a4[]; };
@@ -68,6 +80,7 @@ layout(binding = 3) uniform samplerBuffer b1;
 
 layout(std430, binding = 4) buffer CBuffer { float c[]; };
 layout(std430, binding = 5) readonly buffer BiasBuffer { float bias[]; };
+layout(std430, binding = 6) readonly buffer ResidualBuffer { float residual[]; };
 
 layout(push_constant) uniform GemmParams {
     uint M, N, K;
@@ -79,6 +92,8 @@ layout(push_constant) uniform GemmParams {
     uint a_m_segment, a_m_segment_stride;
     float alpha, beta;
     uint bias_offset;
+    float negative_slope;
+    uint residual_shift;
 } pc;
 
 uint a_kphys(uint k) {
@@ -99,11 +114,15 @@ void batch_offsets(out uint a_base, out uint b_base, out uint c_base) {
     c_base = pc.c_offset + i * pc.c_batch_i + j * pc.c_batch_j;
 }
 
-// The epilogue: alpha, beta (C is read only when beta != 0, so uninitialised output memory is fine), bias.
+// The epilogue: alpha, beta (C is read only when beta != 0 without a residual, so uninitialised output memory
+// is fine), bias, activation.
 void store_c(uint c_base, uint m, uint n, float value, bool with_bias) {
     const uint index = c_base + m * pc.c_stride_m + n * pc.c_stride_n;
     float result = pc.alpha * value;
-    if (pc.beta != 0.0) result += pc.beta * c[index];
+    if (HAS_RESIDUAL)
+        result += pc.beta * residual[index + pc.residual_shift];
+    else if (pc.beta != 0.0)
+        result += pc.beta * c[index];
     if (with_bias) result += bias[pc.bias_offset + n];
-    c[index] = result;
+    c[index] = activate(ACTIVATION, result, pc.negative_slope);
 }

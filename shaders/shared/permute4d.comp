@@ -1,27 +1,39 @@
 #version 450
-// permute4d — out[i0][i1][i2][i3] = in[in_offset + i0*s0 + i1*s1 + i2*s2 + i3*s3], one invocation per
-// output element: any transpose of a 4-D array (OIHW -> OHWI filters, MEC Solution A's (P, N, Q, K) result
-// into NHWC or NCHW).
+// permute4d — out[i0][i1][i2][i3] = act(in[in_offset + i0*s0 + i1*s1 + i2*s2 + i3*s3] + beta * z[...]), one
+// invocation per output element: any transpose of a 4-D array (OIHW -> OHWI filters; MEC Solution A's
+// (P, N, Q, K) result into NHWC or NCHW, and z into (P, N, Q, K) order), with the part of the forward
+// epilogue that MEC's Solution A applies where it writes y: the residual and the activation (alpha and the
+// bias were applied by its GEMM). Without them (ACTIVATION 0, no residual) a plain move.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 D1, 2 D2, 3 D3 (output extents; d0 follows from the
 //   count). Constant extents turn the index arithmetic's divisions into multiplications, which matters on
-//   CPU implementations where integer division is not vectorised.
-// Bindings: 0 in (readonly), 1 out (write).
+//   CPU implementations where integer division is not vectorised. 4 ACTIVATION (../common/epilogue.glsl),
+//   5 HAS_RESIDUAL (add beta * z[residual_offset + index] before the activation).
+// Bindings: 0 in (readonly), 1 out (write), 2 the residual z (readonly; any buffer without HAS_RESIDUAL).
 // Push constants: input strides s0..s3 of the output's dimensions, in_offset and out_offset (floats),
-//   then the dispatch's slice [base, base + count).
+//   beta and negative_slope, residual_offset (floats from binding 2's start to the z element of output
+//   element 0), then the dispatch's slice [base, base + count).
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
+
+#extension GL_GOOGLE_include_directive : require
+#include "../common/epilogue.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint D1 = 1;
 layout(constant_id = 2) const uint D2 = 1;
 layout(constant_id = 3) const uint D3 = 1;
+layout(constant_id = 4) const uint ACTIVATION = 0;
+layout(constant_id = 5) const bool HAS_RESIDUAL = false;
 
 layout(std430, binding = 0) readonly buffer InBuffer { float src[]; };
 layout(std430, binding = 1) writeonly buffer OutBuffer { float dst[]; };
+layout(std430, binding = 2) readonly buffer ResidualBuffer { float residual[]; };
 
 layout(push_constant) uniform Params {
     uint s0, s1, s2, s3;
     uint in_offset, out_offset;
+    float beta, negative_slope;
+    uint residual_offset;
     uint base, count;
 } pc;
 
@@ -34,5 +46,7 @@ void main() {
     const uint i2 = t % D2; t /= D2;
     const uint i1 = t % D1;
     const uint i0 = t / D1;
-    dst[pc.out_offset + index] = src[pc.in_offset + i0 * pc.s0 + i1 * pc.s1 + i2 * pc.s2 + i3 * pc.s3];
+    float value = src[pc.in_offset + i0 * pc.s0 + i1 * pc.s1 + i2 * pc.s2 + i3 * pc.s3];
+    if (HAS_RESIDUAL) value += pc.beta * residual[pc.residual_offset + index];
+    dst[pc.out_offset + index] = activate(ACTIVATION, value, pc.negative_slope);
 }

@@ -7,22 +7,33 @@
 // extent) read as zero: the padding rows a tile carries instead of asymmetric padding.
 // Each destination element is written by one invocation: no atomics, deterministic.
 //
-// Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (0: NCHW order, w fastest; 1: NHWC, c fastest).
-// Bindings: 0 src (readonly), 1 dst (read when accumulating, written).
+// Copying a forward tile's result into y, it applies the part of the forward epilogue that is applied where
+// y is written: dst = act(value + beta * z), z the residual at the destination's position (the tile's pass
+// applied alpha and the bias). Without it (ACTIVATION 0, no residual) a plain copy or sum.
+//
+// Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (0: NCHW order, w fastest; 1: NHWC, c fastest),
+//   2 ACTIVATION (../common/epilogue.glsl), 3 HAS_RESIDUAL (add beta * z before the activation).
+// Bindings: 0 src (readonly), 1 dst (read when accumulating, written), 2 the residual z, laid out as dst
+//   (readonly; any buffer without HAS_RESIDUAL; may be dst's own memory, read before the value is written).
 // Push constants: box_c, box_h, box_w; src_c, src_h, src_w (the source image's extents), src_c0, src_h0
 //   (the box's origin in it, signed), src_shift (added, modulo 2^32, to an image-relative index to give
 //   the binding's index: the window's delta minus its first index); the same five for dst; accumulate
-//   (0/1); then the dispatch's slice [base, base + count) of the box's elements.
+//   (0/1); residual_shift (dst's image-relative index to binding 2's index), beta and negative_slope; then
+//   the dispatch's slice [base, base + count) of the box's elements.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
+#include "../common/epilogue.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NHWC = 0;
+layout(constant_id = 2) const uint ACTIVATION = 0;
+layout(constant_id = 3) const bool HAS_RESIDUAL = false;
 
 layout(std430, binding = 0) readonly buffer Src { float src[]; };
 layout(std430, binding = 1) buffer Dst { float dst[]; };
+layout(std430, binding = 2) readonly buffer Residual { float residual[]; };
 
 layout(push_constant) uniform Params {
     uint box_c, box_h, box_w;
@@ -33,6 +44,8 @@ layout(push_constant) uniform Params {
     int dst_c0, dst_h0;
     uint dst_shift;
     uint accumulate;
+    uint residual_shift;
+    float beta, negative_slope;
     uint base, count;
 } pc;
 
@@ -51,7 +64,9 @@ void main() {
     float value = 0.0;
     if (in_range(sc, pc.src_c) && in_range(sh, pc.src_h))
         value = src[image_index(uint(sc), uint(sh), w, pc.src_c, pc.src_h, pc.src_w) + pc.src_shift];
-    const uint d = image_index(uint(pc.dst_c0 + int(c)), uint(pc.dst_h0 + int(h)), w, pc.dst_c, pc.dst_h, pc.dst_w) +
-                   pc.dst_shift;
-    dst[d] = pc.accumulate != 0 ? dst[d] + value : value;
+    const uint at = image_index(uint(pc.dst_c0 + int(c)), uint(pc.dst_h0 + int(h)), w, pc.dst_c, pc.dst_h, pc.dst_w);
+    const uint d = at + pc.dst_shift;
+    value = pc.accumulate != 0 ? dst[d] + value : value;
+    if (HAS_RESIDUAL) value += pc.beta * residual[at + pc.residual_shift];
+    dst[d] = activate(ACTIVATION, value, pc.negative_slope);
 }

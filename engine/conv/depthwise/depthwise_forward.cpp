@@ -6,6 +6,7 @@
 
 #include "conv/constants.hpp"
 #include "conv/depthwise/depthwise_kernels.hpp"
+#include "conv/epilogue.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "vulkan/shader_limits.hpp"
 
@@ -24,6 +25,8 @@ bool texel_reads_supported(const Device& device) {
 struct ForwardPush {
     uint32_t x_offset, y_offset;
     uint32_t w_offset, b_offset;
+    uint32_t z_offset;
+    float alpha, beta, negative_slope;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(ForwardPush, depthwise_forward)
@@ -31,6 +34,9 @@ VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, x_offset)
 VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, y_offset)
 VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, w_offset)
 VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, b_offset)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, z_offset)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, alpha)
+VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, negative_slope)
 
 }  // namespace
 
@@ -113,23 +119,39 @@ DepthwiseTiles forward_tiles(const ConvProblem& p) {
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const ConvOperands& ops, const DepthwisePlan& plan) {
     const DepthwiseTiles tiles = vec4_safe(forward_tiles(p), {&ops.input, &ops.output});
+    const FusedEpilogue& epilogue = ops.epilogue;
+    using Id = contract::depthwise_forward::spec;
     PipelineDesc desc;
     desc.shader = depthwise_shader("forward", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);
-    desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(ForwardPush);
     auto spec = depthwise_specialization<contract::depthwise_forward>(p, tiles);
-    desc.specialization = spec.set(contract::depthwise_forward::spec::HAS_BIAS, p.has_bias).values();
+    spec.set(Id::HAS_BIAS, p.has_bias).set(Id::ACTIVATION, activation_constant(epilogue.activation));
+    desc.specialization = spec.set(Id::HAS_RESIDUAL, epilogue.has_residual()).values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =
         uint64_t(p.K / tiles.lane_channels()) * ceil_div(p.P(), tiles.tile_h) * ceil_div(p.Q(), tiles.tile_w);
-    // Without a bias the shader never reads binding 3, but Vulkan wants it bound: the filter stands in.
+    // Without a bias (a residual) the shader never reads binding 3 (5), but Vulkan wants it bound: the filter
+    // (the chunk's y) stands in.
     const Window w = ops.filter.whole(), b = ops.bias_or(ops.filter);
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
     for_each_image_chunk(context, p, plan, ops.input, ops.output, [&](const ImageChunk& chunk) {
-        const std::array<Binding, 5> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
-                                              read1(w.range, plan.texel), read1(b.range, plan.texel),
-                                              Binding{chunk.y.range, true}};
-        const ForwardPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(w.delta), u32(b.delta), 0, 0};
+        const Window z = residual_window(epilogue, uint64_t(chunk.n0) * y_image, uint64_t(chunk.images) * y_image,
+                                         context.pool->alignment(), chunk.y);
+        const std::array<Binding, 6> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
+                                              read1(w.range, plan.texel),       read1(b.range, plan.texel),
+                                              Binding{chunk.y.range, true},     Binding{z.range, false}};
+        const ForwardPush push{u32(chunk.x.delta),
+                               u32(chunk.y.delta),
+                               u32(w.delta),
+                               u32(b.delta),
+                               u32(z.delta),
+                               epilogue.alpha,
+                               epilogue.beta,
+                               epilogue.negative_slope,
+                               0,
+                               0};
         dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
     });
 }

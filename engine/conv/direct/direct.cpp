@@ -5,6 +5,7 @@
 #include <string>
 
 #include "conv/constants.hpp"
+#include "conv/epilogue.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -21,9 +22,9 @@ std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const 
     return std::nullopt;
 }
 
-void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeline,
-                     std::span<const Binding> bindings, DirectSizes push, uint64_t elements, uint64_t extent,
-                     uint64_t unit_iterations) {
+template <typename Push>
+void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeline, std::span<const Binding> bindings,
+                     Push push, uint64_t elements, uint64_t extent, uint64_t unit_iterations) {
     const uint64_t piece = std::max<uint64_t>(1, kMaxLoopIterations / std::max<uint64_t>(1, unit_iterations));
     for (uint64_t begin = 0; begin < extent; begin += piece) {
         push.reduce_begin = static_cast<uint32_t>(begin);
@@ -32,27 +33,41 @@ void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeli
         dispatch_elements(stream, pipeline, bindings, push, elements);
     }
 }
+template void dispatch_direct(ContextImpl&, CommandStream&, const Pipeline&, std::span<const Binding>, DirectSizes,
+                              uint64_t, uint64_t, uint64_t);
+template void dispatch_direct(ContextImpl&, CommandStream&, const Pipeline&, std::span<const Binding>,
+                              DirectForwardPush, uint64_t, uint64_t, uint64_t);
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ConvOperands& operands) {
+    using Id = contract::conv2d_direct::spec;
+    const FusedEpilogue& epilogue = operands.epilogue;
     PipelineDesc desc;
     desc.shader = "conv2d_direct";
-    desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    desc.push_constant_bytes = sizeof(DirectSizes);
+    desc.bindings.assign(5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(DirectForwardPush);
     Specialization<contract::conv2d_direct> spec;
     set_geometry(spec, problem);
-    spec.set(contract::conv2d_direct::spec::HAS_BIAS, problem.has_bias);
+    spec.set(Id::HAS_BIAS, problem.has_bias);
+    spec.set(Id::ACTIVATION, activation_constant(epilogue.activation)).set(Id::HAS_RESIDUAL, epilogue.has_residual());
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
 
-    // Without a bias the shader never reads binding 2, but Vulkan wants it bound: the filter stands in.
+    // Without a bias (a residual) the shader never reads binding 2 (4), but Vulkan wants it bound: the filter
+    // stands in.
     const Window x = operands.input.whole(), w = operands.filter.whole(), b = operands.bias_or(operands.filter),
                  y = operands.output.whole();
-    const std::array<Binding, 4> bindings{Binding{x.range, false}, Binding{w.range, false}, Binding{b.range, false},
-                                          Binding{y.range, true}};
-    DirectSizes push = direct_sizes(problem);
+    const Window z = epilogue.has_residual() ? epilogue.residual.whole() : w;
+    const std::array<Binding, 5> bindings{Binding{x.range, false}, Binding{w.range, false}, Binding{b.range, false},
+                                          Binding{y.range, true}, Binding{z.range, false}};
+    const DirectSizes sizes = direct_sizes(problem);
+    DirectForwardPush push{};
+    push.N = sizes.N, push.C = sizes.C, push.H = sizes.H, push.W = sizes.W, push.K = sizes.K;
+    push.P = sizes.P, push.Q = sizes.Q;
+    push.channels_per_group = sizes.channels_per_group, push.filters_per_group = sizes.filters_per_group;
     push.first0 = uint32_t(x.delta), push.first1 = uint32_t(w.delta), push.first2 = uint32_t(b.delta);
-    push.first3 = uint32_t(y.delta);
+    push.first3 = uint32_t(y.delta), push.first4 = uint32_t(z.delta);
+    push.alpha = epilogue.alpha, push.beta = epilogue.beta, push.negative_slope = epilogue.negative_slope;
     dispatch_direct(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()),
                     uint64_t(problem.channels_per_group()), uint64_t(problem.R * problem.S));
 }

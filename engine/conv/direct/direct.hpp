@@ -1,4 +1,5 @@
-// The direct algorithm: conv2d_direct.comp, one invocation per output value, no workspace.
+// The direct algorithm: conv2d_direct.comp, one invocation per output value, no workspace; forward applies
+// the whole epilogue (conv/epilogue.hpp) as it writes y.
 #pragma once
 
 #include <optional>
@@ -15,9 +16,11 @@ std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const 
 
 // Dispatches a direct kernel over `elements` outputs in pieces of its reduction ([0, extent) in units
 // that each cost `unit_iterations` loop iterations), so no invocation loops past kMaxLoopIterations;
-// pieces after the first add into the output, in order.
+// pieces after the first add into the output, in order. `push` is DirectSizes, or the forward's
+// DirectForwardPush (its sizes and the epilogue's numbers).
+template <typename Push>
 void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
-                     std::span<const Binding> bindings, DirectSizes push, uint64_t elements, uint64_t extent,
+                     std::span<const Binding> bindings, Push push, uint64_t elements, uint64_t extent,
                      uint64_t unit_iterations);
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,

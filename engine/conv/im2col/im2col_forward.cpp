@@ -1,7 +1,9 @@
-// im2col forward: lower a chunk into col[g][m][k], then one batched GEMM per group writes the output.
+// im2col forward: lower a chunk into col[g][m][k], then one batched GEMM per group writes the output, with
+// the epilogue (conv/epilogue.hpp).
 #include <array>
 
 #include "conv/constants.hpp"
+#include "conv/epilogue.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
@@ -46,10 +48,13 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
     const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const Window w = ops.filter.whole(), b = ops.bias_or(ops.filter);
+    const uint64_t y_image = uint64_t(p.K * p.P() * Q);
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const Window& x = chunk.input;
         const Window& y = chunk.output;
+        const Window z =
+            residual_window(ops.epilogue, chunk.n0 * y_image, uint64_t(images) * y_image, context.pool->alignment(), y);
         const uint64_t m_chunk = uint64_t(images * rows * Q);
         const uint64_t col_floats = m_chunk * k_red * G;
         const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
@@ -71,6 +76,7 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
             const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
             gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
             if (ops.bias) gp.bias = b.range, gp.bias_offset = b.delta + uint64_t(g * Kg);
+            set_gemm_epilogue(gp, ops.epilogue, y, z);  // the GEMM writes y: all of the epilogue
             record_gemm(context, stream, gp);
         }
     });

@@ -3,8 +3,15 @@
 //   Solution B: batch (image, output row), each writing its Q x K/G block straight into the output.
 //   Solution A: batch (output row), each a (images*Q) x K/G GEMM, the result in (P, N, Q, K) order parked
 //   in the output, copied into L's buffer (no longer needed) and transposed back into place.
+// The epilogue (conv/epilogue.hpp) goes where y is written: all of it in Solution B's GEMM; in Solution A,
+// alpha and the bias in the GEMM and the residual and activation in the permute that moves the result into
+// place. An in-place residual (z is y) would be overwritten by the parked result, so Solution A then first
+// moves z itself into (P, N, Q, K) order within y (a copy into L's buffer and a permute back, before the
+// lowering), and the GEMM applies the whole epilogue to the parked values, the permute only moving them.
+// (One NHWC image needs no permute: its GEMM writes y in place and applies all of it.)
 #include <array>
 
+#include "conv/epilogue.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
@@ -79,9 +86,27 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         const MecWindows& window = l.windows;
         const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
         const BufferRange& lowered = l.range;
-        record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
-
+        const Window z = residual_window(ops.epilogue, uint64_t(chunk.n0) * y_image, uint64_t(images) * y_image,
+                                         context.pool->alignment(), y);
         const bool solution_a = plan.schedule == MecSchedule::A;
+        const bool permuted = solution_a && !(nhwc && images == 1);  // the result reaches y through a permute
+        const bool in_place = residual_in_place(ops.epilogue, ops.output);
+        // The chunk's y in (P, N, Q, K) order, and the strides of y's own order along those dimensions.
+        const uint64_t floats = uint64_t(images) * y_image;
+        const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
+        const std::array<int64_t, 4> parked_dims{P, images, Q, p.K};
+        const std::array<int64_t, 4> final_strides = nhwc ? std::array<int64_t, 4>{Q * p.K, P * Q * p.K, p.K, 1}
+                                                          : std::array<int64_t, 4>{Q, p.K * P * Q, 1, P * Q};
+        const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
+        if (permuted && in_place) {
+            // z is y's contents: move it into the order the GEMM parks its result in, where the GEMM reads it.
+            const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
+            stream.copy(chunk_y, copy);
+            record_permute(context, stream, copy, 0, y.range, y.delta, parked_dims, final_strides);
+        }
+        record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
+        // What the GEMM applies: all of the epilogue unless a permute writes y and can apply the rest.
+        const FusedEpilogue gemm_epilogue = permuted && !in_place ? ops.epilogue.scale_part() : ops.epilogue;
         for (int64_t g = 0; g < G; ++g) {
             // M is set per schedule below (the rows of one product), N and K are the forward pass's.
             const GemmShape shape = forward_gemm(p, 0);
@@ -106,6 +131,9 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
                 gp.c = {
                     y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K),
                     0};
+                // Parked in place, the residual is at the value's own position (z moved there above); one NHWC
+                // image writes y's own order, the residual's too.
+                set_gemm_epilogue(gp, gemm_epilogue, y, permuted ? y : z);
             } else {
                 // One Q-row GEMM per (image, output row). The rows of an image go in one product's M
                 // dimension (row segments of Q, one window each) rather than the batch, so late layers
@@ -115,22 +143,23 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
                 gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, image_floats, 0};
                 const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
                 gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
+                set_gemm_epilogue(gp, gemm_epilogue, y, z);
             }
             record_gemm(context, stream, gp);
         }
-        if (solution_a && !(nhwc && images == 1)) {
-            // The chunk's output sits in (P, N, Q, K) order; move it through L's buffer into place.
-            const uint64_t floats = uint64_t(images) * y_image;
+        if (permuted) {
+            // The chunk's output sits in (P, N, Q, K) order; move it through L's buffer into place, the permute
+            // applying the residual and the activation unless the GEMM applied them (in place).
             const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
-            const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
             stream.copy(parked, copy);
-            const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
+            const FusedEpilogue write = in_place ? FusedEpilogue{} : ops.epilogue.write_part();
+            const PermuteEpilogue epilogue{write, z};
             if (nhwc)
                 record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K},
-                               {Q * p.K, row_stride, p.K, 1});
+                               {Q * p.K, row_stride, p.K, 1}, epilogue);
             else
                 record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q},
-                               {Q * p.K, 1, row_stride, p.K});
+                               {Q * p.K, 1, row_stride, p.K}, epilogue);
         }
     });
 }

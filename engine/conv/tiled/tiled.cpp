@@ -278,9 +278,14 @@ struct BoxPush {
     int32_t dst_c0, dst_h0;
     uint32_t dst_shift;
     uint32_t accumulate;
-    uint32_t base, count;
+    uint32_t residual_shift = 0;
+    float beta = 0.0f, negative_slope = 0.0f;
+    uint32_t base = 0, count = 0;
 };
 VKCONV_PUSH_SIZE(BoxPush, copy_box)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, residual_shift)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, negative_slope)
+VKCONV_PUSH_MEMBER(BoxPush, copy_box, base)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, src_c)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, src_c0)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, src_shift)
@@ -288,14 +293,18 @@ VKCONV_PUSH_MEMBER(BoxPush, copy_box, dst_c)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, dst_shift)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, accumulate)
 
-const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout) {
+// copy_box, applying `epilogue`'s residual and activation as it writes (its alpha is the tile pass's).
+const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout, const FusedEpilogue& epilogue = {}) {
+    using Id = contract::copy_box::spec;
     PipelineDesc desc;
     desc.shader = "copy_box";
-    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BoxPush);
     desc.specialization = Specialization<contract::copy_box>()
-                              .set(contract::copy_box::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
-                              .set(contract::copy_box::spec::NHWC, layout == Layout::NHWC)
+                              .set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                              .set(Id::NHWC, layout == Layout::NHWC)
+                              .set(Id::ACTIVATION, activation_constant(epilogue.activation))
+                              .set(Id::HAS_RESIDUAL, epilogue.has_residual())
                               .values();
     return context.pipelines->get(desc);
 }
@@ -310,12 +319,14 @@ std::pair<uint64_t, uint64_t> span_of(Layout layout, const ImageRef& r, int64_t 
 
 // dst box (+)= src box: channels [c, c + box_c) and rows [h, h + box_h) from each origin; source positions
 // outside the source image read as zero. NCHW boxes go in runs of channels whose windows fit `limit`.
+// Into a forward pass's y, `epilogue` adds beta * z (its residual, shaped as dst's tensor) and applies the
+// activation (FusedEpilogue::write_part).
 void record_box(ContextImpl& context, CommandStream& stream, Layout layout, const ImageRef& src, int64_t src_c0,
                 int64_t src_h0, const ImageRef& dst, int64_t dst_c0, int64_t dst_h0, int64_t box_c, int64_t box_h,
-                bool accumulate, uint64_t limit) {
+                bool accumulate, uint64_t limit, const FusedEpilogue& epilogue = {}) {
     if (box_c <= 0 || box_h <= 0) return;
     const uint64_t align = context.pool->alignment();
-    const Pipeline& pipeline = copy_box_pipeline(context, layout);
+    const Pipeline& pipeline = copy_box_pipeline(context, layout, epilogue);
 
     // Runs that keep both windows within the limit: of channels in NCHW (m channels of a box span
     // ((m - 1) * H + box_h) * W floats), of rows in NHWC (m rows span at most m * W * C).
@@ -345,6 +356,8 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
             }
             auto [dlo, dhi] = span_of(layout, dst, dst_c0 + c, dst_c0 + c + count_c, dst_h0 + h, dst_h0 + h + count_h);
             const Window dw = window(*dst.operand, uint64_t(dst.n) * dst.image() + dlo, dhi - dlo, align);
+            // The residual over the same elements (dst's window itself, unread, without one).
+            const Window zw = residual_window(epilogue, uint64_t(dst.n) * dst.image() + dlo, dhi - dlo, align, dw);
             BoxPush push{uint32_t(count_c),
                          uint32_t(count_h),
                          uint32_t(src.W),
@@ -361,9 +374,13 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
                          int32_t(dst_h0 + h),
                          uint32_t(dw.delta - dlo),
                          accumulate ? 1u : 0u,
+                         uint32_t(zw.delta - dlo),
+                         epilogue.beta,
+                         epilogue.negative_slope,
                          0,
                          0};
-            const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
+            const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true},
+                                                  Binding{zw.range, false}};
             dispatch_elements(stream, pipeline, bindings, push, uint64_t(count_c * count_h * src.W));
         }
 }
@@ -375,14 +392,16 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
     const Window sw = window(src, src_first, count, align), dw = window(dst, dst_first, count, align);
     const uint32_t n = uint32_t(count);
     const BoxPush push{
-        1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u, 0, 0};
-    const std::array<Binding, 2> bindings{Binding{sw.range, false}, Binding{dw.range, true}};
+        1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u};
+    // (No residual: the source stands in for binding 2.)
+    const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true}, Binding{sw.range, false}};
     dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
 }
 
-// The tile's problem run on the tile buffers, by the plan made for its shape.
+// The tile's problem run on the tile buffers, by the plan made for its shape; a forward tile applies
+// `epilogue` (alpha alone: the copy into y applies the rest).
 void record_tile_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& q, const TiledPlan& plan,
-                      bool with_bias, std::span<const Operand> workspace) {
+                      bool with_bias, std::span<const Operand> workspace, const FusedEpilogue& epilogue = {}) {
     auto buffer = [&](TileSlot slot, int64_t floats) {
         return Operand{workspace[static_cast<size_t>(slot)].allocation, uint64_t(floats)};
     };
@@ -391,6 +410,7 @@ void record_tile_pass(ContextImpl& context, CommandStream& stream, const ConvPro
     tile.filter = buffer(TileSlot::Filter, q.filter_elements());
     if (with_bias) tile.bias = buffer(TileSlot::Bias, q.K);
     tile.output = buffer(TileSlot::Output, q.output_elements());
+    tile.epilogue = epilogue;
     record_algorithm(context, stream, q, plan.plan_of(q), tile, Workspace{workspace.subspan(kTileSlots)});
 }
 
@@ -415,9 +435,12 @@ void record_tiled_forward(ContextImpl& context, CommandStream& stream, const Con
         }
         const ImageRef x{&ops.input, t.n, p.C, p.H, p.W}, x_box{&x_tile, 0, q.C, q.H, q.W};
         record_box(context, stream, p.layout, x, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit);
-        record_tile_pass(context, stream, q, plan, static_cast<bool>(ops.bias), workspace);
+        // The tile's pass applies alpha and the bias, the copy into y the residual and the activation: each
+        // value of y is written once, by that copy.
+        record_tile_pass(context, stream, q, plan, static_cast<bool>(ops.bias), workspace, ops.epilogue.scale_part());
         const ImageRef y_box{&y_tile, 0, q.K, t.rows, p.Q()}, y{&ops.output, t.n, p.K, p.P(), p.Q()};
-        record_box(context, stream, p.layout, y_box, 0, 0, y, t.piece.k0, t.p0, q.K, t.rows, false, limit);
+        record_box(context, stream, p.layout, y_box, 0, 0, y, t.piece.k0, t.p0, q.K, t.rows, false, limit,
+                   ops.epilogue.write_part());
     });
 }
 

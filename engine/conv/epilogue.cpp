@@ -1,0 +1,95 @@
+// The forward epilogue's names and its checks (conv/epilogue.hpp).
+#include "conv/epilogue.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "context/pass.hpp"
+#include "context/tensor_storage.hpp"
+
+namespace vkconv {
+
+const char* to_string(Activation activation) noexcept {
+    switch (activation) {
+        case Activation::None:
+            return "none";
+        case Activation::ReLU:
+            return "relu";
+        case Activation::ReLU6:
+            return "relu6";
+        case Activation::LeakyReLU:
+            return "leaky-relu";
+    }
+    return "unknown";
+}
+
+Activation parse_activation(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (Activation a : {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU})
+        if (name == to_string(a)) return a;
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown activation '" + std::string(text) + "' (expected none, relu, relu6 or leaky-relu)");
+}
+
+}  // namespace vkconv
+
+namespace vkconv::detail {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(ErrorCategory::InvalidArgument, "epilogue: " + message);
+}
+
+std::string number(float value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+// True when two tensors cover exactly the same bytes of one buffer.
+bool same_memory(const Tensor& a, const Tensor& b) {
+    const PoolAllocation x = allocation_of(a), y = allocation_of(b);
+    return x.buffer == y.buffer && x.offset == y.offset && a.bytes() == b.bytes();
+}
+
+}  // namespace
+
+FusedEpilogue fused_epilogue(ContextImpl& context, const ConvProblem& problem, const Epilogue& epilogue,
+                             const Tensor& input, const Tensor& filter, const Tensor* bias, const Tensor& output) {
+    for (const auto& [value, name] :
+         {std::pair{epilogue.alpha, "alpha"}, {epilogue.beta, "beta"}, {epilogue.negative_slope, "negative_slope"}})
+        if (!std::isfinite(value)) invalid(std::string(name) + " must be finite, got " + number(value));
+    switch (epilogue.activation) {
+        case Activation::None:
+        case Activation::ReLU:
+        case Activation::ReLU6:
+        case Activation::LeakyReLU:
+            break;
+        default:
+            invalid("unknown activation value " + std::to_string(static_cast<int>(epilogue.activation)));
+    }
+    FusedEpilogue fused{epilogue.alpha, epilogue.beta, epilogue.negative_slope, epilogue.activation, {}};
+    if (!epilogue.residual) {
+        if (epilogue.beta != 0.0f)
+            invalid("beta is " + number(epilogue.beta) +
+                    " but no residual tensor was given (beta scales the residual)");
+        return fused;
+    }
+    const Tensor& z = *epilogue.residual;
+    if (epilogue.beta == 0.0f)
+        invalid("a residual tensor was given but beta is 0, so it would be ignored (set beta, or pass no residual)");
+    fused.residual = tensor_operand(context, z, "residual", problem.output_shape());
+    if (!same_memory(z, output) && overlaps(z, output))
+        invalid(
+            "the residual tensor shares memory with the output without being the output itself (an in-place "
+            "residual must be the output's exact memory)");
+    for (const auto& [tensor, role] : {std::pair{&input, "input"}, {&filter, "filter"}, {bias, "bias"}})
+        if (tensor && overlaps(*tensor, z))
+            invalid(std::string("the residual tensor shares memory with the ") + role + " tensor");
+    return fused;
+}
+
+}  // namespace vkconv::detail
