@@ -119,33 +119,34 @@ void run_pass(ContextImpl& impl, RunStats& stats, const std::vector<uint64_t>& w
     auto elapsed_ms = [&] {
         return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     };
-    {
-        PassWorkspace workspaces(impl, workspace_floats, target);
-        if (target.recording) {
+    if (target.recording) {
+        // Whatever fails from here on may leave part of this pass (or of a layer step's first pass) in the
+        // recording: the recording refuses further use.
+        try {
+            PassWorkspace workspaces(impl, workspace_floats, target);
             CommandStream& stream = recording_stream(target);
             const uint32_t before = stream.dispatch_count();
-            try {
-                record(stream, workspaces.operands());
-            } catch (...) {
-                mark_broken(target);  // part of the pass is in the command buffer
-                throw;
-            }
-            stats.dispatches = stream.dispatch_count() - before;
-            count_recorded_pass(target);
-            stats.gpu_timed = false;
-            stats.gpu_ms = 0;
-            stats.wall_ms = elapsed_ms();
-        } else {
-            CommandStream stream(*impl.device);
-            stream.begin_timing();
             record(stream, workspaces.operands());
-            stream.end_timing();
-            stream.submit_and_wait();
-            stats.gpu_timed = stream.gpu_ms() >= 0;
-            stats.dispatches = stream.dispatch_count();
-            stats.wall_ms = elapsed_ms();
-            stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
+            stats.dispatches = stream.dispatch_count() - before;
+        } catch (...) {
+            mark_broken(target);
+            throw;
         }
+        count_recorded_pass(target);
+        stats.gpu_timed = false;
+        stats.gpu_ms = 0;
+        stats.wall_ms = elapsed_ms();
+    } else {
+        PassWorkspace workspaces(impl, workspace_floats, target);
+        CommandStream stream(*impl.device);
+        stream.begin_timing();
+        record(stream, workspaces.operands());
+        stream.end_timing();
+        stream.submit_and_wait();
+        stats.gpu_timed = stream.gpu_ms() >= 0;
+        stats.dispatches = stream.dispatch_count();
+        stats.wall_ms = elapsed_ms();
+        stats.gpu_ms = stats.gpu_timed ? stream.gpu_ms() : stats.wall_ms;
     }
     peak.fill(stats);
 }

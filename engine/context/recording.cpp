@@ -27,7 +27,15 @@ std::vector<Operand> RecordingState::take_workspace(const std::vector<uint64_t>&
             if (!held.busy && held.allocation.size >= bytes && (!best || held.allocation.size < best->allocation.size))
                 best = &held;
         if (!best) {
-            workspace.push_back({pool.allocate(bytes)});
+            PoolAllocation allocation;
+            try {
+                allocation = pool.allocate(bytes);
+                workspace.push_back({allocation});
+            } catch (...) {
+                pool.release(allocation);  // (nothing when the allocation itself failed)
+                idle_workspace();          // the slots taken so far are this failed pass's
+                throw;
+            }
             best = &workspace.back();
         }
         best->busy = true;
@@ -87,10 +95,34 @@ std::shared_ptr<RecordingState> make_recording(const Context& context, VkCommand
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+namespace {
+
+// An application's command buffer whose recording goes without complete(): taken as complete (the
+// contract says so), with a warning, since the command buffer may in fact still be pending.
+void warn_if_incomplete(const std::shared_ptr<RecordingState>& state) noexcept {
+    if (state && state->stream && state->stream->external() && !state->broken)
+        state->context->instance->report(MessageSeverity::Warning,
+                                         "a recording into the application's command buffer was destroyed without "
+                                         "complete(): vkconv takes the command buffer as finished and releases its "
+                                         "workspace and descriptor sets; call complete() after it finished");
+}
+
+}  // namespace
+}  // namespace detail
+
 Recording::Recording(Context& context) : state_(detail::make_recording(context, VK_NULL_HANDLE)) {}
-Recording::~Recording() = default;  // the state's destructor gives everything back
+Recording::~Recording() {
+    detail::warn_if_incomplete(state_);  // then the state's destructor gives everything back
+}
 Recording::Recording(Recording&&) noexcept = default;
-Recording& Recording::operator=(Recording&&) noexcept = default;
+Recording& Recording::operator=(Recording&& other) noexcept {
+    if (this != &other) {
+        detail::warn_if_incomplete(state_);
+        state_ = std::move(other.state_);
+    }
+    return *this;
+}
 
 Submission Recording::submit() {
     detail::RecordingState& state = detail::recording_state(*this);
@@ -99,8 +131,17 @@ Submission Recording::submit() {
                     "this recording is into the application's command buffer: the application submits it");
     {
         const auto lock = detail::serialise(*state.context);
-        state.timeline_value = state.stream->submit(state.waits);
+        try {
+            state.timeline_value = state.stream->submit(state.waits);
+        } catch (...) {
+            state.broken = true;  // not submitted, and the stream cannot be submitted again
+            throw;
+        }
         state.submitted = true;
+        // What submission_sync reports, fixed from now on: read without the context's lock, so an
+        // application holding its queue mutex may ask while another thread's vkconv call waits for it.
+        state.sync_timeline = state.context->device->timeline();
+        state.sync_fence = state.stream->fence();
     }
     Submission submission;
     submission.state_ = std::move(state_);
@@ -173,6 +214,10 @@ void wait_semaphore(Recording& recording, VkSemaphore semaphore, uint64_t value,
                     "wait_semaphore: the recording is into the application's command buffer, which the "
                     "application submits with its own waits");
     if (!stages) throw Error(ErrorCategory::InvalidArgument, "wait_semaphore: no pipeline stage to wait before");
+    if (value && state.context->device->properties().apiVersion < VK_API_VERSION_1_2)
+        throw Error(
+            ErrorCategory::InvalidArgument,
+            "wait_semaphore: a timeline value needs a Vulkan 1.2 device; this one waits on binary semaphores only");
     state.waits.push_back({semaphore, value, stages});
 }
 
@@ -180,10 +225,9 @@ SubmissionSync submission_sync(const Submission& submission) {
     SubmissionSync sync;
     const auto& state = detail::Access::state(submission);
     if (!state) return sync;
-    const auto lock = detail::serialise(*state->context);
-    sync.timeline = state->context->device->timeline();
+    sync.timeline = state->sync_timeline;
     sync.value = state->timeline_value;
-    sync.fence = state->stream->fence();
+    sync.fence = state->sync_fence;
     return sync;
 }
 

@@ -18,7 +18,9 @@ struct RecordingState {
     bool submitted = false;
     bool broken = false;  // a pass failed part-way through its recording: the stream holds part of it
     uint32_t passes = 0;
-    uint64_t timeline_value = 0;                       // what the submission signals on the device's timeline (0: none)
+    uint64_t timeline_value = 0;                 // what the submission signals on the device's timeline (0: none)
+    VkSemaphore sync_timeline = VK_NULL_HANDLE;  // submission_sync's answers, set once submitted
+    VkFence sync_fence = VK_NULL_HANDLE;
     std::vector<SemaphoreWait> waits;                  // the application's semaphores the submission waits for
     std::vector<std::shared_ptr<TensorStorage>> kept;  // every tensor a pass was given
 

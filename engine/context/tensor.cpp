@@ -78,6 +78,9 @@ Tensor wrap_buffer(Context& context, const ExternalBuffer& buffer, const Shape& 
     if (!buffer.buffer) throw bad("the buffer is null");
     if (buffer.offset % 4) throw bad("offset " + std::to_string(buffer.offset) + " is not a multiple of 4 bytes");
     const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    if (buffer.offset > UINT64_MAX - buffer.size)
+        throw bad("offset " + std::to_string(buffer.offset) + " + size " + std::to_string(buffer.size) +
+                  " overflows 64 bits");
     if (buffer.size < bytes)
         throw bad("the range of " + std::to_string(buffer.size) + " bytes is smaller than shape " +
                   shape_string(shape) + " (" + std::to_string(bytes) + " bytes)");

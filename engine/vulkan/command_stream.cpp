@@ -200,8 +200,13 @@ uint64_t CommandStream::submit(std::span<const SemaphoreWait> waits) {
             timeline_info.signalSemaphoreValueCount = 1;
             timeline_info.pSignalSemaphoreValues = &signal_value;
             submit.pNext = &timeline_info;
+        } else if (!waits.empty() && device.properties().apiVersion >= VK_API_VERSION_1_2) {
+            // The application's timeline semaphores need their values even where vkconv signals none of
+            // its own (binary ones ignore theirs). Before 1.2 only binary semaphores can be waited on.
+            timeline_info.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+            timeline_info.pWaitSemaphoreValues = wait_values.data();
+            submit.pNext = &timeline_info;
         }
-        // (Without the feature only binary semaphores exist, which need no values.)
         VKC_CHECK(device.lost_flag(), vk_.vkQueueSubmit(device.queue(), 1, &submit, fence));
     }
     submitted_ = true;

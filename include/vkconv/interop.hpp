@@ -41,7 +41,7 @@ VKCONV_API_BEGIN
 
 // The application's Vulkan objects a Context is made from (Context(const ExternalDevice&, options)).
 // Requirements, checked when the context is made (Error(Unsupported) naming what is missing,
-// Error(InvalidArgument) for a null handle or an index out of range): an instance of Vulkan 1.1 or later,
+// Error(InvalidArgument) for a null handle or an index out of range): the instance's Vulkan 1.1 functions,
 // a physical device of 1.1 or later, a queue family with compute. vkconv enables nothing itself (no
 // feature or extension is required); timeline semaphores are used when the application says it enabled them.
 struct ExternalDevice {
@@ -57,7 +57,8 @@ struct ExternalDevice {
     // Vulkan requires a queue's submissions to be externally synchronised. If the application submits to
     // the same queue from other threads, the mutex it guards the queue with: vkconv holds it around each of
     // its submissions. Null: vkconv guards the queue with its own lock, and the application must not
-    // submit to it while a vkconv call runs.
+    // submit to it while a vkconv call runs. Two contexts on one queue need the same mutex. vkconv takes a
+    // context's lock before this mutex: call no vkconv function while holding it (submission_sync excepted).
     std::mutex* queue_mutex = nullptr;
 };
 
@@ -85,8 +86,9 @@ Tensor wrap_buffer(Context& context, const ExternalBuffer& buffer, const Shape& 
 // finished.
 Recording record_into(Context& context, VkCommandBuffer commands);
 
-// Makes the recording's submission wait for the application's semaphore (binary: value ignored; timeline:
-// until it reaches `value`) before `stages`. Only for recordings vkconv submits.
+// Makes the recording's submission wait for the application's semaphore (binary: value ignored; timeline,
+// on a Vulkan 1.2 device: until it reaches `value`) before `stages`. Only for recordings vkconv submits.
+// submission_sync takes no lock: it may be called while holding ExternalDevice::queue_mutex.
 void wait_semaphore(Recording& recording, VkSemaphore semaphore, uint64_t value = 0,
                     VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
 

@@ -16,11 +16,13 @@
 // the barriers between them), and submissions on one context run in submission order. Blocking calls
 // (passes on the Context, upload, download) also queue behind every earlier submission.
 //
-// Lifetime: the recording keeps every tensor it was given alive, and holds the workspace of its passes
-// from the pool (passes recorded one after another reuse it: a recording holds the largest workspace any
-// of its passes needs per slot, not the sum) until the work completed: Submission::wait, or for an
-// application's command buffer Recording::complete. Until then the tensors must not be written or read by
-// anything else. A pass given PassOptions::workspace uses that memory and holds none of the pool's.
+// Lifetime: the recording keeps every tensor it was given alive, and holds its passes' workspace from the
+// pool, until the work completed: Submission::wait, or for an application's command buffer
+// Recording::complete. Until then the tensors must not be written or read by anything else. A pass reuses
+// the workspace the recording already holds wherever it fits, so passes of one layer shape share one
+// workspace; passes whose needs grow one after another hold the sum, since the commands recorded earlier
+// still use what they were given. PassOptions::workspace, sized to the largest pass, bounds it: a pass
+// given it uses that memory and holds none of the pool's.
 //
 // Stats: a recorded pass's RunStats have every figure a blocking call gives except time: gpu_ms is 0,
 // gpu_timed false, and wall_ms is the host time spent recording. peak_bytes is the pool's peak while
@@ -74,7 +76,7 @@ public:
     // Records into a command buffer of vkconv's own; submit() runs it.
     explicit Recording(Context& context);
     // Destroying a recording that was never submitted discards it (nothing ran); one into the application's
-    // command buffer is taken as complete (see complete()).
+    // command buffer is taken as complete (see complete()), with a warning through ContextOptions::on_message.
     ~Recording();
     Recording(Recording&&) noexcept;
     Recording& operator=(Recording&&) noexcept;

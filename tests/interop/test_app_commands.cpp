@@ -1,8 +1,10 @@
 // Passes recorded into the application's command buffer and submitted by it; vkconv's submissions chained
 // with the application's through semaphores.
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "conv_cases.hpp"
 #include "interop/app_vulkan.hpp"
@@ -95,8 +97,14 @@ TEST_CASE("a forward and a backward step recorded into the application's command
                                  VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
             const VkBufferCopy region{0, 0, by.size};
             vkCmdCopyBuffer(commands, by.buffer, copy_of_y.buffer, 1, &region);
+            // The recording holds pool workspace for the command buffer until complete(), not a moment less.
+            const uint64_t held = context.pool_stats().in_use;
+            if (algorithm != Algorithm::Direct) CHECK(recording.workspace_bytes() > 0);
             app->submit_and_wait(commands);
+            CHECK(context.pool_stats().in_use == held);
+            const uint64_t workspace = recording.workspace_bytes();
             recording.complete();
+            CHECK(context.pool_stats().in_use == held - workspace);
             CHECK_THROWS_AS(recording.complete(), vkconv::Error);
             if (round % 2 == 1)  // the first record of an algorithm made what the second reuses
                 CHECK(vkconv::testing::vulkan_objects_created(context) == objects);
@@ -157,6 +165,33 @@ TEST_CASE("vkconv's submissions wait for the application's semaphore and signal 
                      vkconv::reference::forward(p, vkt::absolute(x), vkt::absolute(w), vkt::absolute(b)),
                      p.C * p.R * p.S + 1, "after the application's semaphore");
     vkDestroySemaphore(app->device, ready, nullptr);
+
+    if (app->timeline) {
+        // A timeline semaphore the application signals from the host only after vkconv submitted: the
+        // submission must not run before.
+        VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+        type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+        VkSemaphoreCreateInfo timeline_info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+        timeline_info.pNext = &type;
+        VkSemaphore gate = VK_NULL_HANDLE;
+        REQUIRE(vkCreateSemaphore(app->device, &timeline_info, nullptr, &gate) == VK_SUCCESS);
+        ty.upload(vkt::poison(p.output_elements()));
+        vkconv::Recording gated(context);
+        vkconv::wait_semaphore(gated, gate, 5);
+        vkconv::forward(gated, p, tx, tw, &tb, ty, Algorithm::Direct);
+        vkconv::Submission pending = gated.submit();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        CHECK_FALSE(pending.done());  // still waiting for value 5
+        VkSemaphoreSignalInfo signal_info{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+        signal_info.semaphore = gate;
+        signal_info.value = 5;
+        REQUIRE(vkSignalSemaphore(app->device, &signal_info) == VK_SUCCESS);
+        pending.wait();
+        vkt::check_close(ty.download(), vkconv::reference::forward(p, x, w, b),
+                         vkconv::reference::forward(p, vkt::absolute(x), vkt::absolute(w), vkt::absolute(b)),
+                         p.C * p.R * p.S + 1, "after the application's timeline semaphore");
+        vkDestroySemaphore(app->device, gate, nullptr);
+    }
     // Errors: a null semaphore, and waits on a recording the application submits.
     vkconv::Recording another(context);
     CHECK_THROWS_AS(vkconv::wait_semaphore(another, VK_NULL_HANDLE), vkconv::Error);

@@ -219,6 +219,7 @@ TEST_CASE("wrap_buffer and transfers refuse what the application's buffer cannot
     expect([&] { vkconv::wrap_buffer(*context, app->range(transfer_only, 0, 64), {4}); }, "STORAGE_BUFFER");
     expect([&] { vkconv::wrap_buffer(*context, app->range(storage_only, 0, 64), {4}); }, "TRANSFER_SRC");
     expect([&] { vkconv::wrap_buffer(*context, app->range(usable, 0, 64), {0}); }, "not positive");
+    expect([&] { vkconv::wrap_buffer(*context, {usable.buffer, ~uint64_t{0} - 15, 64, all}, {4}); }, "overflows");
     {
         // A good one round-trips.
         auto t = vkconv::wrap_buffer(*context, app->range(usable, 4, 64), {16});
