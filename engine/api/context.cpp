@@ -144,12 +144,21 @@ std::vector<DeviceInfo> list_devices() {
     return infos;
 }
 
-void testing::simulate_device_loss(Context& context) {
-    detail::impl_of(context).device->lost_flag()->store(true);
+void testing::inject_device_loss(Context& context, uint64_t nth) {
+    detail::impl_of(context).device->inject_device_loss(nth);
+}
+
+uint64_t testing::device_calls(const Context& context) {
+    return detail::impl_of(context).device->fault_points_passed();
 }
 
 uint64_t testing::vulkan_objects_created(const Context& context) {
     return detail::impl_of(context).device->objects_created();
+}
+
+uint64_t testing::vulkan_objects_alive(const Context& context) {
+    const detail::Device& device = *detail::impl_of(context).device;
+    return device.objects_created() - device.objects_destroyed();
 }
 
 void testing::inject_allocation_failures(Context& context, uint64_t nth, uint64_t count) {

@@ -112,6 +112,7 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
 
     auto fail = [&](const std::string& why) {
         vk.vkDestroyBuffer(dev, block->buffer, nullptr);
+        device_.note_destroyed();
         throw Error(ErrorCategory::OutOfDeviceMemory,
                     "cannot allocate " + std::to_string(min_bytes) + " bytes of device memory: " + why);
     };
@@ -143,6 +144,7 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
     }
     if (result != VK_SUCCESS) {
         vk.vkDestroyBuffer(dev, block->buffer, nullptr);
+        device_.note_destroyed();
         VKC_CHECK(device_.lost_flag(), result);
     }
     ++driver_allocations_;
@@ -165,8 +167,12 @@ void BufferPool::destroy_block(PoolBlock& block) noexcept {
     if (block.buffer) {
         device_.streams().forget_views(block.buffer);  // texel views of it, cached by the streams
         vk.vkDestroyBuffer(device_.handle(), block.buffer, nullptr);
+        device_.note_destroyed();
     }
-    if (block.memory) vk.vkFreeMemory(device_.handle(), block.memory, nullptr);
+    if (block.memory) {
+        vk.vkFreeMemory(device_.handle(), block.memory, nullptr);
+        device_.note_destroyed();
+    }
     block.buffer = VK_NULL_HANDLE;
     block.memory = VK_NULL_HANDLE;
 }

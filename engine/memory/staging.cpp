@@ -18,8 +18,8 @@ void Staging::release() noexcept {
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     if (mapped_) vk.vkUnmapMemory(dev, memory_);
-    if (buffer_) vk.vkDestroyBuffer(dev, buffer_, nullptr);
-    if (memory_) vk.vkFreeMemory(dev, memory_, nullptr);
+    if (buffer_) vk.vkDestroyBuffer(dev, buffer_, nullptr), device_.note_destroyed();
+    if (memory_) vk.vkFreeMemory(dev, memory_, nullptr), device_.note_destroyed();
     mapped_ = nullptr;
     buffer_ = VK_NULL_HANDLE;
     memory_ = VK_NULL_HANDLE;
@@ -60,10 +60,15 @@ void Staging::reserve(uint64_t bytes) {
     VkResult result = vk.vkAllocateMemory(dev, &alloc, nullptr, &memory_);
     if (result == VK_SUCCESS) device.note_created();
     if (result == VK_SUCCESS) result = vk.vkBindBufferMemory(dev, buffer_, memory_, 0);
-    if (result == VK_SUCCESS) result = vk.vkMapMemory(dev, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_);
+    const char* call = "vkAllocateMemory/vkBindBufferMemory";
+    if (result == VK_SUCCESS) {
+        call = "vkMapMemory";
+        result = device.fault_at(Device::FaultPoint::Mapping);
+        if (result == VK_SUCCESS) result = vk.vkMapMemory(dev, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_);
+    }
     if (result != VK_SUCCESS) {
         release();
-        VKC_CHECK(device.lost_flag(), result);
+        VKC_CHECK_RESULT(device.lost_flag(), result, call);
     }
     size_ = size;
     pool_.set_staging_bytes(requirements.size);

@@ -207,7 +207,9 @@ uint64_t CommandStream::submit(std::span<const SemaphoreWait> waits) {
             timeline_info.pWaitSemaphoreValues = wait_values.data();
             submit.pNext = &timeline_info;
         }
-        VKC_CHECK(device.lost_flag(), vk_.vkQueueSubmit(device.queue(), 1, &submit, fence));
+        VkResult result = device.fault_at(Device::FaultPoint::Submission);
+        if (result == VK_SUCCESS) result = vk_.vkQueueSubmit(device.queue(), 1, &submit, fence);
+        VKC_CHECK_RESULT(device.lost_flag(), result, "vkQueueSubmit");
     }
     submitted_ = true;
     return signal_value;
@@ -219,14 +221,24 @@ VkFence CommandStream::fence() const {
 
 bool CommandStream::done() const {
     if (!submitted_ || completed_) return true;
-    return vk_.vkGetFenceStatus(device_.handle(), resources_->fence) == VK_SUCCESS;
+    device_.throw_if_lost();
+    // VK_NOT_READY while it runs; a lost device is an error here too, or a caller polling done() would
+    // poll for ever.
+    VkResult result = device_.fault_at(Device::FaultPoint::FenceWait);
+    if (result == VK_SUCCESS) result = vk_.vkGetFenceStatus(device_.handle(), resources_->fence);
+    VKC_CHECK_RESULT(device_.lost_flag(), result, "vkGetFenceStatus");
+    return result == VK_SUCCESS;
 }
 
 void CommandStream::wait() {
     Device& device = device_;
     if (!submitted_ || completed_) return;
+    // After a loss nothing is waited for here: the stream's release waits for its fence, best effort.
+    device.throw_if_lost();
     VkFence fence = resources_->fence;
-    VKC_CHECK(device.lost_flag(), vk_.vkWaitForFences(device.handle(), 1, &fence, VK_TRUE, UINT64_MAX));
+    VkResult result = device.fault_at(Device::FaultPoint::FenceWait);
+    if (result == VK_SUCCESS) result = vk_.vkWaitForFences(device.handle(), 1, &fence, VK_TRUE, UINT64_MAX);
+    VKC_CHECK_RESULT(device.lost_flag(), result, "vkWaitForFences");
     completed_ = true;
     if (timestamps_) {
         std::array<uint64_t, 2> ticks{};

@@ -155,15 +155,20 @@ Device::~Device() {
         // keep the context alive), and its other queues are not vkconv's to wait for.
         if (owned_) table_.vkDeviceWaitIdle(device_);
         streams_.reset();
-        if (timeline_) table_.vkDestroySemaphore(device_, timeline_, nullptr);
-        if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr);
-        if (owned_) table_.vkDestroyDevice(device_, nullptr);
+        if (timeline_) table_.vkDestroySemaphore(device_, timeline_, nullptr), note_destroyed();
+        if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr), note_destroyed();
+        if (owned_) table_.vkDestroyDevice(device_, nullptr), note_destroyed();
     }
 }
 
 void Device::forget_foreign_buffer(VkBuffer buffer) noexcept {
     auto it = foreign_.find(buffer);
     if (it != foreign_.end() && --it->second == 0) foreign_.erase(it);
+}
+
+VkResult Device::fault_at(FaultPoint) noexcept {
+    const uint64_t passed = ++fault_points_;
+    return passed == lose_at_.load() ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
 }
 
 void Device::throw_if_lost() const {

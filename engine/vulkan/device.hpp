@@ -48,9 +48,22 @@ public:
     bool foreign_buffer(VkBuffer buffer) const { return !foreign_.empty() && foreign_.count(buffer) != 0; }
     // Command-buffer resources and texel views, recycled between streams (vulkan/stream_pool.hpp).
     StreamPool& streams() { return *streams_; }
-    // Every Vulkan object vkconv has created on this device (tests hold steady-state passes to zero).
+    // Every Vulkan object vkconv has created and destroyed on this device (tests hold steady-state passes to
+    // no creation, and a long run to no more live objects than it settled at).
     void note_created(uint64_t count = 1) { objects_created_ += count; }
+    void note_destroyed(uint64_t count = 1) noexcept { objects_destroyed_ += count; }
     uint64_t objects_created() const { return objects_created_.load(); }
+    uint64_t objects_destroyed() const { return objects_destroyed_.load(); }
+
+    // Where a lost device really shows itself: queue submissions, fence waits and memory mappings. Each such
+    // call first asks `fault_at`, which counts it and returns VK_ERROR_DEVICE_LOST instead of VK_SUCCESS
+    // for the one a test chose (inject_device_loss); the caller then skips the driver call and fails
+    // through its ordinary error path, exactly as if the driver had returned it.
+    enum class FaultPoint { Submission, FenceWait, Mapping };
+    VkResult fault_at(FaultPoint point) noexcept;
+    uint64_t fault_points_passed() const { return fault_points_.load(); }
+    // The nth fault point from now (1 = the next) returns VK_ERROR_DEVICE_LOST; 0 disarms.
+    void inject_device_loss(uint64_t nth) { lose_at_ = nth ? fault_points_.load() + nth : 0; }
     const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
     const VkPhysicalDeviceProperties& properties() const { return properties_; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
@@ -93,7 +106,8 @@ private:
     uint64_t timeline_value_ = 0;
     std::map<VkBuffer, uint32_t> foreign_;
     std::unique_ptr<StreamPool> streams_;
-    std::atomic<uint64_t> objects_created_{0};
+    std::atomic<uint64_t> objects_created_{0}, objects_destroyed_{0};
+    std::atomic<uint64_t> fault_points_{0}, lose_at_{0};
     uint32_t workgroup_cap_ = 0;
     uint32_t timestamp_valid_bits_ = 0;
     VkPhysicalDeviceProperties properties_{};

@@ -50,8 +50,10 @@ PipelineCache::~PipelineCache() {
         vk.vkDestroyPipelineLayout(dev, p->layout, nullptr);
         vk.vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
     }
+    device_.note_destroyed(3 * pipelines_.size());
     for (auto& [name, m] : modules_) vk.vkDestroyShaderModule(dev, m, nullptr);
-    if (cache_) vk.vkDestroyPipelineCache(dev, cache_, nullptr);
+    device_.note_destroyed(modules_.size());
+    if (cache_) vk.vkDestroyPipelineCache(dev, cache_, nullptr), device_.note_destroyed();
 }
 
 VkShaderModule PipelineCache::module(const std::string& shader) {

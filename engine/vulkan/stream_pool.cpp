@@ -18,17 +18,20 @@ StreamPool::StreamPool(Device& device) : device_(device) {}
 StreamPool::~StreamPool() {
     for (auto& resources : free_) destroy(*resources);
     for (auto& [key, view] : views_) device_.vk().vkDestroyBufferView(device_.handle(), view, nullptr);
+    device_.note_destroyed(views_.size());
 }
 
 void StreamPool::destroy(StreamResources& r) noexcept {
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     for (VkDescriptorPool pool : r.descriptor_pools) vk.vkDestroyDescriptorPool(dev, pool, nullptr);
-    if (r.timestamps) vk.vkDestroyQueryPool(dev, r.timestamps, nullptr);
-    if (r.fence) vk.vkDestroyFence(dev, r.fence, nullptr);
+    device_.note_destroyed(r.descriptor_pools.size());
+    if (r.timestamps) vk.vkDestroyQueryPool(dev, r.timestamps, nullptr), device_.note_destroyed();
+    if (r.fence) vk.vkDestroyFence(dev, r.fence, nullptr), device_.note_destroyed();
     if (r.commands) {
         std::lock_guard lock(device_.command_pool_mutex());
         vk.vkFreeCommandBuffers(dev, device_.command_pool(), 1, &r.commands);
+        device_.note_destroyed();
     }
     r = {};
 }
@@ -155,6 +158,7 @@ void StreamPool::forget_views(VkBuffer buffer) noexcept {
     for (auto it = views_.begin(); it != views_.end();) {
         if (std::get<0>(it->first) == buffer) {
             device_.vk().vkDestroyBufferView(device_.handle(), it->second, nullptr);
+            device_.note_destroyed();
             it = views_.erase(it);
         } else {
             ++it;

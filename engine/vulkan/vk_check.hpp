@@ -26,3 +26,6 @@ inline void vk_check(std::atomic<bool>* device_lost_flag, VkResult result, const
 }  // namespace vkconv::detail
 
 #define VKC_CHECK(lost_flag, call) ::vkconv::detail::vk_check((lost_flag), (call), #call, __FILE__, __LINE__)
+// The same for a result already in hand, naming the call it came from.
+#define VKC_CHECK_RESULT(lost_flag, result, call_name) \
+    ::vkconv::detail::vk_check((lost_flag), (result), call_name, __FILE__, __LINE__)

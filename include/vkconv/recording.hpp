@@ -61,7 +61,7 @@ public:
     // Blocks until the work completed, then releases what it held. Error(DeviceLost) when the device was
     // lost meanwhile. Waiting again (or on an empty Submission) returns at once.
     void wait();
-    // True once the work completed (never blocks).
+    // True once the work completed (never blocks). Error(DeviceLost) when the device was lost meanwhile.
     bool done() const;
     bool empty() const { return !state_; }
 

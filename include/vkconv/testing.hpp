@@ -12,15 +12,22 @@ namespace vkconv {
 VKCONV_API_BEGIN
 
 namespace testing {
-// Marks the context's device as lost, exactly as a VK_ERROR_DEVICE_LOST from the driver would: every later
-// call on it throws Error(DeviceLost). Only for tests of that path; a real loss cannot be provoked portably.
-void simulate_device_loss(Context& context);
+// Makes the `nth` device call from now (1 = the next) return VK_ERROR_DEVICE_LOST instead of reaching the
+// driver, where a real loss arrives: a queue submission, a fence wait or status query, or a memory mapping
+// (the calls device_calls() counts). The call then fails exactly as with a real loss: Error(DeviceLost),
+// and the context is lost for good. nth = 0 disarms. For tests of that path.
+void inject_device_loss(Context& context, uint64_t nth);
+// Submissions, fence waits and status queries, and memory mappings the context has made so far.
+uint64_t device_calls(const Context& context);
 // Makes the pool's `count` device-memory allocation attempts starting with the `nth` from now (1 = the
 // next) fail as out of device memory, as a driver would; nth = 0 disarms. For tests of that path.
 void inject_allocation_failures(Context& context, uint64_t nth, uint64_t count = 1);
-// Vulkan objects vkconv has created on the context's device so far (buffers, memory, pipelines, command
-// buffers, fences, descriptor and query pools, views). A steady-state pass adds none.
+// Vulkan objects vkconv has created on the context's device so far (device, buffers, memory, pipelines and
+// their layouts, shader modules, command buffers, fences, semaphores, descriptor and query pools, views).
+// A steady-state pass adds none.
 uint64_t vulkan_objects_created(const Context& context);
+// Of those, the ones not destroyed yet: what a long run must not let grow.
+uint64_t vulkan_objects_alive(const Context& context);
 }  // namespace testing
 
 VKCONV_API_END
