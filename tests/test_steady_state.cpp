@@ -36,7 +36,10 @@ TEST_CASE("repeated passes create no Vulkan objects", "[steady][gpu]") {
         {"grouped", vkt::problem().batch(2).channels(4).image(9, 7).filters(6).kernel(3, 3).pad(1).groups(2).bias()},
         {"depthwise", vkt::problem().batch(2).channels(4).image(9, 7).depthwise(1).kernel(3, 3).pad(1).bias()},
     };
-    for (const auto& [name, p] : problems) {
+    for (const auto& entry : problems) {
+        // Not a structured binding: clang before 16 cannot capture one in the lambdas below.
+        const std::string& name = entry.first;
+        const vkconv::ConvProblem& p = entry.second;
         auto x = Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
         auto w = Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
         auto b = Tensor::from_host(*context, p.bias_shape(), vkt::random_values(p.K, 3));
