@@ -518,9 +518,11 @@ NpyArray read_npy(const std::string& path) {
     std::string head(static_cast<size_t>(std::min<uintmax_t>(file_size, detail::kNpyPrefixLen)), '\0');
     read_exact(head.data(), head.size(), "truncated header");
     const uint64_t data_offset = detail::npy_data_offset(head, file_size, path);
-    const size_t have = head.size();
-    head.resize(static_cast<size_t>(data_offset));
-    read_exact(head.data() + have, head.size() - have, "truncated header");
+    // A header shorter than the prefix (an empty one) leaves `head` longer than needed: parsing ignores the rest.
+    if (const size_t have = head.size(); data_offset > have) {
+        head.resize(static_cast<size_t>(data_offset));
+        read_exact(head.data() + have, head.size() - have, "truncated header");
+    }
     detail::NpyLayout layout = detail::parse_npy_header(head, file_size, path);
     const uint64_t expected = static_cast<uint64_t>(layout.elements) * 4;
 
