@@ -34,6 +34,11 @@ vkconv::Shape parse_shape(const std::string& text, const std::string& option) {
     return shape;
 }
 
+// parse_shape while the command line is parsed: a malformed shape fails before any file is read.
+CLI::Validator shape_check(const std::string& option) {
+    return parsed_by([option](const std::string& text) { parse_shape(text, option); }, "A,B,C,D");
+}
+
 void require_rank4(const vkconv::NpyArray& array, const std::string& option, const std::string& path) {
     if (array.shape.size() != 4)
         throw bad(option + " '" + path + "' has shape " + vkconv::shape_string(array.shape) + "; expected 4-D");
@@ -131,7 +136,9 @@ Action add_backward_data_command(CLI::App& root) {
     auto* command = root.add_subcommand("backward-data", "dx from dy and w (.npy files, float32, C order)");
     command->add_option("--grad-output", args->grad_output, "dy.npy (the output's shape)")->required();
     command->add_option("--weight", args->weight, "filter W.npy (K,C/G,R,S or K,R,S,C/G)")->required();
-    command->add_option("--input-shape", args->input_shape, "N,C,H,W (or N,H,W,C with --layout nhwc)")->required();
+    command->add_option("--input-shape", args->input_shape, "N,C,H,W (or N,H,W,C with --layout nhwc)")
+        ->required()
+        ->check(shape_check("--input-shape"));
     command->add_option("--output", args->output, "dx.npy, written only on success")->required();
     args->conv.add_to(*command);
     return [args] { return run_backward_data(*args); };
@@ -143,7 +150,8 @@ Action add_backward_filter_command(CLI::App& root) {
     command->add_option("--input", args->input, "X.npy (N,C,H,W or N,H,W,C)")->required();
     command->add_option("--grad-output", args->grad_output, "dy.npy (the output's shape)")->required();
     command->add_option("--weight-shape", args->weight_shape, "K,C/G,R,S (or K,R,S,C/G with --layout nhwc)")
-        ->required();
+        ->required()
+        ->check(shape_check("--weight-shape"));
     command->add_option("--output", args->output, "dw.npy, written only on success")->required();
     command->add_option("--grad-bias", args->grad_bias, "also write db.npy (K), the bias gradient");
     args->conv.add_to(*command);

@@ -43,6 +43,19 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::strin
     return {number(std::string_view(text).substr(0, comma)), number(std::string_view(text).substr(comma + 1))};
 }
 
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description) {
+    return CLI::Validator(
+        [parse = std::move(parse)](const std::string& value) {
+            try {
+                parse(value);
+                return std::string();
+            } catch (const vkconv::Error& e) {
+                return std::string(e.what());
+            }
+        },
+        description);
+}
+
 namespace {
 
 // "auto", or a decimal byte count that fits 64 bits.
@@ -69,14 +82,22 @@ void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit)
 }
 
 void ConvOptions::add_to(CLI::App& command) {
-    command.add_option("--stride", stride, "stride S or SH,SW")->capture_default_str();
-    command.add_option("--padding", padding, "zero padding P or PH,PW")->capture_default_str();
-    command.add_option("--dilation", dilation, "dilation D or DH,DW")->capture_default_str();
+    // Malformed numbers fail while parsing; values out of range (stride 0) fail in ConvProblem::validate().
+    auto pair = [](const std::string& option) {
+        return parsed_by([option](const std::string& text) { parse_pair(text, option); }, "N|N,M");
+    };
+    command.add_option("--stride", stride, "stride S or SH,SW")->check(pair("--stride"))->capture_default_str();
+    command.add_option("--padding", padding, "zero padding P or PH,PW")
+        ->check(pair("--padding"))
+        ->capture_default_str();
+    command.add_option("--dilation", dilation, "dilation D or DH,DW")->check(pair("--dilation"))->capture_default_str();
     command.add_option("--groups", groups, "groups (C and K must be divisible by it)")->capture_default_str();
     command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
-    command.add_option("--algo", algorithm, "algorithm: auto, direct, im2col, mec or depthwise")->capture_default_str();
+    command.add_option("--algo", algorithm, "algorithm: auto, direct, im2col, mec or depthwise")
+        ->check(parsed_by([](const std::string& text) { vkconv::parse_algorithm(text); }, "ALGORITHM"))
+        ->capture_default_str();
     command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")
         ->check(CLI::IsMember({"auto", "a", "b"}, CLI::ignore_case))
         ->capture_default_str();

@@ -25,6 +25,11 @@ int run_guarded(const std::function<int()>& body);
 // "3" -> {3, 3}; "2,3" -> {2, 3}. Throws InvalidArgument naming `option` otherwise.
 std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option);
 
+// A CLI11 check that runs `parse` on an option's text while the command line is parsed, so text it refuses
+// (with vkconv::Error) fails there: exit code 2 and the option named with parse's message, before any device
+// or file is opened. `description` is the form of the value shown in --help ("N|N,M").
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description);
+
 // --workspace-limit BYTES|auto, checked while parsing.
 void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit);
 

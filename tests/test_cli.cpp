@@ -296,6 +296,7 @@ std::vector<BadCase> bad_cases() {
              return args;
          }},
         {"--stride a,b", {"--stride", "a,b"}, extra({"--stride", "a,b"})},
+        {"--dilation past int64", {"--dilation", "99999999999999999999"}, extra({"--dilation", "1,99999999999999999999"})},
         {"--stride 0", {"stride_h (=0)"}, extra({"--stride", "0"})},
         {"--padding -1", {"pad_h (=-1)"}, extra({"--padding", "-1"})},
         {"unknown --algo", {"algorithm", "winograd"}, extra({"--algo", "winograd"})},

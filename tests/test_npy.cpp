@@ -302,6 +302,18 @@ TEST_CASE("npy shape () is a scalar and (3,) is rank 1", "[npy]") {
     CHECK(a.data.empty());
 }
 
+// Found by the fuzz target fuzz_npy (tests/fuzz/regressions/npy/): an empty array whose other extents
+// overflow int64 together is valid, and shape_elements must say 0, not overflow multiplying them first.
+TEST_CASE("npy empty array with huge other extents has zero elements", "[npy]") {
+    TempDir dir;
+    const std::string path = dir.file("empty.npy");
+    write_bytes(path, npy_file(dict_header("'<f4'", "False", "(1099511627776, 1099511627776, 0)"), ""));
+    const NpyArray a = vkconv::read_npy(path);
+    CHECK(a.shape == Shape{int64_t(1) << 40, int64_t(1) << 40, 0});
+    CHECK(a.data.empty());
+    CHECK(vkconv::shape_elements(a.shape) == 0);
+}
+
 TEST_CASE("npy refuses files that are not npy or not complete", "[npy]") {
     TempDir dir;
     const std::string path = dir.file("bad.npy");

@@ -173,6 +173,16 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
              p.K = int64_t{1} << 36, p.C = int64_t{1} << 12, p.H = (1 << 10) + 2, p.W = (1 << 10) + 2;
          },
          "forward multiply-add count N*K*P*Q*C/groups*R*S overflows int64"},
+        // Found by the fuzz target fuzz_problem (tests/fuzz/regressions/problem/): element counts that fit,
+        // whose float32 byte counts (elements * 4) do not. The multiply-add count fits in each.
+        {"input bytes overflow", [](ConvProblem& p) { p.K = 2, p.R = 1, p.S = 1, p.H = 1 << 30, p.W = 1 << 30; },
+         "input size in bytes N*C*H*W*4 overflows int64 (N*C*H*W=4611686018427387904)"},
+        {"filter bytes overflow",
+         [](ConvProblem& p) { p.K = int64_t{1} << 40, p.R = p.H = 1 << 11, p.S = p.W = 1 << 10; },
+         "filter size in bytes K*C/groups*R*S*4 overflows int64"},
+        {"output bytes overflow",
+         [](ConvProblem& p) { p.C = 2, p.K = 8, p.R = 1, p.S = 1, p.H = 1 << 30, p.W = 1 << 29; },
+         "output size in bytes N*K*P*Q*4 overflows int64"},
     };
 
     ConvProblem base;
@@ -206,6 +216,12 @@ TEST_CASE("shape_string and shape_elements", "[problem]") {
     CHECK(vkconv::shape_string({}) == "[]");
     CHECK(vkconv::shape_elements({2, 3, 5, 7}) == 210);
     CHECK(vkconv::shape_elements({}) == 1);
+    // A zero extent wins over the others' overflow (an empty .npy array may have such a shape).
+    CHECK(vkconv::shape_elements({int64_t(1) << 40, int64_t(1) << 40, 0}) == 0);
+    CHECK(invalid_argument_message([] { (void)vkconv::shape_elements({int64_t(1) << 40, int64_t(1) << 40}); }) ==
+          "shape [1099511627776, 1099511627776] has more elements than int64 holds");
+    CHECK(invalid_argument_message([] { (void)vkconv::shape_elements({2, -3}); }) ==
+          "shape [2, -3] has a negative extent -3");
 }
 
 TEST_CASE("layout names round-trip and unknown names are rejected", "[problem]") {

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <initializer_list>
+#include <limits>
 
 #include "vkconv/error.hpp"
 
@@ -42,6 +43,13 @@ void require_product_fits(const char* what, std::initializer_list<Factor> factor
         values += (values.empty() ? "" : ", ") + std::string(f.name) + "=" + std::to_string(f.value);
     }
     if (overflow) invalid(std::string(what) + " " + formula + " overflows int64 (" + values + ")");
+}
+
+// Tensors are float32, and the engine sizes their buffers in bytes as int64 (elements * 4): that must fit too.
+void require_bytes_fit(const char* tensor, const char* formula, int64_t elements) {
+    if (elements > std::numeric_limits<int64_t>::max() / int64_t(sizeof(float)))
+        invalid(std::string(tensor) + " size in bytes " + formula + "*4 overflows int64 (" + formula + "=" +
+                std::to_string(elements) + ")");
 }
 
 // One spatial dimension's names, so height and width share the checks and their messages.
@@ -101,8 +109,18 @@ std::string shape_string(const Shape& shape) {
 }
 
 int64_t shape_elements(const Shape& shape) {
+    for (int64_t extent : shape)
+        if (extent < 0)
+            throw Error(ErrorCategory::InvalidArgument,
+                        "shape " + shape_string(shape) + " has a negative extent " + std::to_string(extent));
+    // A zero extent wins over any overflow of the others, as in numpy: (2**40, 2**40, 0) holds nothing.
+    for (int64_t extent : shape)
+        if (extent == 0) return 0;
     int64_t product = 1;
-    for (int64_t extent : shape) product *= extent;
+    for (int64_t extent : shape)
+        if (__builtin_mul_overflow(product, extent, &product))
+            throw Error(ErrorCategory::InvalidArgument,
+                        "shape " + shape_string(shape) + " has more elements than int64 holds");
     return product;
 }
 
@@ -135,6 +153,9 @@ void ConvProblem::validate() const {
     require_product_fits("output element count", {{"N", N}, {"K", K}, {"P", p}, {"Q", q}});
     require_product_fits("forward multiply-add count",
                          {{"N", N}, {"K", K}, {"P", p}, {"Q", q}, {"C/groups", Cg}, {"R", R}, {"S", S}});
+    require_bytes_fit("input", "N*C*H*W", input_elements());
+    require_bytes_fit("filter", "K*C/groups*R*S", filter_elements());
+    require_bytes_fit("output", "N*K*P*Q", output_elements());
 }
 
 int64_t ConvProblem::P() const {

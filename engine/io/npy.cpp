@@ -32,6 +32,7 @@
 #include <unistd.h>
 #endif
 
+#include "io/npy_parse.hpp"
 #include "vkconv/error.hpp"
 
 // Data is copied between the file and float arrays without byte swapping.
@@ -375,7 +376,7 @@ std::string temp_path_for(const std::string& path) {
     return path + ".tmp." + std::to_string(pid) + "." + std::to_string(counter++);
 }
 
-// --- reading ----------------------------------------------------------------------------------------
+// --- reading ---------------------------------------------------------------------------------------
 
 constexpr size_t kPreambleLen = 8;  // the magic, then the major and minor version
 
@@ -404,7 +405,7 @@ struct ExactReader {
     const std::string& path;
     const std::string& where;
 
-    void operator()(void* dst, size_t bytes, const char* what) const {
+    void operator()(void* dst, size_t bytes, const std::string& what) const {
         if (bytes == 0) return;
         if (std::fread(dst, 1, bytes, file) != bytes) {
             if (std::ferror(file)) fail("cannot read " + quoted(path) + ": " + std::strerror(errno));
@@ -413,50 +414,39 @@ struct ExactReader {
     }
 };
 
-// The magic string and the format version; returns the major version.
-unsigned read_preamble(const ExactReader& read_exact, uintmax_t file_size) {
-    const std::string& where = read_exact.where;
+// The magic string and the format version from the first min(file_size, 8) bytes; returns the major version.
+unsigned parse_preamble(std::string_view head, uint64_t file_size, const std::string& where) {
     if (file_size == 0) fail(where + "not an npy file (the file is empty)");
-    unsigned char preamble[kPreambleLen] = {};
-    const size_t have = static_cast<size_t>(std::min<uintmax_t>(file_size, sizeof preamble));
-    read_exact(preamble, have, "truncated header");
-    if (std::memcmp(preamble, kMagic, std::min(have, kMagicLen)) != 0) {
-        const std::string_view start(reinterpret_cast<const char*>(preamble), std::min(have, kMagicLen));
+    const size_t have = static_cast<size_t>(std::min<uint64_t>(file_size, kPreambleLen));
+    if (head.size() < have) fail(where + "truncated header");
+    const std::string_view start = head.substr(0, std::min(have, kMagicLen));
+    if (start != std::string_view(kMagic, start.size())) {
         if (start.starts_with("PK\x03\x04"))
             fail(where +
                  "not an npy file (bad magic: it looks like a zip or .npz archive; extract arrays with np.load)");
         fail(where + "not an npy file (bad magic: starts with '" + printable(start) + "')");
     }
-    if (have < sizeof preamble) fail(where + "truncated header: the file is only " + std::to_string(have) + " bytes");
+    if (have < kPreambleLen) fail(where + "truncated header: the file is only " + std::to_string(have) + " bytes");
 
-    const unsigned major = preamble[6], minor = preamble[7];
+    const unsigned major = static_cast<unsigned char>(head[6]), minor = static_cast<unsigned char>(head[7]);
     if ((major != 1 && major != 2 && major != 3) || minor != 0)
         fail(where + "unsupported npy format version " + std::to_string(major) + "." + std::to_string(minor) +
              " (supported: 1.0, 2.0, 3.0)");
     return major;
 }
 
-struct HeaderText {
-    std::string text;          // the header dict as written
-    uint64_t data_offset = 0;  // where the data starts
-};
-
-// The header length field of format version `major`, then the header it counts.
-HeaderText read_header_text(const ExactReader& read_exact, uintmax_t file_size, unsigned major) {
-    const std::string& where = read_exact.where;
+// The header length field of format version `major` after the preamble; returns where the data starts.
+uint64_t parse_header_length(std::string_view head, uint64_t file_size, unsigned major, const std::string& where) {
     const size_t length_bytes = major == 1 ? 2 : 4;
-    unsigned char length_field[4] = {};
     if (file_size < kPreambleLen + length_bytes) fail(where + "truncated header: no header length");
-    read_exact(length_field, length_bytes, "truncated header");
-    const uint64_t header_len = little_endian(length_field, length_bytes);
+    if (head.size() < kPreambleLen + length_bytes) fail(where + "truncated header");
+    const uint64_t header_len =
+        little_endian(reinterpret_cast<const unsigned char*>(head.data()) + kPreambleLen, length_bytes);
     const uint64_t data_offset = kPreambleLen + length_bytes + header_len;
     if (data_offset > file_size)
         fail(where + "truncated header: it claims " + std::to_string(header_len) + " bytes, the file has " +
              std::to_string(file_size - kPreambleLen - length_bytes) + " after the header length");
-
-    std::string text(static_cast<size_t>(header_len), '\0');
-    read_exact(text.data(), text.size(), "truncated header");
-    return {std::move(text), data_offset};
+    return data_offset;
 }
 
 void require_float32_c_order(const Header& header, const std::string& where) {
@@ -486,25 +476,64 @@ int64_t elements_matching_data(const Header& header, const std::string& where, u
 
 }  // namespace
 
+namespace detail {
+
+uint64_t npy_data_offset(std::string_view head, uint64_t file_size, const std::string& name) {
+    const std::string where = quoted(name) + ": ";
+    const unsigned major = parse_preamble(head, file_size, where);
+    return parse_header_length(head, file_size, major, where);
+}
+
+NpyLayout parse_npy_header(std::string_view head, uint64_t file_size, const std::string& name) {
+    const std::string where = quoted(name) + ": ";
+    const uint64_t data_offset = npy_data_offset(head, file_size, name);
+    if (head.size() < data_offset) fail(where + "truncated header");
+    const size_t text_start = kPreambleLen + (head[6] == 1 ? 2 : 4);  // after the header length field
+    const Header header = interpret_header(head.substr(text_start, data_offset - text_start), name);
+    require_float32_c_order(header, where);
+    const int64_t elements = elements_matching_data(header, where, file_size - data_offset);
+    return {header.shape, data_offset, elements};
+}
+
+NpyArray parse_npy(std::string_view bytes, const std::string& name) {
+    NpyLayout layout = parse_npy_header(bytes, bytes.size(), name);
+    NpyArray array;
+    array.shape = std::move(layout.shape);
+    array.data.resize(static_cast<size_t>(layout.elements));
+    if (layout.elements > 0)
+        std::memcpy(array.data.data(), bytes.data() + layout.data_offset, static_cast<size_t>(layout.elements) * 4);
+    return array;
+}
+
+}  // namespace detail
+
 NpyArray read_npy(const std::string& path) {
     const std::string where = quoted(path) + ": ";
     File file = open_for_reading(path);
     const uintmax_t file_size = regular_file_size(path);
     const ExactReader read_exact{file.get(), path, where};
 
-    const unsigned major = read_preamble(read_exact, file_size);
-    const HeaderText header_text = read_header_text(read_exact, file_size, major);
-    const Header header = interpret_header(header_text.text, path);
-    require_float32_c_order(header, where);
-    const int64_t elements = elements_matching_data(header, where, file_size - header_text.data_offset);
-    const uint64_t expected = static_cast<uint64_t>(elements) * 4;
+    // The preamble and the header length first, then the header they announce, then the data straight
+    // into the array: a large file that is not a valid .npy is refused before its data is read.
+    std::string head(static_cast<size_t>(std::min<uintmax_t>(file_size, detail::kNpyPrefixLen)), '\0');
+    read_exact(head.data(), head.size(), "truncated header");
+    const uint64_t data_offset = detail::npy_data_offset(head, file_size, path);
+    // A header shorter than the prefix (an empty one) leaves `head` longer than needed: parsing ignores the rest.
+    if (const size_t have = head.size(); data_offset > have) {
+        head.resize(static_cast<size_t>(data_offset));
+        read_exact(head.data() + have, head.size() - have, "truncated header");
+    }
+    detail::NpyLayout layout = detail::parse_npy_header(head, file_size, path);
+    const uint64_t expected = static_cast<uint64_t>(layout.elements) * 4;
 
     NpyArray array;
-    array.shape = header.shape;
-    array.data.resize(static_cast<size_t>(elements));
-    // The file may have shrunk since its size was taken.
+    array.shape = std::move(layout.shape);
+    array.data.resize(static_cast<size_t>(layout.elements));
+    // The first read may have taken bytes past a short header; the file may have shrunk since its size was taken.
+    if (std::fseek(file.get(), static_cast<long>(layout.data_offset), SEEK_SET) != 0)
+        fail("cannot read " + quoted(path) + ": " + std::strerror(errno));
     read_exact(array.data.data(), static_cast<size_t>(expected),
-               ("truncated data: expected " + std::to_string(expected) + " bytes").c_str());
+               "truncated data: expected " + std::to_string(expected) + " bytes");
     return array;
 }
 

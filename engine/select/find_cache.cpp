@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -50,33 +51,18 @@ MecSchedule parse_schedule(const std::string& text) {
 
 }  // namespace
 
-FindCache::FindCache(const Device& device, std::string path)
-    : device_key_(device_key_of(device)), path_(std::move(path)) {
-    if (path_.empty()) return;
-    {
-        namespace fs = std::filesystem;
-        std::error_code ec;
-        fs::path folder = fs::path(path_).parent_path();
-        if (folder.empty()) folder = ".";
-        if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
-            throw Error(ErrorCategory::InvalidArgument,
-                        "find cache " + path_ + ": folder '" + folder.string() + "' does not exist or is not writable");
-    }
-    std::ifstream file(path_);
-    if (!file) {
-        if (std::FILE* probe = std::fopen(path_.c_str(), "r")) {  // exists but unreadable
-            std::fclose(probe);
-            throw Error(ErrorCategory::InvalidArgument, "cannot read the find cache " + path_);
-        }
-        return;  // not there yet: the first measurement creates it
-    }
-    std::string line;
+FindCacheContents parse_find_cache(std::string_view text, const std::string& device_key, const std::string& path) {
+    FindCacheContents contents;
     size_t number = 0;
     auto bad = [&](const std::string& why) {
         return Error(ErrorCategory::InvalidArgument,
-                     "find cache " + path_ + " line " + std::to_string(number) + ": " + why);
+                     "find cache " + path + " line " + std::to_string(number) + ": " + why);
     };
-    while (std::getline(file, line)) {
+    // Lines as std::getline reads them: a last line without its newline still counts.
+    for (size_t start = 0; start < text.size();) {
+        const size_t newline = std::min(text.find('\n', start), text.size());
+        const std::string line(text.substr(start, newline - start));
+        start = newline + 1;
         ++number;
         if (number == 1) {
             if (line != kHeader) throw bad("expected the header '" + std::string(kHeader) + "'");
@@ -99,12 +85,53 @@ FindCache::FindCache(const Device& device, std::string path)
             throw bad("the time '" + fields[6] + "' is not a non-negative number");
         }
         if (choice.algorithm == Algorithm::Auto) throw bad("a cached algorithm cannot be auto");
-        if (fields[0] == device_key_)
-            entries_[fields[1] + '\t' + fields[2] + '\t' + fields[3]] = choice;
+        if (fields[0] == device_key)
+            contents.entries[fields[1] + '\t' + fields[2] + '\t' + fields[3]] = choice;
         else
-            other_devices_.push_back(line);
+            contents.other_devices.push_back(line);
     }
     if (number == 0) throw bad("the file is empty (expected the header '" + std::string(kHeader) + "')");
+    return contents;
+}
+
+std::string format_find_cache(const std::string& device_key, const FindCacheContents& contents) {
+    std::ostringstream file;
+    file << kHeader << '\n';
+    for (const auto& line : contents.other_devices) file << line << '\n';
+    for (const auto& [key, choice] : contents.entries) {
+        std::ostringstream ms;
+        ms.precision(6);
+        ms << choice.ms;
+        file << device_key << '\t' << key << '\t' << to_string(choice.algorithm) << '\t'
+             << to_string(choice.mec_schedule) << '\t' << ms.str() << '\n';
+    }
+    return file.str();
+}
+
+FindCache::FindCache(const Device& device, std::string path)
+    : device_key_(device_key_of(device)), path_(std::move(path)) {
+    if (path_.empty()) return;
+    {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        fs::path folder = fs::path(path_).parent_path();
+        if (folder.empty()) folder = ".";
+        if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
+            throw Error(ErrorCategory::InvalidArgument,
+                        "find cache " + path_ + ": folder '" + folder.string() + "' does not exist or is not writable");
+    }
+    std::ifstream file(path_, std::ios::binary);
+    if (!file) {
+        if (std::FILE* probe = std::fopen(path_.c_str(), "r")) {  // exists but unreadable
+            std::fclose(probe);
+            throw Error(ErrorCategory::InvalidArgument, "cannot read the find cache " + path_);
+        }
+        return;  // not there yet: the first measurement creates it
+    }
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (file.bad()) throw Error(ErrorCategory::InvalidArgument, "cannot read the find cache " + path_);
+    file_ = parse_find_cache(text.str(), device_key_, path_);
 }
 
 std::string FindCache::key(Pass pass, const ConvProblem& problem, const PassOptions& options) const {
@@ -117,16 +144,16 @@ std::string FindCache::key(Pass pass, const ConvProblem& problem, const PassOpti
 
 std::optional<CachedChoice> FindCache::lookup(Pass pass, const ConvProblem& problem, const PassOptions& options) const {
     const std::string k = key(pass, problem, options);
-    if (const auto found = entries_.find(k); found != entries_.end()) return found->second;
+    if (const auto found = file_.entries.find(k); found != file_.entries.end()) return found->second;
     if (const auto found = unmeasured_.find(k); found != unmeasured_.end()) return found->second;
     return std::nullopt;
 }
 
 void FindCache::store(Pass pass, const ConvProblem& problem, const PassOptions& options, const CachedChoice& choice) {
-    auto entries = entries_;
-    entries[key(pass, problem, options)] = choice;
-    if (!path_.empty()) save(entries);  // throws before anything changes
-    entries_ = std::move(entries);
+    FindCacheContents contents = file_;
+    contents.entries[key(pass, problem, options)] = choice;
+    if (!path_.empty()) save(contents);  // throws before anything changes
+    file_ = std::move(contents);
 }
 
 void FindCache::remember(Pass pass, const ConvProblem& problem, const PassOptions& options,
@@ -134,21 +161,13 @@ void FindCache::remember(Pass pass, const ConvProblem& problem, const PassOption
     unmeasured_[key(pass, problem, options)] = choice;
 }
 
-void FindCache::save(const std::map<std::string, CachedChoice>& entries) const {
+void FindCache::save(const FindCacheContents& contents) const {
     static std::atomic<unsigned> counter{0};
     const std::string temporary =
         path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
     {
         std::ofstream file(temporary, std::ios::trunc);
-        file << kHeader << '\n';
-        for (const auto& line : other_devices_) file << line << '\n';
-        for (const auto& [key, choice] : entries) {
-            std::ostringstream ms;
-            ms.precision(6);
-            ms << choice.ms;
-            file << device_key_ << '\t' << key << '\t' << to_string(choice.algorithm) << '\t'
-                 << to_string(choice.mec_schedule) << '\t' << ms.str() << '\n';
-        }
+        file << format_find_cache(device_key_, contents);
         file.flush();
         if (!file) {
             std::remove(temporary.c_str());

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkconv/find.hpp"
@@ -24,6 +25,19 @@ struct CachedChoice {
     MecSchedule mec_schedule = MecSchedule::Auto;
     double ms = 0;
 };
+
+// What a cache file holds for one device: its choices, and the lines of every other device.
+struct FindCacheContents {
+    std::map<std::string, CachedChoice> entries;  // this device's, keyed by pass, options and problem
+    std::vector<std::string> other_devices;       // file lines of other devices, written back unchanged
+};
+
+// The text of a cache file, as read from `path` (named in messages), for the device whose key is
+// `device_key`: Error(InvalidArgument) naming the file and the line when it cannot be parsed.
+FindCacheContents parse_find_cache(std::string_view text, const std::string& device_key, const std::string& path);
+// The text FindCache writes for these contents; parse_find_cache reads it back to the same choices (times
+// to 6 significant digits).
+std::string format_find_cache(const std::string& device_key, const FindCacheContents& contents);
 
 class FindCache {
 public:
@@ -40,16 +54,15 @@ public:
     // In memory only: a choice that was not measured (nothing verified), so Auto does not measure again.
     void remember(Pass pass, const ConvProblem& problem, const PassOptions& options, const CachedChoice& choice);
 
-    size_t size() const { return entries_.size(); }
+    size_t size() const { return file_.entries.size(); }
 
 private:
     std::string key(Pass pass, const ConvProblem& problem, const PassOptions& options) const;
-    void save(const std::map<std::string, CachedChoice>& entries) const;
+    void save(const FindCacheContents& contents) const;
 
     std::string device_key_;
     std::string path_;
-    std::map<std::string, CachedChoice> entries_;     // this device's, keyed by pass, options and problem
-    std::vector<std::string> other_devices_;          // file lines of other devices, written back unchanged
+    FindCacheContents file_;                          // what the file holds (or will, once stored)
     std::map<std::string, CachedChoice> unmeasured_;  // remember(): never written to the file
 };
 

@@ -25,7 +25,9 @@ Layout parse_layout(std::string_view text);  // "nchw" / "nhwc", case-insensitiv
 
 using Shape = std::vector<int64_t>;
 std::string shape_string(const Shape& shape);  // "[2, 3, 5, 7]"
-int64_t shape_elements(const Shape& shape);    // product; 1 for an empty shape
+// The product of the extents: 1 for an empty shape, 0 when any extent is 0 (however large the others).
+// Error(InvalidArgument) for a negative extent or a product past int64.
+int64_t shape_elements(const Shape& shape);
 
 struct ConvProblem {
     int64_t N = 1, C = 1, H = 1, W = 1;  // input
@@ -38,8 +40,8 @@ struct ConvProblem {
     bool has_bias = false;
 
     // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding,
-    // C or K not divisible by groups, a dilated kernel larger than the padded input, element counts
-    // that overflow int64.
+    // C or K not divisible by groups, a dilated kernel larger than the padded input, element counts,
+    // the forward multiply-add count or float32 byte counts that overflow int64.
     void validate() const;
 
     // Derived output size; call validate() first (these assume a valid problem).
