@@ -20,8 +20,10 @@ if("thread" IN_LIST vkconv_sanitizers AND "address" IN_LIST vkconv_sanitizers)
   message(FATAL_ERROR "VKCONV_SANITIZE: thread and address cannot be combined; build them separately")
 endif()
 
-# -O1 keeps the stacks readable and the build fast; frame pointers give the leak checker whole stacks.
-add_compile_options(-fsanitize=${VKCONV_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all -O1)
+# -O1 keeps the stacks readable and the build fast; frame pointers give the leak checker whole stacks; line
+# tables are all a report needs (and much less to compile and link than full debug information).
+add_compile_options(-fsanitize=${VKCONV_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all -O1
+                    $<IF:$<CXX_COMPILER_ID:Clang>,-gline-tables-only,-g1>)
 add_link_options(-fsanitize=${VKCONV_SANITIZE})
 
 # Every program of the build (tests, samples, fuzz targets) carries its sanitizers' defaults and the

@@ -17,7 +17,7 @@ bool g_shared_tried = false;
 
 vkconv::ContextOptions test_options() {
     vkconv::ContextOptions options;
-    options.validation = true;
+    options.validation = !validation_opted_out();
     options.on_message = [](vkconv::MessageSeverity severity, std::string_view text) {
         if (severity == vkconv::MessageSeverity::Error) {
             ++g_validation_errors;

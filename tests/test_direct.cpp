@@ -127,7 +127,7 @@ TEST_CASE("a tensor larger than the binding limit runs in tiles", "[direct][gpu]
     check_one_image_over(*context, context->device().max_storage_buffer_range);
 }
 
-TEST_CASE("a tensor larger than the device's own maxStorageBufferRange runs in tiles", "[direct][device-limit][gpu]") {
+TEST_CASE("a tensor larger than the device's own maxStorageBufferRange runs in tiles", "[direct][device-limit][heavy][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     const uint64_t range = context->device().max_storage_buffer_range;
     // Beyond 256 MiB the tensor costs more memory and time than a test may take: a counted skip, shown by

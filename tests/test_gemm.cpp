@@ -163,7 +163,7 @@ TEST_CASE("gemm: two batch levels with overlapping A windows, C in a column-majo
     }
 }
 
-TEST_CASE("gemm: segmented K (dilated MEC windows, MEC backward-filter's (p, q) reduction)", "[gemm][gpu]") {
+TEST_CASE("gemm: segmented K (dilated MEC windows, MEC backward-filter's (p, q) reduction)", "[gemm][heavy][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     // Segments shorter and longer than the staged K step (the shared kernel walks long segments without
     // dividing), K past a whole number of steps, and both a contiguous k (dilated MEC windows) and a
@@ -197,7 +197,7 @@ TEST_CASE("gemm: segmented K (dilated MEC windows, MEC backward-filter's (p, q) 
     }
 }
 
-TEST_CASE("gemm: segmented M with contiguous rows (MEC backward-filter with vertical dilation)", "[gemm][gpu]") {
+TEST_CASE("gemm: segmented M with contiguous rows (MEC backward-filter with vertical dilation)", "[gemm][heavy][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     // A(m, k) = a[(m / seg) * seg_stride + m % seg + k * ld]: segments of 8 rows (vec4 loads along M stay
     // inside one) or 6 (scalar loads), 3 segments, K not a multiple of 4.

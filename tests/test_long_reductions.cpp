@@ -30,7 +30,7 @@ std::vector<float> small_integers(int64_t count, uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("reductions past 65535 loop iterations are exact on every pass and algorithm", "[long][gpu]") {
+TEST_CASE("reductions past 65535 loop iterations are exact on every pass and algorithm", "[long][heavy][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     struct Case {
         const char* name;

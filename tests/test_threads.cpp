@@ -1,6 +1,7 @@
 // The thread model: calls on one Context from several threads at once are serialised by the context, and
 // threads with Contexts of their own run side by side; either way every result is the single-thread one,
 // bit for bit. (Catch2's assertions are not thread-safe: threads only compute, the test checks after.)
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -94,4 +95,86 @@ TEST_CASE("threads with contexts of their own get the single-thread results bit 
         threads.emplace_back([&, i] { got[i] = run_layer(*contexts[i], list[i].problem, list[i].algorithm, 2); });
     for (auto& t : threads) t.join();
     for (size_t i = 0; i < list.size(); ++i) check_same(got[i], expected[i], i);
+}
+
+namespace {
+
+// One hammering thread's work: `rounds` times, fresh tensors, the layer blocking, then recorded and
+// submitted (waited for by this thread), and the results downloaded; the outputs of its last round.
+Outputs hammer(vkconv::Context& context, const Job& job, int rounds) {
+    Outputs out;
+    try {
+        for (int r = 0; r < rounds; ++r) {
+            const bool recorded = r % 2 == 1;
+            if (!recorded) {
+                out = run_layer(context, job.problem, job.algorithm, 1);
+                if (!out.error.empty()) return out;
+                continue;
+            }
+            const vkconv::ConvProblem& p = job.problem;
+            auto x = Tensor::from_host(context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
+            auto w = Tensor::from_host(context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
+            auto b = Tensor::from_host(context, p.bias_shape(), vkt::random_values(p.K, 3));
+            auto dy = Tensor::from_host(context, p.output_shape(), vkt::random_values(p.output_elements(), 4));
+            Tensor y(context, p.output_shape()), dx(context, p.input_shape()), dw(context, p.filter_shape()),
+                db(context, p.bias_shape());
+            vkconv::Recording recording(context);
+            vkconv::forward(recording, p, x, w, &b, y, job.algorithm);
+            vkconv::backward_data(recording, p, dy, w, dx, job.algorithm);
+            vkconv::backward_filter(recording, p, x, dy, dw, &db, job.algorithm);
+            recording.submit().wait();
+            out.y = y.download(), out.dx = dx.download(), out.dw = dw.download(), out.db = db.download();
+        }
+    } catch (const std::exception& e) {
+        out.error = e.what();
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("threads hammering one context and several contexts at once, blocking and recorded, stay exact",
+          "[threads][hammer][gpu]") {
+    // Eight threads on the shared context and two more on each of two contexts of their own, every one
+    // running its layer 12 times (blocking and recorded in turn), while one more thread reads the pool's
+    // counters, resets the peak and trims the cache of the shared context the whole time. Run under
+    // -DVKCONV_SANITIZE=thread this is the data-race check of the thread model.
+    VKT_REQUIRE_CONTEXT(shared);
+    const auto list = jobs();
+    std::vector<Outputs> expected;
+    for (const Job& job : list) expected.push_back(run_layer(*shared, job.problem, job.algorithm, 1));
+    const uint64_t in_use = shared->pool_stats().in_use;
+    std::vector<std::unique_ptr<vkconv::Context>> own;
+    for (int i = 0; i < 2; ++i) own.push_back(vkt::fresh_context());
+    constexpr int kRounds = 12;
+    struct Worker {
+        vkconv::Context* context;
+        size_t job;
+    };
+    std::vector<Worker> workers;
+    for (size_t i = 0; i < 8; ++i) workers.push_back({shared, i % list.size()});
+    for (size_t c = 0; c < own.size(); ++c)
+        for (size_t i = 0; i < 2; ++i) workers.push_back({own[c].get(), (c + i) % list.size()});
+    std::vector<Outputs> got(workers.size());
+    std::atomic<bool> running{true};
+    std::atomic<uint64_t> janitor_rounds{0};
+    std::thread janitor([&] {
+        while (running.load()) {
+            (void)shared->pool_stats();
+            shared->reset_peak();
+            shared->trim();
+            ++janitor_rounds;
+            std::this_thread::yield();
+        }
+    });
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < workers.size(); ++i)
+        threads.emplace_back([&, i] { got[i] = hammer(*workers[i].context, list[workers[i].job], kRounds); });
+    for (auto& t : threads) t.join();
+    running = false;
+    janitor.join();
+    for (size_t i = 0; i < workers.size(); ++i) check_same(got[i], expected[workers[i].job], workers[i].job);
+    CHECK(janitor_rounds.load() > 0);
+    CHECK(shared->pool_stats().in_use == in_use);  // every thread's tensors and workspaces given back
+    for (auto& context : own) CHECK(context->pool_stats().in_use == 0);
 }
