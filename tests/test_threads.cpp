@@ -20,8 +20,10 @@ struct Outputs {
 };
 
 // Forward, backward-data and backward-filter with db of `p` with `algorithm`, on fresh tensors of
-// `context`, `rounds` times; the outputs of the last round.
-Outputs run_layer(vkconv::Context& context, const vkconv::ConvProblem& p, Algorithm algorithm, int rounds) {
+// `context`, `rounds` times (each a blocking call, or all three `recorded` and submitted together); the
+// outputs of the last round.
+Outputs run_layer(vkconv::Context& context, const vkconv::ConvProblem& p, Algorithm algorithm, int rounds,
+                  bool recorded = false) {
     Outputs out;
     try {
         auto x = Tensor::from_host(context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
@@ -35,9 +37,18 @@ Outputs run_layer(vkconv::Context& context, const vkconv::ConvProblem& p, Algori
             dx.upload(vkt::poison(p.input_elements()));
             dw.upload(vkt::poison(p.filter_elements()));
             db.upload(vkt::poison(p.K));
-            vkconv::forward(context, p, x, w, &b, y, algorithm);
-            vkconv::backward_data(context, p, dy, w, dx, algorithm);
-            vkconv::backward_filter(context, p, x, dy, dw, &db, algorithm);
+            auto passes = [&](auto& target) {
+                vkconv::forward(target, p, x, w, &b, y, algorithm);
+                vkconv::backward_data(target, p, dy, w, dx, algorithm);
+                vkconv::backward_filter(target, p, x, dy, dw, &db, algorithm);
+            };
+            if (recorded) {
+                vkconv::Recording recording(context);
+                passes(recording);
+                recording.submit().wait();
+            } else {
+                passes(context);
+            }
         }
         out.y = y.download(), out.dx = dx.download(), out.dw = dw.download(), out.db = db.download();
     } catch (const std::exception& e) {
@@ -99,35 +110,12 @@ TEST_CASE("threads with contexts of their own get the single-thread results bit 
 
 namespace {
 
-// One hammering thread's work: `rounds` times, fresh tensors, the layer blocking, then recorded and
-// submitted (waited for by this thread), and the results downloaded; the outputs of its last round.
+// One hammering thread's work: `rounds` times its layer on fresh tensors, blocking and recorded in turn;
+// the outputs of its last round.
 Outputs hammer(vkconv::Context& context, const Job& job, int rounds) {
     Outputs out;
-    try {
-        for (int r = 0; r < rounds; ++r) {
-            const bool recorded = r % 2 == 1;
-            if (!recorded) {
-                out = run_layer(context, job.problem, job.algorithm, 1);
-                if (!out.error.empty()) return out;
-                continue;
-            }
-            const vkconv::ConvProblem& p = job.problem;
-            auto x = Tensor::from_host(context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
-            auto w = Tensor::from_host(context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
-            auto b = Tensor::from_host(context, p.bias_shape(), vkt::random_values(p.K, 3));
-            auto dy = Tensor::from_host(context, p.output_shape(), vkt::random_values(p.output_elements(), 4));
-            Tensor y(context, p.output_shape()), dx(context, p.input_shape()), dw(context, p.filter_shape()),
-                db(context, p.bias_shape());
-            vkconv::Recording recording(context);
-            vkconv::forward(recording, p, x, w, &b, y, job.algorithm);
-            vkconv::backward_data(recording, p, dy, w, dx, job.algorithm);
-            vkconv::backward_filter(recording, p, x, dy, dw, &db, job.algorithm);
-            recording.submit().wait();
-            out.y = y.download(), out.dx = dx.download(), out.dw = dw.download(), out.db = db.download();
-        }
-    } catch (const std::exception& e) {
-        out.error = e.what();
-    }
+    for (int r = 0; r < rounds && out.error.empty(); ++r)
+        out = run_layer(context, job.problem, job.algorithm, 1, r % 2 == 1);
     return out;
 }
 
