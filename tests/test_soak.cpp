@@ -110,7 +110,8 @@ Layer random_layer(vkconv::Context& context, std::mt19937& rng, uint32_t seed) {
         try {
             (void)workspace_bytes(context, l, limited);
             l.options = limited;
-        } catch (const vkconv::Error&) {
+        } catch (const vkconv::Error& e) {
+            if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
         }
     }
     // The operands, uploaded once: x and dy inside larger tensors when the layer uses views.
