@@ -14,7 +14,7 @@ struct BenchArgs {
     std::vector<std::string> only;
     int64_t batch = 0;
     int repeat = 5;
-    std::vector<std::string> algorithms{"direct", "im2col", "mec", "depthwise"};
+    std::vector<std::string> algorithms{"direct", "im2col", "mec", "depthwise", "implicit-gemm"};
     bool gemm_only = false, layers_only = false, backward = false;
     bool all_configs = false;
     bool overhead = false;                 // only the host overhead of blocking calls

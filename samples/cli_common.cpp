@@ -95,7 +95,7 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
-    command.add_option("--algo", algorithm, "algorithm: auto, direct, im2col, mec or depthwise")
+    command.add_option("--algo", algorithm, "algorithm: auto, direct, im2col, mec, depthwise or implicit-gemm")
         ->check(parsed_by([](const std::string& text) { vkconv::parse_algorithm(text); }, "ALGORITHM"))
         ->capture_default_str();
     command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")

@@ -187,6 +187,7 @@ int run_memory(const MemoryArgs& args) {
         std::vector<vkconv::Algorithm> algorithms = {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
                                                      vkconv::Algorithm::Direct};
         if (p.channels_per_group() == 1) algorithms.push_back(vkconv::Algorithm::Depthwise);
+        algorithms.push_back(vkconv::Algorithm::ImplicitGemm);
         for (auto a : algorithms) {
             const Cost c = cost_of(context, p, a);
             report.costs.emplace_back(a, c);

@@ -111,8 +111,8 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
             p.layout = layout;
             INFO(vkconv::to_string(pass) << " " << p.str());
             const auto results = vkconv::find_algorithms(*context, pass, p);
-            // direct, im2col, mec (forward: both schedules)
-            REQUIRE(results.size() == (pass == Pass::Forward ? 4u : 3u));
+            // direct, im2col, mec (forward: both schedules), implicit-gemm
+            REQUIRE(results.size() == (pass == Pass::Forward ? 5u : 4u));
             for (size_t i = 0; i < results.size(); ++i) {
                 const auto& r = results[i];
                 INFO(vkconv::to_string(r.algorithm) << " " << vkconv::to_string(r.mec_schedule));

@@ -1,6 +1,7 @@
 // The tiled GEMM against a CPU GEMM: odd sizes, every transpose combination, alpha/beta, bias, both
 // batch levels (including MEC-style overlapping A windows), segmented K, grid splitting, and every tile
 // configuration and access path the device supports.
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -264,4 +265,46 @@ TEST_CASE("gemm: the public entry point checks shapes and runs batched products"
     options.configuration.clear();
     options.transpose_b = false;
     CHECK_THROWS_AS(vkconv::gemm(*context, a, b, c, options), vkconv::Error);
+}
+
+TEST_CASE("gemm: a product too small to fill the device is split along K, deterministically", "[gemm][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // A few tiles of M x N over a long K: the device's fill wants more workgroups than the tiles give.
+    for (const auto& [batch, M, N, K] : {std::array<int64_t, 4>{1, 9, 7, 2051}, std::array<int64_t, 4>{3, 5, 6, 777}}) {
+        INFO("batch " << batch << " " << M << "x" << N << "x" << K);
+        const auto av = vkt::random_values(size_t(batch * M * K), 11), bv = vkt::random_values(size_t(batch * K * N), 12);
+        const auto cv = vkt::random_values(size_t(batch * M * N), 13);
+        auto a = vkconv::Tensor::from_host(*context, {batch, M, K}, av);
+        auto b = vkconv::Tensor::from_host(*context, {batch, K, N}, bv);
+        vkconv::GemmOptions options;
+        options.alpha = 0.75f, options.beta = -0.5f;  // alpha on every slice, beta once, in the sum
+        std::vector<float> first;
+        for (int run = 0; run < 2; ++run) {
+            auto c = vkconv::Tensor::from_host(*context, {batch, M, N}, cv);
+            const auto before = context->pool_stats();
+            const auto stats = vkconv::gemm(*context, a, b, c, options);
+            REQUIRE(stats.k_slices > 1);
+            CHECK(stats.workspace_bytes ==
+                  before.rounded(uint64_t(stats.k_slices) * uint64_t(batch * M * N) * 4));
+            CHECK(stats.dispatches >= 2);  // the slices' products, then their sum
+            const auto result = c.download();
+            for (int64_t bi = 0; bi < batch; ++bi)
+                for (int64_t m = 0; m < M; ++m)
+                    for (int64_t n = 0; n < N; ++n) {
+                        double sum = 0, mag = 0;
+                        for (int64_t k = 0; k < K; ++k) {
+                            const double t = double(av[size_t((bi * M + m) * K + k)]) * bv[size_t((bi * K + k) * N + n)];
+                            sum += t, mag += std::fabs(t);
+                        }
+                        const size_t i = size_t((bi * M + m) * N + n);
+                        const double expected = 0.75 * sum - 0.5 * cv[i];
+                        CHECK(std::fabs(result[i] - expected) <=
+                              (double(K) + 4) * std::ldexp(1.0, -24) * (0.75 * mag + 0.5 * std::fabs(cv[i])) + 1e-30);
+                    }
+            if (run == 0)
+                first = result;
+            else
+                CHECK(result == first);  // the same bits: the slices are added in a fixed order
+        }
+    }
 }

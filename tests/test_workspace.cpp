@@ -153,12 +153,12 @@ uint64_t mec_filter_copy(const vkconv::Context& context, const ConvProblem& p) {
 }
 
 // Forward: the chunk's lowered matrix (im2col: col; MEC: L, Solution A's sized to park the output too),
-// plus MEC's OIHW filter copy. direct and depthwise: nothing.
+// plus MEC's OIHW filter copy. direct, depthwise and implicit-gemm: nothing.
 Expected forward_expected(const vkconv::Context& context, const ConvProblem& p, Algorithm a,
                           const PassOptions& options) {
     const auto pool = context.pool_stats();
     const Sizes z(p);
-    if (a == Algorithm::Direct || a == Algorithm::Depthwise) return {0, 1};
+    if (a == Algorithm::Direct || a == Algorithm::Depthwise || a == Algorithm::ImplicitGemm) return {0, 1};
     const Lowering l = forward_lowering(a, options.mec_schedule);
     const uint64_t copy = a == Algorithm::Mec ? mec_filter_copy(context, p) : 0;
     const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
@@ -172,7 +172,7 @@ Expected backward_data_expected(const vkconv::Context& context, const ConvProble
                                 const PassOptions& options) {
     const auto pool = context.pool_stats();
     const Sizes z(p);
-    if (a == Algorithm::Direct || a == Algorithm::Depthwise) return {0, 1};
+    if (a == Algorithm::Direct || a == Algorithm::Depthwise || a == Algorithm::ImplicitGemm) return {0, 1};
     const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
     const uint64_t copy = a == Algorithm::Mec ? slot(pool, z.filter()) : 0;
     const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
@@ -193,7 +193,8 @@ Expected backward_filter_expected(const vkconv::Context& context, const ConvProb
     const Sizes z(p);
     const uint64_t bias = bias_partials(context, p, bias_pieces);
     if (a == Algorithm::Direct) return {bias, 1};
-    if (a == Algorithm::Depthwise) return {slot(pool, uint64_t(partials) * z.filter()) + bias, 1};
+    if (a == Algorithm::Depthwise || a == Algorithm::ImplicitGemm)  // partial products of the whole filter
+        return {slot(pool, uint64_t(partials) * z.filter()) + bias, 1};
     const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
     const uint64_t copy = a == Algorithm::Mec ? mec_filter_copy(context, p) : 0;
     const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
@@ -211,7 +212,7 @@ uint64_t layer_expected(const vkconv::Context& context, const ConvProblem& p, Al
     const Sizes z(p);
     const uint64_t bias = bias_partials(context, p, bias_pieces);
     if (a == Algorithm::Direct) return bias;
-    if (a == Algorithm::Depthwise) return slot(pool, uint64_t(partials) * z.filter()) + bias;
+    if (a == Algorithm::Depthwise || a == Algorithm::ImplicitGemm) return slot(pool, uint64_t(partials) * z.filter()) + bias;
     const Lowering l = a == Algorithm::Im2col ? Lowering::Im2col : Lowering::MecB;
     const Chunking c = lowered_chunk(z, l, storage_limit(context, {}), pool.alignment, kNone);
     const uint64_t copy = a == Algorithm::Mec ? slot(pool, z.filter()) : 0;  // backward-data's, both layouts
@@ -239,6 +240,12 @@ void check_partial_bounds(const vkconv::Context& context, const ConvProblem& p, 
     }
     if (partials == 0) return;
     CHECK(partials >= 2);  // one piece is no split
+    if (a == Algorithm::ImplicitGemm) {
+        // Slices of the whole N*P*Q reduction, each at least one 16-long K step, within the binding limit.
+        CHECK(uint64_t(partials) * z.filter() * kFloat <= storage_limit(context, options));
+        CHECK(int64_t(partials) * 16 <= z.N * z.P * z.Q + 15 * int64_t(partials));
+        return;
+    }
     CHECK(uint64_t(partials) * z.group_product() * kFloat <= storage_limit(context, options));
     const int64_t positions = images * rows * z.Q;
     if (a == Algorithm::Im2col) {

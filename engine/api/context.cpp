@@ -30,13 +30,17 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
     instance = std::make_unique<Instance>(want_validation, options.on_message);
 
     const auto physical = instance->physical_devices();
+    std::vector<DeviceModel> models;
     std::vector<DeviceInfo> infos;
-    for (uint32_t i = 0; i < physical.size(); ++i) infos.push_back(describe_device(instance->vk(), physical[i], i));
+    for (uint32_t i = 0; i < physical.size(); ++i) {
+        models.push_back(query_device_model(instance->vk(), physical[i], i));
+        infos.push_back(models.back().info);
+    }
     std::string selector = options.device;
     if (selector.empty())
         if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
     const uint32_t chosen = select_device(infos, selector);
-    device = std::make_unique<Device>(instance->vk(), physical[chosen], infos[chosen]);
+    device = std::make_unique<Device>(instance->vk(), physical[chosen], models[chosen]);
     finish_setup();
 }
 
@@ -61,8 +65,15 @@ ContextImpl::ContextImpl(const ExternalDevice& external, const ContextOptions& o
                     "ExternalDevice::physical_device is not one of the instance's physical devices");
     const auto index = static_cast<uint32_t>(found - physical.begin());
     device = std::make_unique<Device>(instance->vk(), external.physical_device,
-                                      describe_device(instance->vk(), external.physical_device, index), external);
+                                      query_device_model(instance->vk(), external.physical_device, index), external);
     finish_setup();
+}
+
+ContextImpl::ContextImpl(const DeviceModel& model) {
+    device = std::make_unique<Device>(model);
+    find_cache = std::make_unique<FindCache>(*device, std::string());
+    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
+    pipelines = std::make_unique<PipelineCache>(*device);
 }
 
 void ContextImpl::finish_setup() {

@@ -22,6 +22,9 @@ struct GemmConfigTable;
 struct ContextImpl {
     explicit ContextImpl(const ContextOptions& options);
     ContextImpl(const ExternalDevice& external, const ContextOptions& options);
+    // A context for plans only (vkconv/plan.hpp): a modelled device, a pool that counts but never
+    // allocates, pipelines that are descriptions. No instance, no staging, no Vulkan call.
+    explicit ContextImpl(const DeviceModel& model);
     ~ContextImpl();
 
     ContextOptions options;

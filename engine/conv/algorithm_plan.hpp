@@ -8,6 +8,7 @@
 #include <span>
 
 #include "conv/depthwise/depthwise.hpp"
+#include "conv/implicit/implicit.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
 #include "conv/operands.hpp"
@@ -22,7 +23,7 @@ namespace vkconv::detail {
 enum class Slot : size_t {
     Lowered,       // the lowered matrix (im2col's col, MEC's L or dL), or depthwise's partial sums
     FilterCopy,    // MEC: the filter (or its gradient) in the tap order its GEMM needs
-    Partials,      // backward-filter's split-K partial products
+    Partials,      // backward-filter's split-K partial products (im2col, MEC, implicit-gemm)
     BiasPartials,  // the bias gradient's partial sums
 };
 constexpr size_t kSlots = 4;
@@ -42,6 +43,7 @@ struct AlgorithmPlan {
     Algorithm algorithm = Algorithm::Direct;  // never Auto
     LoweredPlan lowered;                      // im2col, mec
     DepthwisePlan depthwise;                  // depthwise
+    ImplicitPlan implicit;                    // implicit-gemm
     uint32_t im2col_splits = 1;               // im2col backward-filter's split-K
     MecFilterSplit mec_split;                 // mec backward-filter's split
     BiasPlan bias;                            // backward-filter with a bias, backward-bias: the bias gradient

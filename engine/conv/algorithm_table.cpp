@@ -6,6 +6,7 @@
 #include "conv/depthwise/depthwise_pass.hpp"
 #include "conv/direct/direct_pass.hpp"
 #include "conv/im2col/im2col_pass.hpp"
+#include "conv/implicit/implicit_pass.hpp"
 #include "conv/mec/mec_pass.hpp"
 
 namespace vkconv::detail {
@@ -17,6 +18,7 @@ const AlgorithmEntry* const kAlgorithms[] = {
     &im2col_algorithm,
     &mec_algorithm,
     &depthwise_algorithm,
+    &implicit_gemm_algorithm,
 };
 
 const AlgorithmEntry& entry_of(Algorithm algorithm) {
@@ -62,6 +64,8 @@ uint32_t AlgorithmPlan::partial_products() const {
             return static_cast<uint32_t>(mec_split.slots);
         case Algorithm::Depthwise:
             return depthwise.splits;
+        case Algorithm::ImplicitGemm:
+            return implicit.partials ? implicit.slices : 0;
         default:
             return 0;
     }

@@ -25,6 +25,8 @@ const char* to_string(Algorithm algorithm) noexcept {
             return "mec";
         case Algorithm::Depthwise:
             return "depthwise";
+        case Algorithm::ImplicitGemm:
+            return "implicit-gemm";
     }
     return "unknown";
 }
@@ -44,10 +46,12 @@ const char* to_string(MecSchedule schedule) noexcept {
 Algorithm parse_algorithm(std::string_view text) {
     std::string name(text);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise})
+    for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise,
+                        Algorithm::ImplicitGemm})
         if (name == to_string(a)) return a;
     throw Error(ErrorCategory::InvalidArgument,
-                "unknown algorithm '" + std::string(text) + "' (expected auto, direct, im2col, mec or depthwise)");
+                "unknown algorithm '" + std::string(text) +
+                                                    "' (expected auto, direct, im2col, mec, depthwise or implicit-gemm)");
 }
 
 const char* to_string(Pass pass) noexcept {

@@ -36,6 +36,8 @@ Planned<AlgorithmPlan> heuristic_whole_plan(ContextImpl& context, const ConvProb
     auto im2col = plan(Algorithm::Im2col), mec = plan(Algorithm::Mec);
     if (mec && (!im2col || mec->workspace_bytes < im2col->workspace_bytes)) return mec;
     if (im2col) return im2col;
+    // No lowering fits the workspace: the GEMM without one, then direct.
+    if (auto implicit = plan(Algorithm::ImplicitGemm)) return implicit;
     if (auto direct = plan(Algorithm::Direct)) return direct;
     return nothing_fits(context, p, options);
 }

@@ -1,5 +1,7 @@
 #include "gemm/gemm.hpp"
 
+#include "gemm/splitk_reduce.hpp"
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -223,6 +225,8 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                 push.c_offset = u32(p.c.offset + m0 * p.c.stride_row + n0 * p.c.stride_col, "offset");
                 push.bias_offset = u32(p.bias_offset + n0, "bias offset");
                 push.batch_base = static_cast<uint32_t>(z0);
+                const uint64_t dispatch_batches = std::min<uint64_t>(max_z, batches - z0);
+                stream.note_work(2 * m_count * n_count * p.K * dispatch_batches, uint64_t{config.tm} * config.tn * p.K);
                 stream.dispatch(pipeline, bindings, &push,
                                 static_cast<uint32_t>((n_count + config.tile_n() - 1) / config.tile_n()),
                                 static_cast<uint32_t>((m_count + config.tile_m() - 1) / config.tile_m()),
@@ -230,6 +234,60 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
             }
         }
     }
+}
+
+GemmSplit plan_gemm_split(ContextImpl& context, const GemmProblem& p, const GemmConfig* forced) {
+    GemmSplit split;
+    const uint64_t batches = uint64_t{p.batch_i} * p.batch_j;
+    const bool plain = p.a_k_segment == 0 && p.bias.size == 0 && p.residual.size == 0 &&
+                       p.activation == Activation::None && p.batch_j == 1 && p.c.stride_col == 1 &&
+                       p.c.stride_row == p.N && (p.batch_i == 1 || p.c.batch_i == uint64_t{p.M} * p.N);
+    if (!plain || p.M == 0 || p.N == 0 || p.K == 0) return split;
+    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfig& config = forced ? *forced : choose_gemm_config(context, p);
+    const uint64_t tiles =
+        (p.M + config.tile_m() - 1) / config.tile_m() * ((p.N + config.tile_n() - 1) / config.tile_n()) * batches;
+    if (tiles >= table.wanted_workgroups) return split;
+    // Slices of at least 128 along K: the partial products and their sum then cost little beside the product.
+    constexpr uint64_t kMinPiece = 128;
+    uint64_t slices = std::min((table.wanted_workgroups + tiles - 1) / tiles, std::max<uint64_t>(1, p.K / kMinPiece));
+    const uint64_t product = uint64_t{p.M} * p.N * batches;
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    while (slices > 1 && slices * product * 4 > range) --slices;
+    if (slices <= 1) return split;
+    uint64_t piece = (p.K + slices - 1) / slices;
+    piece = (piece + 3) / 4 * 4;
+    slices = (p.K + piece - 1) / piece;
+    if (slices <= 1) return split;
+    split.slices = static_cast<uint32_t>(slices);
+    split.piece = static_cast<uint32_t>(piece);
+    split.partial_floats = slices * product;
+    return split;
+}
+
+void record_split_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmSplit& split,
+                       const BufferRange& partials, const GemmConfig* config) {
+    if (split.slices <= 1) return record_gemm(context, stream, p, config);
+    const uint64_t product = uint64_t{p.M} * p.N * p.batch_i;
+    const uint32_t full = p.K / split.piece, rest = p.K - full * split.piece;
+    // The slices' partial products, alpha applied: slice s of batch b at s * product + b * M * N.
+    GemmProblem slice = p;
+    slice.c = {partials, 0, p.N, 1, uint64_t{p.M} * p.N, product};
+    slice.beta = 0.0f;
+    slice.K = split.piece;
+    slice.batch_j = full;
+    slice.a.batch_j = uint64_t{split.piece} * p.a.stride_col;
+    slice.b.batch_j = uint64_t{split.piece} * p.b.stride_row;
+    record_gemm(context, stream, slice, config);
+    if (rest > 0) {
+        GemmProblem last = slice;
+        last.K = rest, last.batch_j = 1;
+        last.a.offset += uint64_t{full} * slice.a.batch_j, last.b.offset += uint64_t{full} * slice.b.batch_j;
+        last.c.offset = uint64_t{full} * product;
+        record_gemm(context, stream, last, config);
+    }
+    // C = beta * C + the slices in order.
+    record_splitk_reduce(context, stream, partials, p.c.range, p.c.offset, product, int64_t(full + (rest > 0)), p.beta);
 }
 
 }  // namespace vkconv::detail

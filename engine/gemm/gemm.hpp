@@ -55,6 +55,20 @@ bool texel_views_fit(const Device& device, const GemmProblem& problem);
 // through storage buffers where an operand is too large for a texel view.
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem);
 
+// Split-K: a GEMM whose M x N tiles are too few to fill the device runs as `slices` GEMMs over pieces of K
+// into partial products, which splitk_reduce then adds in slice order (deterministic: the same bits every
+// run on one device). Only for a plain product: uniform K (no a_k_segment), no bias, residual or
+// activation, and C contiguous ([batch][M][N]).
+struct GemmSplit {
+    uint32_t slices = 1;
+    uint32_t piece = 0;            // K per slice (a multiple of 4, so vec4 loads stay aligned); the last is shorter
+    uint64_t partial_floats = 0;   // workspace
+};
+GemmSplit plan_gemm_split(ContextImpl& context, const GemmProblem& problem, const GemmConfig* config = nullptr);
+// Records `problem` split as `split` says, its partial products in `partials` (split.partial_floats).
+void record_split_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& problem, const GemmSplit& split,
+                       const BufferRange& partials, const GemmConfig* config = nullptr);
+
 // Records the GEMM into `stream`. `config`: force one (tests, benchmarks; a texel configuration then needs
 // operands that fit texel views); nullptr: choose.
 void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& problem,

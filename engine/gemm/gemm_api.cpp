@@ -86,20 +86,30 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
 
     GemmStats stats;
     stats.configuration = config->name;
+    // A product whose tiles cannot fill the device is split along K (deterministic, gemm.hpp).
+    const detail::GemmSplit split = detail::plan_gemm_split(impl, p, config);
+    const std::vector<uint64_t> workspace =
+        split.slices > 1 ? std::vector<uint64_t>{split.partial_floats} : std::vector<uint64_t>{};
+    stats.workspace_bytes = split.slices > 1 ? impl.pool->round(split.partial_floats * 4) : 0;
+    stats.k_slices = split.slices;
+    auto record = [&](detail::CommandStream& stream, std::span<const detail::Operand> partials) {
+        if (split.slices > 1)
+            detail::record_split_gemm(impl, stream, p, split, partials[0].whole().range, config);
+        else
+            detail::record_gemm(impl, stream, p, config);
+    };
     if (recording) {
         for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) recording->keep(t);
         RunStats run;
-        detail::PassTarget target{recording, nullptr};
-        detail::run_pass(impl, run, {}, target, [&](detail::CommandStream& stream, std::span<const detail::Operand>) {
-            detail::record_gemm(impl, stream, p, config);
-        });
+        detail::run_pass(impl, run, workspace, detail::PassTarget{recording, nullptr}, record);
         stats.dispatches = run.dispatches;
         return stats;
     }
+    detail::PassWorkspace partials(impl, workspace, detail::PassTarget{});
     detail::CommandStream stream(*impl.device);
     const auto start = std::chrono::steady_clock::now();
     stream.begin_timing();
-    detail::record_gemm(impl, stream, p, config);
+    record(stream, partials.operands());
     stream.end_timing();
     stream.submit_and_wait();
     stats.gpu_timed = stream.gpu_ms() >= 0;

@@ -29,12 +29,6 @@ GemmConfig make(GemmKernel kernel, GemmAccess access, uint32_t wg_m, uint32_t wg
     return c;
 }
 
-bool buffer_feature(const Device& device, VkFormat format, VkFormatFeatureFlags feature) {
-    VkFormatProperties props{};
-    device.instance_vk().vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
-    return (props.bufferFeatures & feature) == feature;
-}
-
 }  // namespace
 
 uint32_t GemmConfig::shared_bytes() const {
@@ -70,12 +64,10 @@ std::string gemm_config_problem(const Device& device, const GemmConfig& config) 
         return "register blocks must be multiples of 4";
     if (config.kernel == GemmKernel::Shared && config.access == GemmAccess::UniformTexel)
         return "no shared-memory kernel reads uniform texel buffers";
-    const VkFormatFeatureFlags feature =
-        config.access == GemmAccess::StorageTexel   ? VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT
-        : config.access == GemmAccess::UniformTexel ? VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT
-                                                    : 0;
-    if (feature && !(buffer_feature(device, VK_FORMAT_R32_SFLOAT, feature) &&
-                     buffer_feature(device, VK_FORMAT_R32G32B32A32_SFLOAT, feature)))
+    const bool texels = config.access == GemmAccess::StorageTexel   ? device.model().storage_texel_buffers
+                        : config.access == GemmAccess::UniformTexel ? device.model().uniform_texel_buffers
+                                                                    : true;
+    if (!texels)
         return "the device cannot use R32/R32G32B32A32_SFLOAT texel buffers this way";
     return "";
 }
@@ -120,7 +112,9 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     }
 
     GemmConfigTable table;
-    table.wanted_workgroups = cpu ? 8 : 264;
+    const uint64_t units = std::max<uint32_t>(1, device.info().compute_units);
+    table.wanted_workgroups = cpu ? std::max<uint64_t>(8, 2 * units) : 2 * units;
+    table.wanted_invocations = cpu ? table.wanted_workgroups * 64 : 1024 * units;
     for (const auto& configs : families) {
         size_t valid = 0;
         for (const auto& config : configs)

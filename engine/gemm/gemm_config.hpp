@@ -38,8 +38,12 @@ struct GemmConfigTable {
     // How many of `all`, from the front, form the preferred family (one kernel and access path in several
     // tile shapes); choose_gemm_config picks among them by problem shape.
     size_t preferred = 0;
-    // Workgroups that keep the device busy (a few per core on a CPU device, hundreds on a GPU).
+    // What keeps the device busy, from its compute units (DeviceInfo::compute_units): workgroups for a
+    // compute-bound dispatch (2 per compute unit, so one can start while another finishes; at least 8 on a
+    // CPU device), and invocations for a memory-bound one (1,024 per GPU compute unit: 32 subgroups of 32
+    // with loads in flight, enough to cover memory latency; on a CPU device 64 per wanted workgroup).
     uint64_t wanted_workgroups = 8;
+    uint64_t wanted_invocations = 512;
 };
 
 // The configurations valid on `device`, its preferred family first.

@@ -77,7 +77,8 @@ struct Bench {
 std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const ConvProblem& problem,
                                                               const PassOptions& options) {
     std::vector<std::pair<Algorithm, MecSchedule>> candidates;
-    for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise}) {
+    for (Algorithm algorithm :
+         {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise, Algorithm::ImplicitGemm}) {
         if (algorithm == Algorithm::Depthwise && !detail::is_depthwise(problem)) continue;
         if (pass == Pass::Forward && algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto) {
             candidates.emplace_back(algorithm, MecSchedule::A);

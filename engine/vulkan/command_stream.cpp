@@ -36,6 +36,9 @@ CommandStream::CommandStream(Device& device, VkCommandBuffer external)
     begin_barrier();
 }
 
+CommandStream::CommandStream(Device& device, std::vector<PlannedDispatch>& plan)
+    : device_(device), vk_(device.vk()), recording_(false), plan_(&plan) {}
+
 void CommandStream::begin_barrier() {
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -50,6 +53,7 @@ CommandStream::~CommandStream() {
 }
 
 void CommandStream::release() noexcept {
+    if (plan_) return;
     // Settled: never submitted, or submitted and waited for (an application's command buffer: released when
     // the application reported it complete). Otherwise the GPU may still use them.
     device_.streams().recycle(std::move(resources_), external_ || !submitted_ || completed_);
@@ -75,6 +79,7 @@ void CommandStream::access(std::span<const Access> accesses) {
 }
 
 void CommandStream::copy(const BufferRange& source, const BufferRange& destination) {
+    if (plan_) return;
     const std::array<Access, 2> accesses{Access{source, false}, Access{destination, true}};
     access(accesses);
     VkBufferCopy region{source.offset, destination.offset, source.size};
@@ -92,6 +97,19 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
                                                       std::to_string(pipeline.desc.bindings.size()) +
                                                       " bindings, got " + std::to_string(bindings.size()));
     const uint64_t max_range = device_.limits().maxStorageBufferRange;
+    if (plan_) {
+        for (size_t i = 0; i < bindings.size(); ++i)
+            if (pipeline.desc.bindings[i] == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER && bindings[i].range.size > max_range)
+                throw Error(ErrorCategory::Unsupported, "internal: a planned binding of " +
+                                                            std::to_string(bindings[i].range.size) +
+                                                            " bytes exceeds maxStorageBufferRange");
+        plan_->push_back({pipeline.desc.shader, uint64_t{groups_x} * groups_y * groups_z, pipeline.invocations,
+                          work_serial_, work_flops_});
+        work_flops_ = work_serial_ = 0;
+        ++dispatches_;
+        return;
+    }
+    work_flops_ = work_serial_ = 0;
     std::vector<Access> accesses;
     std::vector<VkDescriptorBufferInfo> infos(bindings.size());
     std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);
@@ -142,7 +160,7 @@ VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format)
 }
 
 void CommandStream::begin_timing() {
-    if (!device_.info().timestamps) return;
+    if (plan_ || !device_.info().timestamps) return;
     timestamps_ = device_.streams().timestamps(*resources_);
     vk_.vkCmdResetQueryPool(commands_, timestamps_, 0, 2);
     vk_.vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
@@ -160,7 +178,7 @@ void CommandStream::submit_and_wait() {
 uint64_t CommandStream::submit(std::span<const SemaphoreWait> waits) {
     Device& device = device_;
     device.throw_if_lost();
-    if (!recording_ || external_) throw Error(ErrorCategory::VulkanFailure, "internal: command stream submitted twice");
+    if (!recording_ || external_ || plan_) throw Error(ErrorCategory::VulkanFailure, "internal: command stream submitted twice");
     recording_ = false;
     // Make transfer and shader writes visible to the host reads that follow the fence.
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

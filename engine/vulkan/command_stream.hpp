@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "vkconv/plan.hpp"
 #include "vulkan/device.hpp"
 #include "vulkan/pipeline_cache.hpp"
 
@@ -48,11 +49,20 @@ public:
     explicit CommandStream(Device& device);
     // Records into the application's command buffer (already begun); never submitted here.
     CommandStream(Device& device, VkCommandBuffer external);
+    // A planning stream: appends each dispatch to `plan` (vkconv/plan.hpp) and records nothing; it touches
+    // no Vulkan object, so it works on a modelled device. Copies are not listed; it cannot be submitted.
+    CommandStream(Device& device, std::vector<PlannedDispatch>& plan);
     ~CommandStream();
     CommandStream(const CommandStream&) = delete;
     CommandStream& operator=(const CommandStream&) = delete;
 
     void copy(const BufferRange& source, const BufferRange& destination);
+    // The work of the next dispatch, for a plan's listing: the FLOPs it computes and the longest chain of
+    // multiply-adds (or additions) one invocation runs. Ignored by a recording stream.
+    void note_work(uint64_t flops, uint64_t serial_macs_per_invocation) {
+        work_flops_ = flops, work_serial_ = serial_macs_per_invocation;
+    }
+    bool planning() const { return plan_ != nullptr; }
     void dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, const void* push_constants,
                   uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
 
@@ -94,6 +104,8 @@ private:
     bool recording_ = true;
     double gpu_ms_ = -1;
     uint32_t dispatches_ = 0;
+    std::vector<PlannedDispatch>* plan_ = nullptr;
+    uint64_t work_flops_ = 0, work_serial_ = 0;
 };
 
 }  // namespace vkconv::detail

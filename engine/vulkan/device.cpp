@@ -21,11 +21,18 @@ bool supports_timeline(const InstanceFunctions& vk, VkPhysicalDevice physical, u
     return timeline.timelineSemaphore == VK_TRUE;
 }
 
+const InstanceFunctions& no_instance() {
+    static const InstanceFunctions none{};
+    return none;
+}
+
 }  // namespace
 
-Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info)
-    : instance_(instance), physical_(physical), info_(info) {
-    instance_.vkGetPhysicalDeviceProperties(physical_, &properties_);
+Device::Device(const DeviceModel& model)
+    : instance_(no_instance()), physical_(VK_NULL_HANDLE), modelled_(true), model_(model) {}
+
+Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model)
+    : instance_(instance), physical_(physical), model_(model) {
     instance_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
 
     uint32_t count = 0;
@@ -40,10 +47,10 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
         if (!(families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
     }
     if (chosen == UINT32_MAX)
-        throw Error(ErrorCategory::Unsupported, "device '" + info_.name + "' has no compute queue");
+        throw Error(ErrorCategory::Unsupported, "device '" + model_.info.name + "' has no compute queue");
     queue_family_ = chosen;
     timestamp_valid_bits_ = families[chosen].timestampValidBits;
-    info_.timestamps = timestamp_valid_bits_ > 0;
+    model_.info.timestamps = timestamp_valid_bits_ > 0;
 
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -58,7 +65,7 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
     VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
     timeline.timelineSemaphore = VK_TRUE;
     const bool use_timeline =
-        supports_timeline(instance_, physical_, std::min(properties_.apiVersion, loader().api_version));
+        supports_timeline(instance_, physical_, std::min(model_.properties.apiVersion, loader().api_version));
     if (use_timeline) device_info.pNext = &timeline;
     VKC_CHECK(nullptr, instance_.vkCreateDevice(physical_, &device_info, nullptr, &device_));
     note_created();
@@ -74,16 +81,15 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
     }
 }
 
-Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info,
+Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model,
                const ExternalDevice& external)
-    : instance_(instance), physical_(physical), info_(info) {
+    : instance_(instance), physical_(physical), model_(model) {
     owned_ = false;
     external_queue_mutex_ = external.queue_mutex;
-    instance_.vkGetPhysicalDeviceProperties(physical_, &properties_);
     instance_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
-    if (properties_.apiVersion < VK_API_VERSION_1_1)
-        throw Error(ErrorCategory::Unsupported, "the application's device '" + info_.name + "' is Vulkan " +
-                                                    info_.api_version + "; vkconv needs Vulkan 1.1");
+    if (model_.properties.apiVersion < VK_API_VERSION_1_1)
+        throw Error(ErrorCategory::Unsupported, "the application's device '" + model_.info.name + "' is Vulkan " +
+                                                    model_.info.api_version + "; vkconv needs Vulkan 1.1");
     uint32_t count = 0;
     instance_.vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
     std::vector<VkQueueFamilyProperties> families(count);
@@ -102,13 +108,13 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
                         " is out of range (queue family " + std::to_string(external.queue_family) + " has " +
                         std::to_string(family.queueCount) + " queues)");
     if (external.timeline_semaphores &&
-        !supports_timeline(instance_, physical_, std::min(properties_.apiVersion, VK_API_VERSION_1_2)))
+        !supports_timeline(instance_, physical_, std::min(model_.properties.apiVersion, VK_API_VERSION_1_2)))
         throw Error(ErrorCategory::Unsupported,
                     "ExternalDevice::timeline_semaphores is set but the device has no Vulkan 1.2 timeline semaphores");
     queue_family_ = external.queue_family;
     queue_index_ = external.queue_index;
     timestamp_valid_bits_ = family.timestampValidBits;
-    info_.timestamps = timestamp_valid_bits_ > 0;
+    model_.info.timestamps = timestamp_valid_bits_ > 0;
     device_ = external.device;
     try {
         finish_setup();
@@ -173,7 +179,7 @@ VkResult Device::fault_at(FaultPoint) noexcept {
 
 void Device::throw_if_lost() const {
     if (lost_.load())
-        throw Error(ErrorCategory::DeviceLost, "device '" + info_.name + "' was lost earlier; create a new Context",
+        throw Error(ErrorCategory::DeviceLost, "device '" + model_.info.name + "' was lost earlier; create a new Context",
                     static_cast<int32_t>(VK_ERROR_DEVICE_LOST));
 }
 
@@ -182,16 +188,16 @@ void Device::cap_workgroups(uint32_t cap) {
 }
 
 uint32_t Device::max_workgroups(int dimension) const {
-    const uint32_t limit = info_.max_workgroup_count[size_t(dimension)];
+    const uint32_t limit = model_.info.max_workgroup_count[size_t(dimension)];
     return workgroup_cap_ ? std::min(workgroup_cap_, limit) : limit;
 }
 
 void Device::lower_binding_limits(uint64_t bytes) {
-    auto& limits = properties_.limits;
+    auto& limits = model_.properties.limits;
     limits.maxStorageBufferRange = static_cast<uint32_t>(std::min<uint64_t>(limits.maxStorageBufferRange, bytes));
     limits.maxTexelBufferElements = static_cast<uint32_t>(std::min<uint64_t>(limits.maxTexelBufferElements, bytes / 4));
-    info_.max_storage_buffer_range = limits.maxStorageBufferRange;
-    info_.max_texel_buffer_elements = limits.maxTexelBufferElements;
+    model_.info.max_storage_buffer_range = limits.maxStorageBufferRange;
+    model_.info.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
 uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,

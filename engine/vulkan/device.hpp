@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "vkconv/context.hpp"
+#include "vulkan/device_model.hpp"
 #include "vulkan/stream_pool.hpp"
 
 namespace vkconv::detail {
@@ -17,10 +18,13 @@ namespace vkconv::detail {
 class Device {
 public:
     // `instance` (the functions of the instance `physical` belongs to) must outlive the device.
-    Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info);
+    Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model);
     // The application's device and queue; its requirements checked (Error(Unsupported) naming a missing one).
-    Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceInfo& info,
+    Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model,
            const ExternalDevice& external);
+    // A device that exists only as a description: plans are made and dispatch lists recorded for it
+    // (command_stream.hpp's planning stream), nothing else; it has no Vulkan handle.
+    explicit Device(const DeviceModel& model);
     ~Device();
     Device(const Device&) = delete;
     Device& operator=(const Device&) = delete;
@@ -39,6 +43,8 @@ public:
     // The queue, likewise: submissions take this lock (the application's, where it gave one).
     std::mutex& queue_mutex() { return external_queue_mutex_ ? *external_queue_mutex_ : queue_mutex_; }
     bool owned() const { return owned_; }
+    bool modelled() const { return modelled_; }
+    const DeviceModel& model() const { return model_; }
     // The timeline semaphore submissions signal (VK_NULL_HANDLE without the feature), and the next value.
     VkSemaphore timeline() const { return timeline_; }
     uint64_t next_timeline_value() { return ++timeline_value_; }
@@ -64,8 +70,8 @@ public:
     uint64_t fault_points_passed() const { return fault_points_.load(); }
     // The nth fault point from now (1 = the next) returns VK_ERROR_DEVICE_LOST; 0 disarms.
     void inject_device_loss(uint64_t nth) { lose_at_ = nth ? fault_points_.load() + nth : 0; }
-    const VkPhysicalDeviceLimits& limits() const { return properties_.limits; }
-    const VkPhysicalDeviceProperties& properties() const { return properties_; }
+    const VkPhysicalDeviceLimits& limits() const { return model_.properties.limits; }
+    const VkPhysicalDeviceProperties& properties() const { return model_.properties; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
     void lower_binding_limits(uint64_t bytes);
     // Workgroups per dimension one dispatch may use: the device limit, or a lower cap (0 = none; tests use
@@ -73,7 +79,7 @@ public:
     uint32_t max_workgroups(int dimension) const;
     void cap_workgroups(uint32_t cap);
     const VkPhysicalDeviceMemoryProperties& memory() const { return memory_; }
-    const DeviceInfo& info() const { return info_; }
+    const DeviceInfo& info() const { return model_.info; }
     uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
 
     // Sticky device loss: set by any call that returns VK_ERROR_DEVICE_LOST.
@@ -101,6 +107,7 @@ private:
     std::mutex command_pool_mutex_, queue_mutex_;
     std::mutex* external_queue_mutex_ = nullptr;
     bool owned_ = true;
+    bool modelled_ = false;
     uint32_t queue_index_ = 0;
     VkSemaphore timeline_ = VK_NULL_HANDLE;
     uint64_t timeline_value_ = 0;
@@ -110,9 +117,8 @@ private:
     std::atomic<uint64_t> fault_points_{0}, lose_at_{0};
     uint32_t workgroup_cap_ = 0;
     uint32_t timestamp_valid_bits_ = 0;
-    VkPhysicalDeviceProperties properties_{};
     VkPhysicalDeviceMemoryProperties memory_{};
-    DeviceInfo info_;
+    DeviceModel model_;
     std::atomic<bool> lost_{false};
 };
 

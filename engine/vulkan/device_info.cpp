@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "vulkan/device_model.hpp"
 #include "vulkan/instance.hpp"
 #include "vulkan/vk_check.hpp"
 
@@ -13,28 +14,14 @@ namespace vkconv {
 std::string DeviceInfo::summary() const {
     auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
     return "[" + std::to_string(index) + "] " + name + " (" + type + "), driver " + driver + ", Vulkan " + api_version +
-           ", subgroup " + std::to_string(subgroup_size) + ", shared memory " +
+           ", subgroup " + std::to_string(subgroup_size) +
+           ", " + std::to_string(compute_units) + " compute units (" + compute_units_source + ")" + ", shared memory " +
            std::to_string(shared_memory_bytes / 1024) + " KiB, maxStorageBufferRange " + mib(max_storage_buffer_range) +
            ", fp16 " + (fp16 ? "yes" : "no");
 }
 
 namespace detail {
 namespace {
-
-const char* type_name(VkPhysicalDeviceType type) {
-    switch (type) {
-        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-            return "discrete GPU";
-        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
-            return "integrated GPU";
-        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
-            return "virtual GPU";
-        case VK_PHYSICAL_DEVICE_TYPE_CPU:
-            return "CPU";
-        default:
-            return "other";
-    }
-}
 
 int type_rank(const std::string& type) {
     if (type == "discrete GPU") return 0;
@@ -44,68 +31,16 @@ int type_rank(const std::string& type) {
     return 4;
 }
 
-std::string version_string(uint32_t v) {
-    return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
-           std::to_string(VK_API_VERSION_PATCH(v));
-}
-
 std::string lower(std::string_view text) {
     std::string out(text);
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
 
-bool queue_has_timestamps(const InstanceFunctions& vk, VkPhysicalDevice device) {
-    uint32_t count = 0;
-    vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
-    std::vector<VkQueueFamilyProperties> families(count);
-    vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
-    for (const auto& family : families)
-        if (family.queueFlags & VK_QUEUE_COMPUTE_BIT) return family.timestampValidBits > 0;
-    return false;
-}
-
 }  // namespace
 
 DeviceInfo describe_device(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index) {
-    VkPhysicalDeviceProperties props{};
-    vk.vkGetPhysicalDeviceProperties(device, &props);
-    const bool has_1_2 = props.apiVersion >= VK_API_VERSION_1_2;
-
-    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    props2.pNext = &subgroup;
-    if (has_1_2) subgroup.pNext = &driver;
-    vk.vkGetPhysicalDeviceProperties2(device, &props2);
-
-    VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    if (has_1_2) features2.pNext = &features12;
-    vk.vkGetPhysicalDeviceFeatures2(device, &features2);
-
-    DeviceInfo info;
-    info.index = index;
-    info.name = props.deviceName;
-    info.type = type_name(props.deviceType);
-    if (has_1_2 && driver.driverName[0]) {
-        info.driver = driver.driverName;
-        if (driver.driverInfo[0]) info.driver += std::string(" ") + driver.driverInfo;
-    } else {
-        info.driver = "version " + std::to_string(props.driverVersion);
-    }
-    info.api_version = version_string(props.apiVersion);
-    info.subgroup_size = subgroup.subgroupSize;
-    const auto& limits = props.limits;
-    info.shared_memory_bytes = limits.maxComputeSharedMemorySize;
-    info.max_storage_buffer_range = limits.maxStorageBufferRange;
-    info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
-    for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
-    info.max_push_constants_bytes = limits.maxPushConstantsSize;
-    info.max_texel_buffer_elements = limits.maxTexelBufferElements;
-    info.fp16 = has_1_2 && features12.shaderFloat16;
-    info.timestamps = limits.timestampComputeAndGraphics || queue_has_timestamps(vk, device);
-    return info;
+    return query_device_model(vk, device, index).info;
 }
 
 uint32_t select_device(const std::vector<DeviceInfo>& devices, std::string_view selector) {

@@ -10,6 +10,7 @@ namespace vkconv::detail {
 
 PipelineCache::PipelineCache(Device& device, std::string file, Report report)
     : device_(device), file_(std::move(file)), report_(std::move(report)) {
+    if (device_.modelled()) return;  // plans only: nothing is built
     std::vector<uint8_t> initial;
     if (!file_.empty()) {
         std::string why;
@@ -26,7 +27,7 @@ PipelineCache::PipelineCache(Device& device, std::string file, Report report)
 }
 
 void PipelineCache::save() {
-    if (file_.empty() || !unsaved_) return;
+    if (file_.empty() || !unsaved_ || device_.modelled()) return;
     const auto& vk = device_.vk();
     size_t bytes = 0;
     VKC_CHECK(device_.lost_flag(), vk.vkGetPipelineCacheData(device_.handle(), cache_, &bytes, nullptr));
@@ -43,6 +44,7 @@ PipelineCache::~PipelineCache() {
     } catch (const std::exception& e) {
         if (report_) report_(MessageSeverity::Warning, e.what());
     }
+    if (device_.modelled()) return;
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     for (auto& [desc, p] : pipelines_) {
@@ -75,9 +77,22 @@ void PipelineCache::add_spirv(const std::string& key, std::vector<uint32_t> word
     user_spirv_.emplace(key, std::move(words));
 }
 
+uint32_t workgroup_invocations(const PipelineDesc& desc) {
+    uint32_t invocations = 1;
+    for (uint32_t id : workgroup_size_ids(desc.shader))
+        if (id != kNoSizeId && id < desc.specialization.size()) invocations *= desc.specialization[id];
+    return invocations;
+}
+
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
     if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
     device_.throw_if_lost();
+    if (device_.modelled()) {  // a plan's dispatches need the description, never the pipeline
+        auto p = std::make_unique<Pipeline>();
+        p->desc = desc;
+        p->invocations = workgroup_invocations(desc);
+        return *pipelines_.emplace(desc, std::move(p)).first->second;
+    }
     if (desc.push_constant_bytes > 128)
         throw Error(ErrorCategory::Unsupported, "shader '" + desc.shader + "' needs " +
                                                     std::to_string(desc.push_constant_bytes) +
@@ -88,6 +103,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
 
     auto p = std::make_unique<Pipeline>();
     p->desc = desc;
+    p->invocations = workgroup_invocations(desc);
     std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings.size());
     for (uint32_t i = 0; i < bindings.size(); ++i) {
         bindings[i].binding = i;

@@ -1,5 +1,8 @@
 // Compute pipelines, created lazily from the embedded SPIR-V and cached.
 //
+// On a modelled device (a description to plan for, vulkan/device_model.hpp) nothing is built: get()
+// returns the description alone, which is all a plan's dispatch list needs.
+//
 // A pipeline is keyed by its shader, its binding types, its push-constant size and its specialization
 // constants (ids 0..n-1, each 32 bits; id 0 is always the workgroup size via local_size_x_id), so every
 // tile shape or fixed conv geometry gets its own specialised pipeline, built once per context.
@@ -76,7 +79,11 @@ struct Pipeline {
     VkPipelineLayout layout = VK_NULL_HANDLE;
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     PipelineDesc desc;
+    uint32_t invocations = 1;  // per workgroup, from the specialization constants that size it
 };
+
+// Invocations per workgroup of the pipeline `desc` describes (an embedded shader's; 1 for an unknown one).
+uint32_t workgroup_invocations(const PipelineDesc& desc);
 
 class PipelineCache {
 public:

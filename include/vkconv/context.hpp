@@ -41,6 +41,11 @@ struct DeviceInfo {
     std::string driver;       // driver name and info where the device reports them
     std::string api_version;  // "1.3.230"
     uint32_t subgroup_size = 0;
+    // Compute units (NVIDIA SMs, AMD CUs, Arm shader cores, CPU threads), which the planner sizes its
+    // splits by, and where the number comes from: the vendor extension that reports it, or "fallback"
+    // (a documented guess by device type, docs/device_model.md).
+    uint32_t compute_units = 0;
+    std::string compute_units_source;
     uint32_t shared_memory_bytes = 0;  // maxComputeSharedMemorySize
     uint64_t max_storage_buffer_range = 0;
     uint32_t max_workgroup_invocations = 0;

@@ -32,6 +32,9 @@ enum class Algorithm {
     Im2col,     // im2col lowering (N·P·Q × R·S·C/G per group) + tiled GEMM
     Mec,        // MEC lowering (N·Q × H·S·C, Cho & Brand 2017) + overlapping-window GEMMs
     Depthwise,  // one input channel per group (groups == C, K = m·C): register-window kernels, no GEMM
+    // Implicit GEMM: the tiled GEMM with im2col's addresses computed as operands load, no lowered matrix
+    // (workspace only for backward-filter's split reduction)
+    ImplicitGemm,
 };
 
 const char* to_string(Algorithm algorithm) noexcept;

@@ -30,6 +30,10 @@ struct GemmStats {
     double gpu_ms = 0;
     bool gpu_timed = false;
     uint32_t dispatches = 0;
+    // A product whose M x N tiles are too few to fill the device runs in k_slices pieces of K, added in
+    // order (the same bits every run): workspace_bytes of partial products, from the pool for the call.
+    uint32_t k_slices = 1;
+    uint64_t workspace_bytes = 0;
 };
 
 GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});

@@ -10,6 +10,7 @@
 #include "vkconv/gemm.hpp"
 #include "vkconv/kernel.hpp"
 #include "vkconv/npy.hpp"
+#include "vkconv/plan.hpp"
 #include "vkconv/pool.hpp"
 #include "vkconv/problem.hpp"
 #include "vkconv/recording.hpp"

@@ -3,20 +3,23 @@
 // the first half of a deterministic split reduction (splitk_reduce adds the pieces in a fixed order).
 //
 // dw[k][r][s] = sum over n, p, q of dy[n][k][p][q] * x[n][k / MULT][p*sh + r*dh - ph][q*sw + s*dw - pw].
-// The chunk's images * P output rows are cut into pieces of rows_per_piece rows. An invocation reduces one
-// piece for one filter k (4 adjacent filters with CHANNELS4) and TAP_ROWS filter rows starting at r0, all
-// their taps in registers. It walks its rows in order and each row in strips of TILE_W columns: the dy
+// The chunk's images * P output rows, each cut into COLUMN_PARTS parts of its strips, are units; the units
+// are cut into pieces of units_per_piece (so a device that wants more invocations than rows * filters
+// gets them from parts of rows). An invocation reduces one piece for one filter k (4 adjacent filters
+// with CHANNELS4) and TAP_ROWS filter rows starting at r0, all their taps in registers. It walks its units
+// in order and each in strips of TILE_W columns: the dy
 // strip is loaded once, and for every filter row the x segment under it (SEG columns) once, both reused by
 // all S taps, so every read runs along a row. With VEC4_Y (NCHW) dy strips, and with VEC4_X x segments,
 // load as aligned vec4s.
 //
 // Specialization constants: 0..19 as in depthwise_common.glsl (TILE_H unused), and
 //  20 TAP_ROWS          filter rows per invocation (all R unless R*S is large)
+//  21 COLUMN_PARTS      parts each output row's strips are cut into (1: whole rows)
 // Bindings: 0 x as vec4 (the chunk's window), 1 x as float, 2 dy as vec4 (the chunk's window), 3 dy as
 //   float, 4 partial (storage buffer, written): partial[(piece * K + k) * R*S + r*S + s].
 // Push constants: x_offset and dy_offset (floats from each binding's start to the chunk's first image),
-//   rows (images * P of the chunk), rows_per_piece, then the dispatch's slice [base, base + count) of the
-//   invocations.
+//   units (images * P * COLUMN_PARTS of the chunk), units_per_piece, then the dispatch's slice
+//   [base, base + count) of the invocations.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over pieces * ceil(R / TAP_ROWS) * (K / LANE_CHANNELS)
 //   invocations, ordered (piece, filter-row block, k): neighbouring invocations walk the same rows.
 
@@ -24,6 +27,7 @@
 #include "depthwise_common.glsl"
 
 layout(constant_id = 20) const uint TAP_ROWS = 1;
+layout(constant_id = 21) const uint COLUMN_PARTS = 1;
 
 DECLARE_READ4(0, x4)
 DECLARE_READ1(1, x1)
@@ -33,7 +37,7 @@ layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
 
 layout(push_constant) uniform Params {
     uint x_offset, dy_offset;
-    uint rows, rows_per_piece;
+    uint units, units_per_piece;
     uint base, count;
 } pc;
 
@@ -41,6 +45,7 @@ const uint SEG = (TILE_W - 1) * STRIDE_W + (S - 1) * DIL_W + 1;  // x columns un
 const uint SHIFT = VEC4_X ? MOD4(-int(PAD_W)) : 0;
 const uint SEG_LOADED = VEC4_X ? (SHIFT + SEG + 3) / 4 * 4 : SEG;
 const uint TILES_Q = (Q + TILE_W - 1) / TILE_W;
+const uint PART_TILES = (TILES_Q + COLUMN_PARTS - 1) / COLUMN_PARTS;  // strips per part
 const uint BLOCKS = (R + TAP_ROWS - 1) / TAP_ROWS;
 const uint LANES = K / LANE_CHANNELS;
 const uint BLOCK_TAPS = TAP_ROWS * S;
@@ -55,11 +60,13 @@ void main() {
 
     VAL acc[BLOCK_TAPS];
     [[unroll]] for (uint i = 0; i < BLOCK_TAPS; ++i) acc[i] = VAL(0.0);
-    const uint first = piece * pc.rows_per_piece, last = min(pc.rows, first + pc.rows_per_piece);
-    for (uint row = first; row < last; ++row) {
+    const uint first = piece * pc.units_per_piece, last = min(pc.units, first + pc.units_per_piece);
+    for (uint unit = first; unit < last; ++unit) {
+        const uint row = unit / COLUMN_PARTS, part = unit % COLUMN_PARTS;
         const uint n = row / P, p = row % P;
         const uint dy_row = pc.dy_offset + tensor_offset(NHWC, n, k, p, 0, K, P, Q);
-        [[dont_unroll]] for (uint q0 = 0; q0 < TILES_Q * TILE_W; q0 += TILE_W) {
+        const uint q_end = min(TILES_Q, (part + 1) * PART_TILES) * TILE_W;
+        [[dont_unroll]] for (uint q0 = part * PART_TILES * TILE_W; q0 < q_end; q0 += TILE_W) {
             VAL d[TILE_W];  // dy along the strip, 0 past Q
             LOAD_SEGMENT(d, TILE_W, dy4, dy1, dy_row, int(q0), Q, column_stride(NHWC, K), VEC4_Y)
             const int col0 = window_origin(q0, STRIDE_W, PAD_W) - int(SHIFT);  // x column of seg[0]

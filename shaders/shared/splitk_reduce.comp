@@ -1,10 +1,11 @@
 #version 450
-// splitk_reduce — out[i] (+)= sum over s < SPLITS of partial[s * stride + i], in order of s: the fixed-order
-// second half of a deterministic split-K (each split's GEMM wrote its partial product).
+// splitk_reduce — out[i] = beta * out[i] + sum over s < SPLITS of partial[s * stride + i], in order of s: the
+// fixed-order second half of a deterministic split-K (each split's GEMM wrote its partial product). With
+// beta 0, out is never read (it may hold anything, NaN included).
 //
 // Specialization constants: 0 WORKGROUP_SIZE.
-// Bindings: 0 partial (readonly), 1 out (read when accumulating, written).
-// Push constants: out_offset (floats), stride (floats between splits), splits, accumulate (0/1), then the
+// Bindings: 0 partial (readonly), 1 out (read unless beta is 0, written).
+// Push constants: out_offset (floats), stride (floats between splits), splits, beta, then the
 //   dispatch's slice [base, base + count) of the output.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
@@ -17,7 +18,7 @@ layout(push_constant) uniform Params {
     uint out_offset;
     uint stride;
     uint splits;
-    uint accumulate;
+    float beta;
     uint base, count;
 } pc;
 
@@ -25,7 +26,7 @@ void main() {
     const uint i = gl_GlobalInvocationID.x;
     if (i >= pc.count) return;
     const uint index = pc.base + i;
-    float acc = pc.accumulate != 0 ? dst[pc.out_offset + index] : 0.0;
+    float acc = pc.beta != 0.0 ? pc.beta * dst[pc.out_offset + index] : 0.0;
     for (uint s = 0; s < pc.splits; ++s) acc += partial[s * pc.stride + index];
     dst[pc.out_offset + index] = acc;
 }

@@ -23,6 +23,7 @@ struct DepthwisePlan {
     int64_t images = 1;             // images per chunk
     uint32_t chunks = 1;            // number of chunks
     uint32_t splits = 1;            // backward-filter: reduction pieces per filter value
+    uint32_t column_parts = 1;      // backward-filter: parts each output row is cut into (units of the pieces)
     uint64_t workspace_floats = 0;  // backward-filter: the pieces' partial sums; 0 otherwise
     uint64_t workspace_bytes = 0;   // workspace_floats as the pool counts them (allocation rounding)
     bool texel = false;             // read-only operands through texel-buffer views (else storage buffers)

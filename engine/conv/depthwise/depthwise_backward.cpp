@@ -3,7 +3,7 @@
 #include <array>
 
 #include "conv/depthwise/depthwise_kernels.hpp"
-#include "conv/shared/splitk_reduce.hpp"
+#include "gemm/splitk_reduce.hpp"
 #include "gemm/gemm_config.hpp"
 #include "vulkan/shader_limits.hpp"
 
@@ -20,12 +20,12 @@ VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, dx_offset)
 VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, w_offset)
 
 struct FilterPush {
-    uint32_t x_offset, dy_offset, rows, rows_per_piece;
+    uint32_t x_offset, dy_offset, units, units_per_piece;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(FilterPush, depthwise_backward_filter)
 VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, dy_offset)
-VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, rows_per_piece)
+VKCONV_PUSH_MEMBER(FilterPush, depthwise_backward_filter, units_per_piece)
 
 // The largest multiple of `stride` up to `want`, at least `stride`.
 uint32_t multiple_of(int64_t stride, int64_t want) {
@@ -34,13 +34,19 @@ uint32_t multiple_of(int64_t stride, int64_t want) {
 
 // Backward-data blocks start on multiples of the strides so that the tap pattern is the same in every
 // block (see the shader); vec4 dy segments also need the block's first dy column on a vec4 boundary.
-DepthwiseTiles data_tiles(const ConvProblem& p) {
+DepthwiseTiles data_tiles(const ConvProblem& p, uint64_t wanted_invocations) {
     DepthwiseTiles t;
     t.channels4 = channels4(p);
     const bool nchw = p.layout == Layout::NCHW;
     t.vec4_y = nchw && p.Q() % 4 == 0;
     t.tile_w = multiple_of(t.vec4_y ? 4 * p.stride_w : p.stride_w, p.W > 8 ? 8 : 4);
-    t.tile_h = multiple_of(p.stride_h, block_rows(p, p.H));
+    // Shorter blocks where the batch's blocks are too few invocations to keep the memory busy (as forward).
+    for (int64_t rows = block_rows(p, p.H);; rows /= 2) {
+        t.tile_h = multiple_of(p.stride_h, rows);
+        const uint64_t invocations = uint64_t(p.N) * uint64_t(p.C / t.lane_channels()) * ceil_div(p.H, t.tile_h) *
+                                     ceil_div(p.W, t.tile_w);
+        if (rows <= 1 || invocations >= wanted_invocations) break;
+    }
     t.vec4_x = nchw && p.W % 4 == 0 && t.tile_w % 4 == 0;
     return t;
 }
@@ -69,25 +75,39 @@ uint64_t filter_lanes(const ConvProblem& p, const DepthwiseTiles& t) {
 
 }  // namespace
 
-uint64_t depthwise_filter_row_iterations(const ConvProblem& p) {
-    return ceil_div(p.Q(), filter_tiles(p).tile_w) + 1;
+uint64_t depthwise_filter_unit_iterations(const ConvProblem& p, uint32_t column_parts) {
+    return ceil_div(int64_t(ceil_div(p.Q(), filter_tiles(p).tile_w)), column_parts) + 1;
 }
 
-uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int64_t images, uint64_t limit) {
-    const uint64_t wanted = context.gemm_configs().wanted_workgroups * kElementwiseWorkgroup;
-    const uint64_t lanes = filter_lanes(p, filter_tiles(p));
+DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProblem& p, int64_t images,
+                                            uint64_t limit) {
+    const uint64_t wanted = context.gemm_configs().wanted_invocations;
+    const DepthwiseTiles tiles = filter_tiles(p);
+    const uint64_t lanes = filter_lanes(p, tiles);
     const uint64_t rows = uint64_t(images * p.P());
-    uint64_t splits = std::clamp<uint64_t>((wanted + lanes - 1) / lanes, 1, rows);
+    DepthwiseFilterSplit split;
+    // Rows alone too few: cut each row's strips into parts (units of their own).
+    const uint64_t strips = ceil_div(p.Q(), tiles.tile_w);
+    if (rows * lanes < wanted)
+        split.column_parts = static_cast<uint32_t>(std::min(strips, ceil_div(int64_t(wanted), int64_t(rows * lanes))));
+    const uint64_t units = rows * split.column_parts;
+    uint64_t splits = std::clamp<uint64_t>((wanted + lanes - 1) / lanes, 1, units);
+    // Units per piece rounded down, so the pieces are at least as many as wanted (rounding up could leave
+    // the last piece's worth of invocations missing); the recording's ceil(units / splits) gives them back.
+    splits = ceil_div(int64_t(units), int64_t(std::max<uint64_t>(1, units / splits)));
     // Enough pieces that no invocation loops past lavapipe's cap (shader_limits.hpp).
-    splits = std::min(rows, std::max(splits, ceil_div(rows * depthwise_filter_row_iterations(p), kMaxLoopIterations)));
+    const uint64_t per_unit = depthwise_filter_unit_iterations(p, split.column_parts);
+    splits = std::min(units, std::max(splits, ceil_div(int64_t(units * per_unit), kMaxLoopIterations)));
     while (splits > 1 && splits * uint64_t(p.filter_elements()) * 4 > limit) --splits;
-    return static_cast<uint32_t>(splits);
+    split.splits = static_cast<uint32_t>(splits);
+    return split;
 }
 
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan) {
-    const DepthwiseTiles tiles = vec4_safe(data_tiles(p), {&grad_output, &grad_input});
+    const DepthwiseTiles tiles =
+        vec4_safe(data_tiles(p, context.gemm_configs().wanted_invocations), {&grad_output, &grad_input});
     PipelineDesc desc;
     desc.shader = depthwise_shader("backward_data", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);
@@ -102,7 +122,9 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
         const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
                                               read1(w.range, plan.texel), Binding{chunk.x.range, true}};
         const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), u32(w.delta), 0, 0};
-        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
+        const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks,
+                          macs_over(macs, uint64_t(chunk.images) * blocks));
     });
 }
 
@@ -116,22 +138,24 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(FilterPush);
     auto spec = depthwise_specialization<contract::depthwise_backward_filter>(p, tiles);
+    spec.set(contract::depthwise_backward_filter::spec::COLUMN_PARTS, plan.column_parts);
     desc.specialization = spec.set(contract::depthwise_backward_filter::spec::TAP_ROWS, filter_tap_rows(p)).values();
     const Pipeline& partial_pipeline = context.pipelines->get(desc);
 
     const uint64_t filter_floats = uint64_t(p.filter_elements()), lanes = filter_lanes(p, tiles);
     for_each_image_chunk(context, p, plan, input, grad_output, [&](const ImageChunk& chunk) {
-        // The chunk's rows in at most plan.splits pieces (fewer where the last chunk is short).
-        const int64_t rows = chunk.images * p.P();
-        const int64_t per_piece = int64_t(ceil_div(rows, plan.splits));
-        const uint64_t pieces = ceil_div(rows, per_piece);
+        // The chunk's units in at most plan.splits pieces (fewer where the last chunk is short).
+        const int64_t units = chunk.images * p.P() * plan.column_parts;
+        const int64_t per_piece = int64_t(ceil_div(units, plan.splits));
+        const uint64_t pieces = ceil_div(units, per_piece);
         const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset,
                                    pieces * filter_floats * 4};
         const std::array<Binding, 5> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
                                               read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
                                               Binding{partials, true}};
-        const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(rows), u32(per_piece), 0, 0};
-        dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes);
+        const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(units), u32(per_piece), 0, 0};
+        const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);
+        dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes, macs_over(macs, pieces * lanes));
         // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic.
         const Window dw = grad_filter.whole();
         record_splitk_reduce(context, stream, partials, dw.range, dw.delta, filter_floats, int64_t(pieces),

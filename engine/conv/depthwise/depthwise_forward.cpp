@@ -13,15 +13,6 @@
 namespace vkconv::detail {
 namespace {
 
-bool texel_reads_supported(const Device& device) {
-    for (VkFormat format : {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
-        VkFormatProperties props{};
-        device.instance_vk().vkGetPhysicalDeviceFormatProperties(device.physical(), format, &props);
-        if (!(props.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT)) return false;
-    }
-    return true;
-}
-
 struct ForwardPush {
     uint32_t x_offset, y_offset;
     uint32_t w_offset, b_offset;
@@ -57,7 +48,9 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
     plan.images = std::min<int64_t>(p.N, int64_t((limit - align) / image));
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
     if (pass == Pass::BackwardFilter) {
-        plan.splits = depthwise_filter_splits(context, p, plan.images, limit);
+        const DepthwiseFilterSplit split = depthwise_filter_split(context, p, plan.images, limit);
+        plan.splits = split.splits;
+        plan.column_parts = split.column_parts;
         // Under a workspace limit, fewer pieces; even one piece's sums are workspace.
         auto bytes = [&](uint64_t splits) { return context.pool->round(splits * uint64_t(p.filter_elements()) * 4); };
         while (options.workspace_limit && plan.splits > 1 && bytes(plan.splits) > options.workspace_limit)
@@ -68,9 +61,10 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
                                std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
         // Where the pieces cannot grow (binding or workspace limit), chunks of fewer images keep every
         // invocation's loop under lavapipe's cap (shader_limits.hpp).
-        const uint64_t per_row = depthwise_filter_row_iterations(p);
+        const uint64_t per_unit = depthwise_filter_unit_iterations(p, plan.column_parts);
         auto loop_fits = [&] {
-            return ceil_div(uint64_t(plan.images * p.P()), plan.splits) * per_row <= kMaxLoopIterations;
+            return ceil_div(uint64_t(plan.images * p.P() * plan.column_parts), plan.splits) * per_unit <=
+                   kMaxLoopIterations;
         };
         while (!loop_fits() && plan.images > 1) plan.images = (plan.images + 1) / 2;
         if (!loop_fits())
@@ -85,7 +79,7 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
     // plain storage-buffer path, and so does a chunk too large for texel views (maxTexelBufferElements
     // decides the path, never the chunks).
     const uint64_t chunk_binding = uint64_t(plan.images) * image + align;
-    plan.texel = context.device->info().type == "CPU" && texel_reads_supported(*context.device) &&
+    plan.texel = context.device->info().type == "CPU" && context.device->model().uniform_texel_buffers &&
                  chunk_binding <= texel_binding_limit(context, options) &&
                  filter <= texel_binding_limit(context, options);
     return plan;
@@ -104,11 +98,17 @@ bool channels4(const ConvProblem& p) {
     return p.layout == Layout::NHWC && p.filters_per_group() == 1 && p.C % 4 == 0;
 }
 
-DepthwiseTiles forward_tiles(const ConvProblem& p) {
+DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations) {
     DepthwiseTiles t;
     t.channels4 = channels4(p);
     t.tile_w = p.Q() > 8 ? 8 : 4;
     t.tile_h = static_cast<uint32_t>(std::min<int64_t>(block_rows(p, p.P()), p.P()));
+    // A memory-bound pass wants many loads in flight: shorter blocks where the batch's blocks are too few
+    // invocations to keep the device's memory busy (docs/device_model.md).
+    auto invocations = [&] {
+        return uint64_t(p.N) * uint64_t(p.K / t.lane_channels()) * ceil_div(p.P(), t.tile_h) * ceil_div(p.Q(), t.tile_w);
+    };
+    while (t.tile_h > 1 && invocations() < wanted_invocations) t.tile_h /= 2;
     if (p.layout == Layout::NCHW) {
         t.vec4_x = p.W % 4 == 0;  // tile_w % 4 == 0: every block's first column, times the stride, too
         t.vec4_y = p.Q() % 4 == 0;
@@ -118,7 +118,8 @@ DepthwiseTiles forward_tiles(const ConvProblem& p) {
 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const ConvOperands& ops, const DepthwisePlan& plan) {
-    const DepthwiseTiles tiles = vec4_safe(forward_tiles(p), {&ops.input, &ops.output});
+    const DepthwiseTiles tiles =
+        vec4_safe(forward_tiles(p, context.gemm_configs().wanted_invocations), {&ops.input, &ops.output});
     const FusedEpilogue& epilogue = ops.epilogue;
     using Id = contract::depthwise_forward::spec;
     PipelineDesc desc;
@@ -152,7 +153,9 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
                                epilogue.negative_slope,
                                0,
                                0};
-        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks);
+        const uint64_t macs = uint64_t(chunk.images) * y_image * uint64_t(p.R * p.S);
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks,
+                          macs_over(macs, uint64_t(chunk.images) * blocks));
     });
 }
 

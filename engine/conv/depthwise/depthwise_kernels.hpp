@@ -38,7 +38,7 @@ bool channels4(const ConvProblem& p);
 // Rows per block of a kernel whose blocks span `rows` rows: taller blocks reuse more of each loaded row,
 // but unroll into more code and leave invocations idle on small images.
 uint32_t block_rows(const ConvProblem& p, int64_t rows);
-DepthwiseTiles forward_tiles(const ConvProblem& p);
+DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations);
 
 // The specialization constants the depthwise shaders share (geometry, sizes, tile shape), by name.
 template <typename Shader>
@@ -55,11 +55,17 @@ Specialization<Shader> depthwise_specialization(const ConvProblem& p, const Dept
 // "depthwise_<pass>[_c4]_<texel|ssbo>", as shaders/CMakeLists.txt names the variants.
 std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel);
 
-// Backward-filter: pieces the N*P*Q reduction of one chunk is cut into (partial sums in the workspace),
-// enough to fill the device, each at least one output row, all of them within the binding limit.
-uint32_t depthwise_filter_splits(ContextImpl& context, const ConvProblem& p, int64_t images, uint64_t limit);
-// Loop iterations backward-filter spends on one output row (its strips, plus the row's own).
-uint64_t depthwise_filter_row_iterations(const ConvProblem& p);
+// Backward-filter: the units of the N*P*Q reduction (output rows, or parts of rows where the rows alone
+// give the device too few invocations) and the pieces one chunk's units are cut into (partial sums in the
+// workspace): enough to fill the device, all of them within the binding limit.
+struct DepthwiseFilterSplit {
+    uint32_t splits = 1;
+    uint32_t column_parts = 1;
+};
+DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProblem& p, int64_t images,
+                                            uint64_t limit);
+// Loop iterations backward-filter spends on one unit (its strips, plus the unit's own).
+uint64_t depthwise_filter_unit_iterations(const ConvProblem& p, uint32_t column_parts);
 
 inline VkDescriptorType read_descriptor(bool texel) {
     return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;

@@ -30,7 +30,8 @@ void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeli
         push.reduce_begin = static_cast<uint32_t>(begin);
         push.reduce_end = static_cast<uint32_t>(std::min(extent, begin + piece));
         push.accumulate = begin > 0 ? 1u : 0u;
-        dispatch_elements(stream, pipeline, bindings, push, elements);
+        const uint64_t macs = (std::min(extent, begin + piece) - begin) * unit_iterations;
+        dispatch_elements(stream, pipeline, bindings, push, elements, {2.0 * double(macs), macs});
     }
 }
 template void dispatch_direct(ContextImpl&, CommandStream&, const Pipeline&, std::span<const Binding>, DirectSizes,

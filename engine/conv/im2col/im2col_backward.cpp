@@ -43,7 +43,12 @@ uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, cons
     const uint64_t positions = uint64_t(plan.images * plan.rows * p.Q());
     const uint64_t units = positions / uint64_t(split_unit(p, plan.rows, plan.images));
     uint64_t splits = (table.wanted_workgroups + tiles - 1) / tiles;
-    splits = std::min({splits, units, std::max<uint64_t>(1, positions / 64)});  // at least 64 positions a split
+    const uint64_t most = std::min(units, std::max<uint64_t>(1, positions / 64));  // at least 64 positions a split
+    splits = std::min(splits, most);
+    // The pieces' GEMM covers the full pieces in one dispatch (the shorter last one runs apart): take more
+    // splits until the full ones alone give the wanted workgroups.
+    auto full_pieces = [&](uint64_t s) { return units / ((units + s - 1) / s); };
+    while (splits < most && full_pieces(splits) * tiles < table.wanted_workgroups) ++splits;
     while (splits > 1 && splits * kg * k_red * 4 > binding_limit) --splits;
     return static_cast<uint32_t>(std::max<uint64_t>(splits, 1));
 }
@@ -85,7 +90,9 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
         desc.specialization = spec.values();
         const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
         dispatch_elements(stream, context.pipelines->get(desc), bindings,
-                          Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image);
+                          Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image,
+                          ElementWork{double(m_chunk * k_red * G) / double(uint64_t(images) * x_image),
+                                      (m_chunk * k_red * G + uint64_t(images) * x_image - 1) / (uint64_t(images) * x_image)});
     });
 }
 

@@ -5,7 +5,7 @@
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/shared/permute.hpp"
-#include "conv/shared/splitk_reduce.hpp"
+#include "gemm/splitk_reduce.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {

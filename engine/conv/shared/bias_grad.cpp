@@ -4,7 +4,7 @@
 #include <array>
 #include <string>
 
-#include "conv/shared/splitk_reduce.hpp"
+#include "gemm/splitk_reduce.hpp"
 #include "gemm/gemm_config.hpp"
 #include "vulkan/dispatch.hpp"
 #include "vulkan/shader_limits.hpp"
@@ -39,9 +39,11 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
                            " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
     BiasPlan plan;
     plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
-    // Enough (piece, channel) invocations to fill the device four times over (measured on lavapipe: fewer
-    // leave the long per-invocation sums latency-bound), each summing at least 256 positions.
-    const int64_t wanted = 4 * int64_t(context.gemm_configs().wanted_workgroups) * kElementwiseWorkgroup;
+    // Enough (piece, channel) invocations to keep the device's loads in flight (a memory-bound sum; on a CPU
+    // device four workgroups per thread: measured on lavapipe, fewer leave the long per-invocation sums
+    // latency-bound), each summing at least 256 positions.
+    const GemmConfigTable& fill = context.gemm_configs();
+    const int64_t wanted = int64_t(std::max(fill.wanted_invocations, 4 * fill.wanted_workgroups * kElementwiseWorkgroup));
     const int64_t positions = plan.images * p.P() * p.Q();
     plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));
     // No invocation may loop over more positions than lavapipe lets it (shader_limits.hpp).
@@ -93,14 +95,18 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
             for (int64_t s = 0; s < pieces; ++s) {
                 push.accumulate = n0 > 0 || s > 0 ? 1u : 0u;
                 push.first_piece = static_cast<uint32_t>(s);
-                dispatch_elements(stream, pipeline, bindings, push, lanes);
+                const uint64_t adds = uint64_t(std::min(piece, positions - s * piece)) * uint64_t(p.K);
+                dispatch_elements(stream, pipeline, bindings, push, lanes, {double(adds) / double(lanes),
+                                                                            (adds + lanes - 1) / lanes});
             }
         } else {
             // Partial sums of every piece at once, added in order.
             const BufferRange sums = partials.whole().range;  // workspace: element 0 at its start
             const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{sums, true},
                                                   Binding{w.range, false}};
-            dispatch_elements(stream, pipeline, bindings, push, uint64_t(pieces) * lanes);
+            const uint64_t adds = uint64_t(positions) * uint64_t(p.K), invocations = uint64_t(pieces) * lanes;
+            dispatch_elements(stream, pipeline, bindings, push, invocations,
+                              {double(adds) / double(invocations), (adds + invocations - 1) / invocations});
             record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0);
         }
     }

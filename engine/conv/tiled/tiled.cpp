@@ -117,8 +117,8 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 
 bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const PassOptions& options) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
-    if (algorithm == Algorithm::Direct) {
-        // Direct binds whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
+    if (algorithm == Algorithm::Direct || algorithm == Algorithm::ImplicitGemm) {
+        // Direct and implicit-gemm bind whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
         // time within the (possibly lowered) binding limit.
         const uint64_t range = context.device->limits().maxStorageBufferRange;
         const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * 4;
@@ -243,7 +243,7 @@ Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass p
     std::optional<TiledPlan> smallest;
     std::vector<Algorithm> candidates{algorithm};
     if (algorithm == Algorithm::Auto) {
-        candidates = {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec};
+        candidates = {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm};
         if (p.channels_per_group() == 1) candidates.push_back(Algorithm::Depthwise);
     }
     for (Algorithm a : candidates) {

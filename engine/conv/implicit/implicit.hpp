@@ -1,0 +1,20 @@
+// The implicit-GEMM algorithm: every pass as one tiled GEMM whose loaders compute the lowered matrix's
+// addresses on the fly (shaders/implicit/implicit_gemm.comp), so it stores no lowered matrix. Its only
+// workspace is backward-filter's partial products where its long N*P*Q reduction is split to fill the
+// device (added in a fixed order: the same bits every run). Refused where one of the problem's tensors
+// exceeds maxStorageBufferRange (the passes then run it in tiles, tiled/tiled.hpp).
+#pragma once
+
+#include <cstdint>
+
+namespace vkconv::detail {
+
+struct ImplicitPlan {
+    uint32_t config = 0;      // index into the device's GEMM configurations (a shared-memory, storage-buffer one)
+    uint64_t reduction = 0;   // the pass's reduction length (C/G*R*S, K/G*R*S or N*P*Q)
+    uint64_t piece = 0;       // reduction per dispatch piece or slice (a multiple of the tile's K step)
+    uint32_t slices = 1;      // backward-filter: slices in one dispatch, each its own partial product
+    bool partials = false;    // backward-filter: slices > 1 write partial products (else pieces add into dw)
+};
+
+}  // namespace vkconv::detail

@@ -1,0 +1,234 @@
+// The implicit-GEMM algorithm (implicit.hpp): its plan (tile configuration, reduction pieces, backward-filter's
+// slices) and its dispatches.
+#include "conv/implicit/implicit_pass.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "conv/epilogue.hpp"
+#include "gemm/gemm_config.hpp"
+#include "gemm/splitk_reduce.hpp"
+#include "vulkan/shader_limits.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+struct ImplicitPush {
+    uint32_t first_x, first_w, first_y, first_bias, first_z, first_out;
+    uint32_t N, col_base;
+    uint32_t k_begin, k_end, piece;
+    uint32_t slice_floats;
+    uint32_t accumulate, last;
+    float alpha, beta, negative_slope;
+};
+VKCONV_PUSH_SIZE(ImplicitPush, implicit_gemm)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, first_out)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, col_base)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, piece)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, slice_floats)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, last)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, negative_slope)
+
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+    return (a + b - 1) / b;
+}
+
+// The product of one group: rows, columns and reduction of the pass.
+struct Product {
+    uint64_t rows, columns, reduction;
+};
+
+Product product_of(const ConvProblem& p, Pass pass) {
+    const uint64_t rs = uint64_t(p.R * p.S), cg = uint64_t(p.channels_per_group()), kg = uint64_t(p.filters_per_group());
+    switch (pass) {
+        case Pass::Forward:
+            return {kg, uint64_t(p.N * p.P() * p.Q()), cg * rs};
+        case Pass::BackwardData:
+            return {cg, uint64_t(p.N * p.H * p.W), kg * rs};
+        default:
+            return {kg, cg * rs, uint64_t(p.N * p.P() * p.Q())};
+    }
+}
+
+// Loop iterations one invocation makes per K step (its share of staging both tiles, the step's products,
+// the step itself): what lavapipe's cap on iterations per invocation (shader_limits.hpp) counts.
+uint64_t iterations_per_step(const GemmConfig& c) {
+    const uint64_t threads = uint64_t(c.wg_m) * c.wg_n;
+    return ceil_div(uint64_t(c.bk) * c.tile_m(), threads) + ceil_div(uint64_t(c.bk) * c.tile_n(), threads) + c.bk + 1;
+}
+
+// The shared-memory, storage-buffer configuration whose tiles waste least of the product and give the device
+// enough workgroups (as the GEMM picks its own): the implicit loaders read plain storage buffers.
+Planned<uint32_t> pick_config(ContextImpl& context, const Product& product, uint64_t batches) {
+    const GemmConfigTable& table = context.gemm_configs();
+    int best = -1;
+    double best_score = -1;
+    for (size_t i = 0; i < table.all.size(); ++i) {
+        const GemmConfig& c = table.all[i];
+        if (c.kernel != GemmKernel::Shared || c.access != GemmAccess::StorageBuffer) continue;
+        const uint64_t tiles_m = ceil_div(product.rows, c.tile_m()), tiles_n = ceil_div(product.columns, c.tile_n());
+        const double used = double(product.rows * product.columns) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
+        const double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);
+        const double busy = std::min(1.0, double(tiles_m * tiles_n * batches) / double(table.wanted_workgroups));
+        const double score = used * reuse * busy;
+        if (score > best_score) best_score = score, best = int(i);
+    }
+    if (best < 0) return unsupported("implicit-gemm: the device has no shared-memory GEMM configuration");
+    return static_cast<uint32_t>(best);
+}
+
+std::string shader_of(const GemmConfig& c) {
+    return "implicit_gemm_t" + std::to_string(c.tm) + "x" + std::to_string(c.tn);
+}
+
+Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
+                                          const PassOptions& options) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    for (const auto& [elements, role] : {std::pair{p.input_elements(), "input"},
+                                         {p.filter_elements(), "filter"},
+                                         {p.output_elements(), "output"}})
+        if (uint64_t(elements) * 4 > range)
+            return unsupported("implicit-gemm binds whole tensors, and the " + std::string(role) + "-shaped one (" +
+                               std::to_string(uint64_t(elements) * 4) + " bytes) exceeds the device's " +
+                               "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + p.str());
+    AlgorithmPlan plan;
+    plan.pass = pass;
+    plan.algorithm = Algorithm::ImplicitGemm;
+    const Product product = product_of(p, pass);
+    const uint64_t groups = uint64_t(p.groups);
+    auto config_index = pick_config(context, product, groups);
+    if (!config_index) return config_index.refusal();
+    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfig& config = table.all[*config_index];
+    ImplicitPlan& ip = plan.implicit;
+    ip.config = *config_index;
+    ip.reduction = product.reduction;
+    // The longest reduction one dispatch may run within lavapipe's loop cap, in whole K steps.
+    const uint64_t longest = std::max<uint64_t>(1, kMaxLoopIterations / iterations_per_step(config)) * config.bk;
+    auto round_piece = [&](uint64_t pieces) { return ceil_div(ceil_div(product.reduction, pieces), config.bk) * config.bk; };
+    if (pass != Pass::BackwardFilter) {
+        ip.piece = round_piece(ceil_div(product.reduction, longest));
+        return plan;
+    }
+    // Backward-filter: slices of the N*P*Q reduction until the tiles fill the device, each a partial product
+    // in the workspace; at least as many as the loop cap needs.
+    const uint64_t tiles = ceil_div(product.rows, config.tile_m()) * ceil_div(product.columns, config.tile_n()) * groups;
+    const uint64_t filter_floats = uint64_t(p.filter_elements());
+    const uint64_t needed = ceil_div(product.reduction, longest);
+    uint64_t slices = std::max(needed, ceil_div(table.wanted_workgroups, tiles));
+    // At least 8 K steps a slice; within the binding limit, the grid's z limit and the workspace limit.
+    slices = std::min(slices, std::max<uint64_t>(needed, ceil_div(product.reduction, 8 * uint64_t(config.bk))));
+    slices = std::min<uint64_t>(slices, context.device->max_workgroups(2) / groups);
+    while (slices > 1 && slices * filter_floats * 4 > range) --slices;
+    auto bytes = [&](uint64_t s) { return context.pool->round(s * filter_floats * 4); };
+    while (options.workspace_limit && slices > 1 && bytes(slices) > options.workspace_limit) --slices;
+    if (slices >= 2 && slices >= needed) {
+        ip.piece = round_piece(slices);
+        ip.slices = static_cast<uint32_t>(ceil_div(product.reduction, ip.piece));
+        ip.partials = ip.slices > 1;
+    } else {
+        // No room for partial products: pieces one after another, each adding into dw (in order).
+        ip.piece = round_piece(needed);
+        ip.slices = 1;
+        ip.partials = false;
+    }
+    if (ip.partials) plan.slot(Slot::Partials) = uint64_t(ip.slices) * filter_floats;
+    return plan;
+}
+
+void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
+                          const ConvOperands& ops, Workspace workspace) {
+    const ImplicitPlan& ip = plan.implicit;
+    const GemmConfig& config = context.gemm_configs().all.at(ip.config);
+    const Pass pass = plan.pass;
+    const bool nhwc = p.layout == Layout::NHWC;
+    const FusedEpilogue& epilogue = ops.epilogue;
+    const bool forward = pass == Pass::Forward;
+
+    using Id = contract::implicit_gemm::spec;
+    Specialization<contract::implicit_gemm> spec;
+    spec.set(Id::WG_N, config.wg_n).set(Id::WG_M, config.wg_m).set(Id::TM, config.tm).set(Id::TN, config.tn);
+    spec.set(Id::R, p.R).set(Id::S, p.S).set(Id::STRIDE_H, p.stride_h).set(Id::STRIDE_W, p.stride_w);
+    spec.set(Id::PAD_H, p.pad_h).set(Id::PAD_W, p.pad_w).set(Id::DIL_H, p.dilation_h).set(Id::DIL_W, p.dilation_w);
+    spec.set(Id::NHWC, nhwc).set(Id::PASS, uint32_t(pass == Pass::Forward ? 0 : pass == Pass::BackwardData ? 1 : 2));
+    spec.set(Id::HAS_BIAS, forward && p.has_bias)
+        .set(Id::ACTIVATION, forward ? activation_constant(epilogue.activation) : 0u)
+        .set(Id::HAS_RESIDUAL, forward && epilogue.has_residual())
+        .set(Id::BK, config.bk);
+    spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::K, p.K).set(Id::P, p.P()).set(Id::Q, p.Q());
+    spec.set(Id::GROUPS, p.groups);
+    // Staging order: consecutive invocations along whichever index is contiguous in memory (implicit_gemm.comp).
+    const bool a_k_fast = pass == Pass::Forward ? true : pass == Pass::BackwardData ? !nhwc : !nhwc;
+    const bool b_n_fast = pass == Pass::BackwardFilter ? nhwc : !nhwc;
+    spec.set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
+    PipelineDesc desc;
+    desc.shader = shader_of(config);
+    desc.bindings.assign(6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(ImplicitPush);
+    desc.specialization = spec.values();
+    const Pipeline& pipeline = context.pipelines->get(desc);
+
+    // What the pass reads, and what it writes (bound once, as `out`); a binding it does not read is bound to
+    // the filter (read only).
+    const Window x = ops.input.whole(), w = ops.filter.whole(), y = ops.output.whole();
+    const bool partials = pass == Pass::BackwardFilter && ip.partials;
+    const Window out = forward ? y : pass == Pass::BackwardData ? x : partials ? workspace[Slot::Partials].whole() : w;
+    const Window x_read = pass == Pass::BackwardData ? w : x, w_read = pass == Pass::BackwardFilter ? x : w;
+    const Window y_read = forward ? w : y;
+    const Window b = forward && p.has_bias ? ops.bias.whole() : w;
+    const Window z = forward && epilogue.has_residual() ? epilogue.residual.whole() : w;
+    const std::array<Binding, 6> bindings{Binding{x_read.range, false}, Binding{w_read.range, false},
+                                          Binding{y_read.range, false}, Binding{b.range, false},
+                                          Binding{z.range, false},      Binding{out.range, true}};
+    ImplicitPush push{};
+    push.first_x = uint32_t(x_read.delta), push.first_w = uint32_t(w_read.delta), push.first_y = uint32_t(y_read.delta);
+    push.first_bias = uint32_t(b.delta), push.first_z = uint32_t(z.delta), push.first_out = uint32_t(out.delta);
+    push.N = uint32_t(p.N);
+    push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
+    push.negative_slope = epilogue.negative_slope;
+    push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
+
+    const Product product = product_of(p, pass);
+    const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
+    const uint64_t max_x = context.device->max_workgroups(0);
+    const uint64_t step = max_x * config.tile_n();  // columns per dispatch
+    const uint64_t groups = uint64_t(p.groups);
+    const uint64_t macs_per_column = product.rows * groups;  // a column's MACs per reduction index
+    auto dispatch_columns = [&](uint32_t slices) {
+        for (uint64_t col0 = 0; col0 < product.columns; col0 += step) {
+            const uint64_t count = std::min(step, product.columns - col0);
+            push.col_base = uint32_t(col0);
+            const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
+            stream.note_work(2 * count * macs_per_column * reduction,
+                             uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin));
+            stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())), uint32_t(tiles_m),
+                            uint32_t(groups * slices));
+        }
+    };
+    if (partials) {
+        // Every slice at once into its partial product, then their fixed-order sum into dw.
+        push.k_begin = 0, push.k_end = uint32_t(product.reduction), push.piece = uint32_t(ip.piece);
+        push.accumulate = 0, push.last = 1;
+        dispatch_columns(ip.slices);
+        record_splitk_reduce(context, stream, out.range, w.range, w.delta, uint64_t(p.filter_elements()),
+                             int64_t(ip.slices), false);
+        return;
+    }
+    // Pieces of the reduction one after another, each after the first adding to what the output holds.
+    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
+        push.k_begin = uint32_t(k0);
+        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
+        push.piece = push.k_end - push.k_begin;
+        push.accumulate = k0 > 0 ? 1u : 0u;
+        push.last = push.k_end == product.reduction ? 1u : 0u;
+        dispatch_columns(1);
+    }
+}
+
+}  // namespace
+
+const AlgorithmEntry implicit_gemm_algorithm{Algorithm::ImplicitGemm, plan_implicit_pass, record_implicit_pass};
+
+}  // namespace vkconv::detail

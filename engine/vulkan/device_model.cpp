@@ -1,0 +1,172 @@
+// A device's model from the device itself: its properties, and its compute units from the vendor
+// extension that counts them.
+#include "vulkan/device_model.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace vkconv::detail {
+namespace {
+
+bool queue_has_timestamps(const InstanceFunctions& vk, VkPhysicalDevice device) {
+    uint32_t count = 0;
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vk.vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+    for (const auto& family : families)
+        if (family.queueFlags & VK_QUEUE_COMPUTE_BIT) return family.timestampValidBits > 0;
+    return false;
+}
+
+std::vector<std::string> device_extensions(const InstanceFunctions& vk, VkPhysicalDevice device) {
+    uint32_t count = 0;
+    if (vk.vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr) != VK_SUCCESS) return {};
+    std::vector<VkExtensionProperties> props(count);
+    if (vk.vkEnumerateDeviceExtensionProperties(device, nullptr, &count, props.data()) != VK_SUCCESS) return {};
+    std::vector<std::string> names;
+    for (const auto& p : props) names.emplace_back(p.extensionName);
+    return names;
+}
+
+bool has(const std::vector<std::string>& extensions, const char* name) {
+    for (const auto& e : extensions)
+        if (e == name) return true;
+    return false;
+}
+
+bool buffer_feature(const InstanceFunctions& vk, VkPhysicalDevice device, VkFormatFeatureFlags feature) {
+    for (VkFormat format : {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
+        VkFormatProperties props{};
+        vk.vkGetPhysicalDeviceFormatProperties(device, format, &props);
+        if ((props.bufferFeatures & feature) != feature) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+const char* device_type_name(VkPhysicalDeviceType type) {
+    switch (type) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            return "discrete GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+            return "integrated GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+            return "virtual GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+            return "CPU";
+        default:
+            return "other";
+    }
+}
+
+std::string api_version_string(uint32_t v) {
+    return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+           std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+void fill_limits(DeviceInfo& info, const VkPhysicalDeviceLimits& limits) {
+    info.shared_memory_bytes = limits.maxComputeSharedMemorySize;
+    info.max_storage_buffer_range = limits.maxStorageBufferRange;
+    info.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; ++i) info.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
+    info.max_push_constants_bytes = limits.maxPushConstantsSize;
+    info.max_texel_buffer_elements = limits.maxTexelBufferElements;
+}
+
+uint32_t fallback_compute_units(VkPhysicalDeviceType type) {
+    switch (type) {
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: {
+            // lavapipe runs one thread per host CPU unless LP_NUM_THREADS says otherwise.
+            if (const char* threads = std::getenv("LP_NUM_THREADS"))
+                if (int n = std::atoi(threads); n > 0) return static_cast<uint32_t>(n);
+            const unsigned n = std::thread::hardware_concurrency();
+            return n ? n : 1;
+        }
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            return 64;
+        default:
+            return 16;
+    }
+}
+
+DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index) {
+    DeviceModel model;
+    VkPhysicalDeviceProperties& props = model.properties;
+    vk.vkGetPhysicalDeviceProperties(device, &props);
+    const bool has_1_2 = props.apiVersion >= VK_API_VERSION_1_2;
+    const std::vector<std::string> extensions = device_extensions(vk, device);
+
+    // The properties chain: subgroup and driver, then whichever core-count structure the device has.
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderCoreProperties2AMD amd2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM arm{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    void** next = &props2.pNext;
+    auto chain = [&](auto& structure) {
+        *next = &structure;
+        next = &structure.pNext;
+    };
+    chain(subgroup);
+    if (has_1_2) chain(driver);
+    const bool has_nv = has(extensions, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    const bool has_amd = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+    const bool has_amd2 = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
+    const bool has_arm = has(extensions, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME);
+    if (has_nv) chain(nv);
+    if (has_amd) chain(amd);
+    if (has_amd2) chain(amd2);
+    if (has_arm) chain(arm);
+    vk.vkGetPhysicalDeviceProperties2(device, &props2);
+
+    VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    if (has_1_2) features2.pNext = &features12;
+    vk.vkGetPhysicalDeviceFeatures2(device, &features2);
+
+    DeviceInfo& info = model.info;
+    info.index = index;
+    info.name = props.deviceName;
+    info.type = device_type_name(props.deviceType);
+    if (has_1_2 && driver.driverName[0]) {
+        info.driver = driver.driverName;
+        if (driver.driverInfo[0]) info.driver += std::string(" ") + driver.driverInfo;
+    } else {
+        info.driver = "version " + std::to_string(props.driverVersion);
+    }
+    info.api_version = api_version_string(props.apiVersion);
+    info.subgroup_size = subgroup.subgroupSize;
+    fill_limits(info, props.limits);
+    info.fp16 = has_1_2 && features12.shaderFloat16;
+    info.timestamps = props.limits.timestampComputeAndGraphics || queue_has_timestamps(vk, device);
+
+    if (has_nv && nv.shaderSMCount) {
+        info.compute_units = nv.shaderSMCount, info.compute_units_source = VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME;
+    } else if (has_amd2 && amd2.activeComputeUnitCount) {
+        info.compute_units = amd2.activeComputeUnitCount;
+        info.compute_units_source = VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME;
+    } else if (has_amd && amd.shaderEngineCount) {
+        info.compute_units = amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+        info.compute_units_source = VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME;
+    } else if (has_arm && arm.shaderCoreCount) {
+        info.compute_units = arm.shaderCoreCount;
+        info.compute_units_source = VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME;
+    } else {
+        info.compute_units = fallback_compute_units(props.deviceType);
+        info.compute_units_source = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? "fallback: host threads"
+                                                                                  : "fallback by device type";
+    }
+
+    model.storage_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
+    model.uniform_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
+    return model;
+}
+
+}  // namespace vkconv::detail

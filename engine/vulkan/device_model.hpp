@@ -1,0 +1,49 @@
+// What the planner knows of a device: its limits, its compute units, its subgroup size, the texel formats
+// it can read. Queried from a physical device, or read from a Vulkan Profiles JSON file (the format
+// `vulkaninfo --json` writes) to plan for a device that is not here. A Device made from a model alone
+// (Device(const DeviceModel&)) plans and records dispatch lists, and never touches Vulkan.
+#pragma once
+
+#include "vulkan/vk_api.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vkconv/context.hpp"
+
+namespace vkconv::detail {
+
+struct DeviceModel {
+    DeviceInfo info;                          // name, type, driver, subgroup, compute units ...
+    VkPhysicalDeviceProperties properties{};  // limits, vendor, API version
+    // R32_SFLOAT and R32G32B32A32_SFLOAT both usable as storage / uniform texel buffers.
+    bool storage_texel_buffers = true;
+    bool uniform_texel_buffers = true;
+};
+
+// The model of a physical device, from its properties (and the vendor extensions that count its cores).
+DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index);
+
+// Shared by the query and the profile reader: the type's name as DeviceInfo gives it, "1.3.230", and the
+// DeviceInfo fields that repeat limits.
+const char* device_type_name(VkPhysicalDeviceType type);
+std::string api_version_string(uint32_t version);
+void fill_limits(DeviceInfo& info, const VkPhysicalDeviceLimits& limits);
+
+// Compute units where the vendor does not report them: the documented fallback (docs/device_model.md).
+uint32_t fallback_compute_units(VkPhysicalDeviceType type);
+
+// The model a Vulkan Profiles JSON document describes; `origin` names it in errors. Limits a profile
+// leaves out take the specification's required minimum. Error(InvalidArgument) for text that is no such
+// document.
+DeviceModel device_model_from_profile(std::string_view json, const std::string& origin);
+
+// A shipped profile by name ("nvidia-h100", ...), else a file by path. Error(InvalidArgument) naming the
+// shipped profiles when neither exists.
+DeviceModel load_device_model(const std::string& name_or_path);
+
+// The names of the profiles shipped in the library.
+std::vector<std::string> shipped_profile_names();
+
+}  // namespace vkconv::detail

@@ -1,0 +1,283 @@
+// A device's model from a Vulkan Profiles JSON document (the format `vulkaninfo --json` writes and device
+// databases export): the properties structures of every capability block, merged in order; what a
+// profile leaves out takes the specification's required minimum (Vulkan 1.3, "Required Limits").
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "vkconv/error.hpp"
+#include "vulkan/device_model.hpp"
+
+namespace vkconv::detail {
+
+extern const std::pair<std::string_view, std::string_view> kShippedProfiles[];  // generated from profiles/
+extern const size_t kShippedProfileCount;
+
+namespace {
+
+using nlohmann::json;
+
+// The limits every Vulkan device reaches at least.
+VkPhysicalDeviceLimits required_minimum_limits() {
+    VkPhysicalDeviceLimits limits{};
+    limits.maxComputeSharedMemorySize = 16384;
+    for (int i = 0; i < 3; ++i) limits.maxComputeWorkGroupCount[i] = 65535;
+    limits.maxComputeWorkGroupInvocations = 128;
+    limits.maxComputeWorkGroupSize[0] = 128, limits.maxComputeWorkGroupSize[1] = 128;
+    limits.maxComputeWorkGroupSize[2] = 64;
+    limits.maxStorageBufferRange = 1u << 27;
+    limits.maxUniformBufferRange = 16384;
+    limits.maxTexelBufferElements = 65536;
+    limits.maxPushConstantsSize = 128;
+    limits.maxBoundDescriptorSets = 4;
+    limits.maxPerStageDescriptorStorageBuffers = 4;
+    limits.maxPerStageDescriptorUniformBuffers = 12;
+    limits.maxPerStageResources = 128;
+    limits.maxDescriptorSetStorageBuffers = 24;
+    limits.maxMemoryAllocationCount = 4096;
+    limits.minStorageBufferOffsetAlignment = 256;  // the largest alignment the spec allows
+    limits.minTexelBufferOffsetAlignment = 256;
+    limits.minUniformBufferOffsetAlignment = 256;
+    limits.nonCoherentAtomSize = 256;
+    limits.timestampPeriod = 1.0f;
+    return limits;
+}
+
+[[noreturn]] void fail(const std::string& origin, const std::string& what) {
+    throw Error(ErrorCategory::InvalidArgument, "device profile " + origin + ": " + what);
+}
+
+template <typename T>
+T number(const json& value, const std::string& origin, const std::string& field) {
+    if (value.is_boolean() && std::is_same_v<T, uint32_t>) return value.get<bool>() ? 1 : 0;
+    if (!value.is_number()) fail(origin, field + " is not a number");
+    if constexpr (std::is_floating_point_v<T>) {
+        return value.get<T>();
+    } else {
+        if (value.is_number_float() || (value.is_number_integer() && value.get<int64_t>() < 0))
+            fail(origin, field + " is not a non-negative integer");
+        const uint64_t v = value.get<uint64_t>();
+        if (v > std::numeric_limits<T>::max()) fail(origin, field + " = " + std::to_string(v) + " is out of range");
+        return static_cast<T>(v);
+    }
+}
+
+void read_limits(const json& limits, VkPhysicalDeviceLimits& out, const std::string& origin) {
+    if (!limits.is_object()) fail(origin, "VkPhysicalDeviceProperties.limits is not an object");
+    auto u32 = [&](const char* name, uint32_t& field) {
+        if (auto it = limits.find(name); it != limits.end()) field = number<uint32_t>(*it, origin, name);
+    };
+    auto u64 = [&](const char* name, uint64_t& field) {
+        if (auto it = limits.find(name); it != limits.end()) field = number<uint64_t>(*it, origin, name);
+    };
+    auto u32x3 = [&](const char* name, uint32_t (&field)[3]) {
+        auto it = limits.find(name);
+        if (it == limits.end()) return;
+        if (!it->is_array() || it->size() != 3) fail(origin, std::string(name) + " is not an array of 3 numbers");
+        for (size_t i = 0; i < 3; ++i) field[i] = number<uint32_t>((*it)[i], origin, name);
+    };
+    u32("maxComputeSharedMemorySize", out.maxComputeSharedMemorySize);
+    u32x3("maxComputeWorkGroupCount", out.maxComputeWorkGroupCount);
+    u32("maxComputeWorkGroupInvocations", out.maxComputeWorkGroupInvocations);
+    u32x3("maxComputeWorkGroupSize", out.maxComputeWorkGroupSize);
+    u32("maxStorageBufferRange", out.maxStorageBufferRange);
+    u32("maxUniformBufferRange", out.maxUniformBufferRange);
+    u32("maxTexelBufferElements", out.maxTexelBufferElements);
+    u32("maxPushConstantsSize", out.maxPushConstantsSize);
+    u32("maxBoundDescriptorSets", out.maxBoundDescriptorSets);
+    u32("maxPerStageDescriptorStorageBuffers", out.maxPerStageDescriptorStorageBuffers);
+    u32("maxPerStageDescriptorUniformBuffers", out.maxPerStageDescriptorUniformBuffers);
+    u32("maxPerStageResources", out.maxPerStageResources);
+    u32("maxDescriptorSetStorageBuffers", out.maxDescriptorSetStorageBuffers);
+    u32("maxMemoryAllocationCount", out.maxMemoryAllocationCount);
+    u64("minStorageBufferOffsetAlignment", out.minStorageBufferOffsetAlignment);
+    u64("minTexelBufferOffsetAlignment", out.minTexelBufferOffsetAlignment);
+    u64("minUniformBufferOffsetAlignment", out.minUniformBufferOffsetAlignment);
+    u64("nonCoherentAtomSize", out.nonCoherentAtomSize);
+    if (auto it = limits.find("timestampComputeAndGraphics"); it != limits.end())
+        out.timestampComputeAndGraphics = number<uint32_t>(*it, origin, "timestampComputeAndGraphics");
+    if (auto it = limits.find("timestampPeriod"); it != limits.end())
+        out.timestampPeriod = number<float>(*it, origin, "timestampPeriod");
+}
+
+VkPhysicalDeviceType device_type(const json& value, const std::string& origin) {
+    if (value.is_number_integer()) return static_cast<VkPhysicalDeviceType>(number<uint32_t>(value, origin, "deviceType"));
+    const std::string name = value.is_string() ? value.get<std::string>() : "";
+    for (auto [text, type] : {std::pair{"VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU", VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU},
+                              std::pair{"VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU", VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU},
+                              std::pair{"VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU", VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU},
+                              std::pair{"VK_PHYSICAL_DEVICE_TYPE_CPU", VK_PHYSICAL_DEVICE_TYPE_CPU},
+                              std::pair{"VK_PHYSICAL_DEVICE_TYPE_OTHER", VK_PHYSICAL_DEVICE_TYPE_OTHER}})
+        if (name == text) return type;
+    fail(origin, "deviceType '" + value.dump() + "' is no VkPhysicalDeviceType");
+}
+
+uint32_t api_version(const json& value, const std::string& origin) {
+    if (value.is_number()) return number<uint32_t>(value, origin, "apiVersion");
+    if (value.is_string()) {  // "1.3.277"
+        unsigned major = 0, minor = 0, patch = 0;
+        if (std::sscanf(value.get<std::string>().c_str(), "%u.%u.%u", &major, &minor, &patch) >= 2)
+            return VK_MAKE_API_VERSION(0, major, minor, patch);
+    }
+    fail(origin, "apiVersion '" + value.dump() + "' is neither a number nor \"major.minor.patch\"");
+}
+
+// Whether the profile's formats give both float formats the buffer feature (required by the spec, so a
+// profile without a formats section has it).
+bool buffer_feature(const json& formats, const char* feature) {
+    if (!formats.is_object()) return true;
+    for (const char* format : {"VK_FORMAT_R32_SFLOAT", "VK_FORMAT_R32G32B32A32_SFLOAT"}) {
+        auto it = formats.find(format);
+        if (it == formats.end()) return false;
+        const json props = it->value("VkFormatProperties", json::object());
+        const json features = props.value("bufferFeatures", json::array());
+        if (!features.is_array() || std::find(features.begin(), features.end(), feature) == features.end())
+            return false;
+    }
+    return true;
+}
+
+const json* object_at(const json& parent, const char* name) {
+    auto it = parent.find(name);
+    return it != parent.end() && it->is_object() ? &*it : nullptr;
+}
+
+}  // namespace
+
+DeviceModel device_model_from_profile(std::string_view text, const std::string& origin) {
+    json document;
+    try {
+        document = json::parse(text);
+    } catch (const json::exception& e) {
+        fail(origin, std::string("not valid JSON (") + e.what() + ")");
+    }
+    if (!document.is_object()) fail(origin, "not a JSON object");
+    const json* capabilities = object_at(document, "capabilities");
+    if (!capabilities) fail(origin, "no \"capabilities\" object (not a Vulkan Profiles document)");
+
+    // Every capability block's properties, extensions and formats, later blocks overriding earlier ones.
+    json properties = json::object(), extensions = json::object(), formats;
+    for (const auto& [name, block] : capabilities->items()) {
+        if (!block.is_object()) fail(origin, "capability block '" + name + "' is not an object");
+        const json* device = object_at(block, "device");
+        const json& source = device ? *device : block;  // vulkaninfo nests one level less than the schema
+        if (const json* p = object_at(source, "properties"))
+            for (const auto& [key, value] : p->items()) properties[key] = value;
+        if (const json* e = object_at(source, "extensions"))
+            for (const auto& [key, value] : e->items()) extensions[key] = value;
+        if (const json* f = object_at(source, "formats")) formats = *f;
+    }
+
+    DeviceModel model;
+    VkPhysicalDeviceProperties& props = model.properties;
+    props.limits = required_minimum_limits();
+    props.apiVersion = VK_API_VERSION_1_1;
+    props.deviceType = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+    std::string name;
+    try {
+        if (const json* core = object_at(properties, "VkPhysicalDeviceProperties")) {
+            if (auto it = core->find("apiVersion"); it != core->end()) props.apiVersion = api_version(*it, origin);
+            if (auto it = core->find("driverVersion"); it != core->end())
+                props.driverVersion = number<uint32_t>(*it, origin, "driverVersion");
+            if (auto it = core->find("vendorID"); it != core->end())
+                props.vendorID = number<uint32_t>(*it, origin, "vendorID");
+            if (auto it = core->find("deviceID"); it != core->end())
+                props.deviceID = number<uint32_t>(*it, origin, "deviceID");
+            if (auto it = core->find("deviceType"); it != core->end()) props.deviceType = device_type(*it, origin);
+            if (auto it = core->find("deviceName"); it != core->end() && it->is_string()) name = it->get<std::string>();
+            if (auto it = core->find("limits"); it != core->end()) read_limits(*it, props.limits, origin);
+        }
+    } catch (const json::exception& e) {
+        fail(origin, e.what());
+    }
+    if (name.empty())
+        if (const json* profiles = object_at(document, "profiles"))
+            for (const auto& [key, profile] : profiles->items())
+                if (name.empty()) name = profile.is_object() ? profile.value("label", key) : key;
+    if (name.empty()) name = origin;
+    std::snprintf(props.deviceName, sizeof props.deviceName, "%s", name.c_str());
+
+    DeviceInfo& info = model.info;
+    info.name = name;
+    info.type = device_type_name(props.deviceType);
+    info.api_version = api_version_string(props.apiVersion);
+    fill_limits(info, props.limits);
+    info.subgroup_size = 1;  // the spec's minimum
+    for (const char* structure : {"VkPhysicalDeviceVulkan11Properties", "VkPhysicalDeviceSubgroupProperties"})
+        if (const json* s = object_at(properties, structure))
+            if (auto it = s->find("subgroupSize"); it != s->end()) info.subgroup_size = number<uint32_t>(*it, origin, "subgroupSize");
+    for (const char* structure : {"VkPhysicalDeviceVulkan12Properties", "VkPhysicalDeviceDriverProperties"})
+        if (const json* s = object_at(properties, structure)) {
+            const std::string driver = s->value("driverName", std::string());
+            const std::string driver_info = s->value("driverInfo", std::string());
+            if (!driver.empty()) info.driver = driver + (driver_info.empty() ? "" : " " + driver_info);
+        }
+    if (info.driver.empty()) info.driver = "version " + std::to_string(props.driverVersion);
+    info.timestamps = props.limits.timestampComputeAndGraphics;
+    info.fp16 = false;  // planning never depends on it
+
+    // Compute units: the vendor structure that counts them, else vkconv's own entry, else the fallback.
+    auto count = [&](const char* structure, const char* field) -> uint32_t {
+        if (const json* s = object_at(properties, structure))
+            if (auto it = s->find(field); it != s->end()) return number<uint32_t>(*it, origin, field);
+        return 0;
+    };
+    const uint32_t engines = count("VkPhysicalDeviceShaderCorePropertiesAMD", "shaderEngineCount");
+    const uint32_t amd = engines * count("VkPhysicalDeviceShaderCorePropertiesAMD", "shaderArraysPerEngineCount") *
+                         count("VkPhysicalDeviceShaderCorePropertiesAMD", "computeUnitsPerShaderArray");
+    const std::pair<uint32_t, std::string> sources[] = {
+        {count("VkPhysicalDeviceShaderSMBuiltinsPropertiesNV", "shaderSMCount"), "VK_NV_shader_sm_builtins"},
+        {count("VkPhysicalDeviceShaderCoreProperties2AMD", "activeComputeUnitCount"), "VK_AMD_shader_core_properties2"},
+        {amd, "VK_AMD_shader_core_properties"},
+        {count("VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM", "shaderCoreCount"), "VK_ARM_shader_core_builtins"},
+    };
+    for (const auto& [units, source] : sources)
+        if (units && !info.compute_units) info.compute_units = units, info.compute_units_source = source;
+    if (!info.compute_units)
+        if (const json* own = object_at(document, "vkconv"))
+            if (auto it = own->find("compute_units"); it != own->end()) {
+                info.compute_units = number<uint32_t>(*it, origin, "vkconv.compute_units");
+                info.compute_units_source = "profile: " + own->value("compute_units_source", std::string("vkconv"));
+            }
+    if (!info.compute_units) {
+        info.compute_units = fallback_compute_units(props.deviceType);
+        info.compute_units_source = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? "fallback: host threads"
+                                                                                  : "fallback by device type";
+    }
+    if (info.compute_units == 0) fail(origin, "0 compute units");
+
+    model.storage_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
+    model.uniform_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
+    return model;
+}
+
+std::vector<std::string> shipped_profile_names() {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < kShippedProfileCount; ++i) names.emplace_back(kShippedProfiles[i].first);
+    return names;
+}
+
+DeviceModel load_device_model(const std::string& name_or_path) {
+    for (size_t i = 0; i < kShippedProfileCount; ++i)
+        if (kShippedProfiles[i].first == name_or_path)
+            return device_model_from_profile(kShippedProfiles[i].second, "'" + name_or_path + "'");
+    std::ifstream file(name_or_path, std::ios::binary);
+    if (!file) {
+        std::string names;
+        for (const auto& n : shipped_profile_names()) names += (names.empty() ? "" : ", ") + n;
+        throw Error(ErrorCategory::InvalidArgument, "device profile '" + name_or_path +
+                                                        "' is neither a shipped profile (" + names +
+                                                        ") nor a readable file");
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    return device_model_from_profile(text.str(), "'" + name_or_path + "'");
+}
+
+}  // namespace vkconv::detail
