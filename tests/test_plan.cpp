@@ -142,7 +142,7 @@ TEST_CASE("a plan for the present device lists exactly what the pass runs", "[pl
 
 // The fill targets: planned for an NVIDIA H100 at batch 32, the dispatch that carries most of a pass's FLOPs
 // launches at least 2 workgroups per SM, and a memory-bound depthwise pass at least 1,024 invocations per
-// SM. The table printed says where each layer stands.
+// SM. Checked for the plan auto makes and for implicit-gemm's. The table printed says where each layer stands.
 TEST_CASE("plans for an NVIDIA H100 fill it on every layer of the benchmark table", "[plan]") {
     const DeviceProfile h100 = DeviceProfile::load("nvidia-h100");
     const uint64_t sms = h100.info().compute_units;
@@ -151,11 +151,14 @@ TEST_CASE("plans for an NVIDIA H100 fill it on every layer of the benchmark tabl
                 "main dispatch", "workgroups", "wg/SM", "inv/SM", "serial");
     for (const auto& layer : layers)
         for (Layout layout : {Layout::NCHW, Layout::NHWC})
-            for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+            for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+                for (Algorithm algorithm : {Algorithm::Auto, Algorithm::ImplicitGemm}) {
                 ConvProblem p = layer.problem;
                 p.N = 32;
                 p.layout = layout;
-                const auto plan = vkconv::plan_pass(h100, p, pass);
+                // The plan auto would run, and implicit-gemm's (the GEMM that stores no lowered matrix).
+                if (algorithm == Algorithm::ImplicitGemm && depthwise_layer(p)) continue;
+                const auto plan = vkconv::plan_pass(h100, p, pass, algorithm);
                 const auto* main = plan.main_dispatch();
                 REQUIRE(main);
                 const double per_sm = double(main->workgroups) / double(sms);
