@@ -102,6 +102,16 @@ TEST_CASE("a profile's missing limits take the specification's minimum, and bad 
     refused(temp_file("count.json", R"({"capabilities": {"d": {"properties": {"VkPhysicalDeviceProperties":
         {"limits": {"maxComputeWorkGroupCount": [1, 2]}}}}}})"),
             "maxComputeWorkGroupCount is not an array of 3 numbers");
+    // Limits no Vulkan device has: a planner would divide by them or step by them.
+    refused(temp_file("zero.json", R"({"capabilities": {"d": {"properties": {"VkPhysicalDeviceProperties":
+        {"limits": {"maxComputeWorkGroupCount": [65535, 0, 65535]}}}}}})"),
+            "maxComputeWorkGroupCount = 0 is below the Vulkan specification's required minimum of 65535");
+    refused(temp_file("align.json", R"({"capabilities": {"d": {"properties": {"VkPhysicalDeviceProperties":
+        {"limits": {"minStorageBufferOffsetAlignment": 48}}}}}})"),
+            "minStorageBufferOffsetAlignment = 48 is not a power of two");
+    refused(temp_file("wrongtype.json", R"({"capabilities": {"d": {"properties": {"VkPhysicalDeviceDriverProperties":
+        {"driverName": 7}}}}})"),
+            "device profile");
 }
 
 TEST_CASE("a plan for the present device lists exactly what the pass runs", "[plan][gpu]") {

@@ -106,6 +106,39 @@ void read_limits(const json& limits, VkPhysicalDeviceLimits& out, const std::str
         out.timestampPeriod = number<float>(*it, origin, "timestampPeriod");
 }
 
+// A profile's limits must be those of a Vulkan device: no maximum below the specification's minimum and no
+// alignment above its maximum (a planner divides by these, and loops in steps of them).
+void check_limits(const VkPhysicalDeviceLimits& limits, const std::string& origin) {
+    const VkPhysicalDeviceLimits least = required_minimum_limits();
+    auto at_least = [&](const char* name, uint64_t value, uint64_t minimum) {
+        if (value < minimum)
+            fail(origin, std::string(name) + " = " + std::to_string(value) +
+                             " is below the Vulkan specification's required minimum of " + std::to_string(minimum));
+    };
+    auto alignment = [&](const char* name, uint64_t value) {
+        if (value == 0 || value > 256 || (value & (value - 1)) != 0)
+            fail(origin, std::string(name) + " = " + std::to_string(value) +
+                             " is not a power of two of at most 256, as the Vulkan specification requires");
+    };
+    at_least("maxComputeSharedMemorySize", limits.maxComputeSharedMemorySize, least.maxComputeSharedMemorySize);
+    for (int i = 0; i < 3; ++i) {
+        at_least("maxComputeWorkGroupCount", limits.maxComputeWorkGroupCount[i], least.maxComputeWorkGroupCount[i]);
+        at_least("maxComputeWorkGroupSize", limits.maxComputeWorkGroupSize[i], least.maxComputeWorkGroupSize[i]);
+    }
+    at_least("maxComputeWorkGroupInvocations", limits.maxComputeWorkGroupInvocations,
+             least.maxComputeWorkGroupInvocations);
+    at_least("maxStorageBufferRange", limits.maxStorageBufferRange, least.maxStorageBufferRange);
+    at_least("maxUniformBufferRange", limits.maxUniformBufferRange, least.maxUniformBufferRange);
+    at_least("maxTexelBufferElements", limits.maxTexelBufferElements, least.maxTexelBufferElements);
+    at_least("maxPushConstantsSize", limits.maxPushConstantsSize, least.maxPushConstantsSize);
+    at_least("maxBoundDescriptorSets", limits.maxBoundDescriptorSets, least.maxBoundDescriptorSets);
+    at_least("maxPerStageDescriptorStorageBuffers", limits.maxPerStageDescriptorStorageBuffers,
+             least.maxPerStageDescriptorStorageBuffers);
+    alignment("minStorageBufferOffsetAlignment", limits.minStorageBufferOffsetAlignment);
+    alignment("minTexelBufferOffsetAlignment", limits.minTexelBufferOffsetAlignment);
+    alignment("minUniformBufferOffsetAlignment", limits.minUniformBufferOffsetAlignment);
+}
+
 VkPhysicalDeviceType device_type(const json& value, const std::string& origin) {
     if (value.is_number_integer()) return static_cast<VkPhysicalDeviceType>(number<uint32_t>(value, origin, "deviceType"));
     const std::string name = value.is_string() ? value.get<std::string>() : "";
@@ -148,6 +181,8 @@ const json* object_at(const json& parent, const char* name) {
     return it != parent.end() && it->is_object() ? &*it : nullptr;
 }
 
+DeviceModel model_of(const json& document, const std::string& origin);
+
 }  // namespace
 
 DeviceModel device_model_from_profile(std::string_view text, const std::string& origin) {
@@ -157,6 +192,16 @@ DeviceModel device_model_from_profile(std::string_view text, const std::string& 
     } catch (const json::exception& e) {
         fail(origin, std::string("not valid JSON (") + e.what() + ")");
     }
+    try {
+        return model_of(document, origin);
+    } catch (const json::exception& e) {  // a field of the wrong type where a structure was read
+        fail(origin, e.what());
+    }
+}
+
+namespace {
+
+DeviceModel model_of(const json& document, const std::string& origin) {
     if (!document.is_object()) fail(origin, "not a JSON object");
     const json* capabilities = object_at(document, "capabilities");
     if (!capabilities) fail(origin, "no \"capabilities\" object (not a Vulkan Profiles document)");
@@ -180,7 +225,7 @@ DeviceModel device_model_from_profile(std::string_view text, const std::string& 
     props.apiVersion = VK_API_VERSION_1_1;
     props.deviceType = VK_PHYSICAL_DEVICE_TYPE_OTHER;
     std::string name;
-    try {
+    {
         if (const json* core = object_at(properties, "VkPhysicalDeviceProperties")) {
             if (auto it = core->find("apiVersion"); it != core->end()) props.apiVersion = api_version(*it, origin);
             if (auto it = core->find("driverVersion"); it != core->end())
@@ -193,9 +238,8 @@ DeviceModel device_model_from_profile(std::string_view text, const std::string& 
             if (auto it = core->find("deviceName"); it != core->end() && it->is_string()) name = it->get<std::string>();
             if (auto it = core->find("limits"); it != core->end()) read_limits(*it, props.limits, origin);
         }
-    } catch (const json::exception& e) {
-        fail(origin, e.what());
     }
+    check_limits(props.limits, origin);
     if (name.empty())
         if (const json* profiles = object_at(document, "profiles"))
             for (const auto& [key, profile] : profiles->items())
@@ -256,6 +300,8 @@ DeviceModel device_model_from_profile(std::string_view text, const std::string& 
     model.uniform_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
     return model;
 }
+
+}  // namespace
 
 std::vector<std::string> shipped_profile_names() {
     std::vector<std::string> names;
