@@ -23,6 +23,7 @@ CliApp::CliApp() : app_("vkconv: 2-D convolution on any Vulkan device (MEC / im2
     add(add_memory_command);
     add(add_find_command);
     add(add_plan_command);
+    add(add_tune_command);
 }
 
 std::variant<Action, int> CliApp::parse(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {

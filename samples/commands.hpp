@@ -17,6 +17,7 @@ Action add_bench_command(CLI::App& root);
 Action add_memory_command(CLI::App& root);
 Action add_find_command(CLI::App& root);
 Action add_plan_command(CLI::App& root);
+Action add_tune_command(CLI::App& root);
 Action add_backward_data_command(CLI::App& root);
 Action add_backward_filter_command(CLI::App& root);
 

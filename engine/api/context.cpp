@@ -7,6 +7,7 @@
 #include "context/access.hpp"
 #include "context/context_impl.hpp"
 #include "gemm/gemm_config.hpp"
+#include "gemm/tuning.hpp"
 #include "memory/staging.hpp"
 #include "select/find_cache.hpp"
 #include "vkconv/interop.hpp"
@@ -74,6 +75,7 @@ ContextImpl::ContextImpl(const DeviceModel& model) {
     find_cache = std::make_unique<FindCache>(*device, std::string());
     pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
     pipelines = std::make_unique<PipelineCache>(*device);
+    tuning = std::make_unique<Tuning>();
 }
 
 void ContextImpl::finish_setup() {
@@ -89,9 +91,17 @@ void ContextImpl::finish_setup() {
         *device, pipeline_file,
         [inst = instance.get()](MessageSeverity severity, std::string_view text) { inst->report(severity, text); });
     staging = std::make_unique<Staging>(*device, *pool);
+    std::string tuning_file = options.tuning_path;
+    if (tuning_file.empty())
+        if (const char* env = std::getenv("VKCONV_TUNING")) tuning_file = env;
+    if (tuning_file.empty() && !pipeline_file.empty()) tuning_file = pipeline_file + ".tuning";
+    std::string warning;
+    tuning = std::make_unique<Tuning>(device_key_of(*device), tuning_file, warning);
+    if (!warning.empty()) instance->report(MessageSeverity::Warning, warning);
 }
 
 ContextImpl::~ContextImpl() {
+    tuning.reset();
     staging.reset();
     pipelines.reset();
     pool.reset();

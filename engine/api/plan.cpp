@@ -97,9 +97,11 @@ Plan plan_pass(const DeviceProfile& device, const ConvProblem& problem, Pass pas
     for (uint64_t floats : planned.slots()) workspace.push_back(buffers.operand(floats));
 
     std::vector<PlannedDispatch> dispatches;
-    detail::CommandStream stream(*context.device, dispatches);
+    std::vector<GemmShape> gemms;
+    detail::CommandStream stream(*context.device, dispatches, &gemms);
     detail::record_pass(context, stream, problem, planned, ops, workspace);
     Plan plan = detail::finish(context, std::move(dispatches));
+    plan.gemms = std::move(gemms);
     plan.algorithm = pass == Pass::BackwardBias ? Algorithm::Direct : planned.algorithm();
     plan.workspace_bytes = planned.workspace_bytes();
     return plan;
@@ -120,12 +122,14 @@ Plan plan_gemm(const DeviceProfile& device, uint32_t M, uint32_t N, uint32_t K) 
     const detail::GemmSplit split = detail::plan_gemm_split(context, gp);
     const detail::Operand partials = buffers.operand(split.slices > 1 ? split.partial_floats : 0);
     std::vector<PlannedDispatch> dispatches;
-    detail::CommandStream stream(*context.device, dispatches);
+    std::vector<GemmShape> gemms;
+    detail::CommandStream stream(*context.device, dispatches, &gemms);
     if (split.slices > 1)
         detail::record_split_gemm(context, stream, gp, split, partials.whole().range);
     else
         detail::record_gemm(context, stream, gp);
     Plan plan = detail::finish(context, std::move(dispatches));
+    plan.gemms = std::move(gemms);
     if (split.slices > 1) plan.workspace_bytes = detail::workspace_bytes_of(context, std::vector<uint64_t>{split.partial_floats});
     return plan;
 }

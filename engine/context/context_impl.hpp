@@ -17,6 +17,7 @@ namespace vkconv::detail {
 
 class Staging;
 class FindCache;
+class Tuning;
 struct GemmConfigTable;
 
 struct ContextImpl {
@@ -41,6 +42,8 @@ struct ContextImpl {
 
     // The GEMM configurations valid on this device (made on first use).
     const GemmConfigTable& gemm_configs();
+    // `vkconv tune`'s winners for this device (gemm/tuning.hpp); empty for a plan's modelled device.
+    std::unique_ptr<Tuning> tuning;
 
 private:
     // After the device: limits from the options, caches, pool, pipelines, staging.

@@ -1,6 +1,7 @@
 #include "gemm/gemm.hpp"
 
 #include "gemm/splitk_reduce.hpp"
+#include "gemm/tuning.hpp"
 
 #include <algorithm>
 #include <array>
@@ -84,6 +85,14 @@ bool texel_views_fit(const Device& device, const GemmProblem& problem) {
 
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem) {
     const GemmConfigTable& table = context.gemm_configs();
+    // A winner `vkconv tune` stored for this shape, where the device still has it.
+    if (context.tuning)
+        if (auto name = context.tuning->gemm(problem.M, problem.N, problem.K, uint64_t{problem.batch_i} * problem.batch_j))
+            for (const GemmConfig& c : table.all)
+                if (c.name == *name)
+                    return c.access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, problem)
+                               ? c
+                               : storage_buffer_twin(table, c);
     const GemmConfig& preferred =
         pick_gemm_config(table, problem.M, problem.N, uint64_t{problem.batch_i} * problem.batch_j);
     if (preferred.access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, problem)) return preferred;
@@ -120,6 +129,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                                    ? *forced
                                    : storage_buffer_twin(context.gemm_configs(), *forced);
     const bool has_bias = p.bias.size > 0;
+    stream.note_gemm({p.M, p.N, p.K, p.batch_i * p.batch_j});
     const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);
     const uint32_t segment_stride = p.a_k_segment ? p.a_k_segment_stride : segment;
 

@@ -36,8 +36,8 @@ CommandStream::CommandStream(Device& device, VkCommandBuffer external)
     begin_barrier();
 }
 
-CommandStream::CommandStream(Device& device, std::vector<PlannedDispatch>& plan)
-    : device_(device), vk_(device.vk()), recording_(false), plan_(&plan) {}
+CommandStream::CommandStream(Device& device, std::vector<PlannedDispatch>& plan, std::vector<GemmShape>* gemms)
+    : device_(device), vk_(device.vk()), recording_(false), plan_(&plan), gemms_(gemms) {}
 
 void CommandStream::begin_barrier() {
     VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

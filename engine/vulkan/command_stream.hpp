@@ -51,7 +51,7 @@ public:
     CommandStream(Device& device, VkCommandBuffer external);
     // A planning stream: appends each dispatch to `plan` (vkconv/plan.hpp) and records nothing; it touches
     // no Vulkan object, so it works on a modelled device. Copies are not listed; it cannot be submitted.
-    CommandStream(Device& device, std::vector<PlannedDispatch>& plan);
+    CommandStream(Device& device, std::vector<PlannedDispatch>& plan, std::vector<GemmShape>* gemms = nullptr);
     ~CommandStream();
     CommandStream(const CommandStream&) = delete;
     CommandStream& operator=(const CommandStream&) = delete;
@@ -63,6 +63,10 @@ public:
         work_flops_ = flops, work_serial_ = serial_macs_per_invocation;
     }
     bool planning() const { return plan_ != nullptr; }
+    // A planning stream lists the GEMM products it records (Plan::gemms) where it was given a list.
+    void note_gemm(const GemmShape& shape) {
+        if (gemms_) gemms_->push_back(shape);
+    }
     void dispatch(const Pipeline& pipeline, std::span<const Binding> bindings, const void* push_constants,
                   uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
 
@@ -105,6 +109,7 @@ private:
     double gpu_ms_ = -1;
     uint32_t dispatches_ = 0;
     std::vector<PlannedDispatch>* plan_ = nullptr;
+    std::vector<GemmShape>* gemms_ = nullptr;
     uint64_t work_flops_ = 0, work_serial_ = 0;
 };
 

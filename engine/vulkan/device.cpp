@@ -213,4 +213,21 @@ uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags requ
     return fallback;
 }
 
+std::string device_key_of(const Device& device) {
+    const VkPhysicalDeviceProperties& props = device.properties();
+    char ids[128];
+    // The binding limits as this context sees them (ContextOptions can lower them): choices depend on them.
+    std::snprintf(ids, sizeof ids, " [%04x:%04x driver %u range %u texels %u] ", props.vendorID, props.deviceID,
+                  props.driverVersion, props.limits.maxStorageBufferRange, props.limits.maxTexelBufferElements);
+    std::string key = std::string(props.deviceName) + ids;
+    for (uint8_t byte : props.pipelineCacheUUID) {
+        char hex[3];
+        std::snprintf(hex, sizeof hex, "%02x", byte);
+        key += hex;
+    }
+    for (char& c : key)
+        if (c == '\t' || c == '\n') c = ' ';
+    return key;
+}
+
 }  // namespace vkconv::detail

@@ -8,12 +8,20 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "vkconv/context.hpp"
 #include "vulkan/device_model.hpp"
 #include "vulkan/stream_pool.hpp"
 
 namespace vkconv::detail {
+
+class Device;
+
+// A device's key for what vkconv keeps about it in files (measured choices, tuning winners): its name, PCI
+// ids, driver version, binding limits as this context sees them, and pipeline-cache UUID, so a driver
+// update (or a context with lowered limits) starts afresh. No tab or newline in it.
+std::string device_key_of(const Device& device);
 
 class Device {
 public:

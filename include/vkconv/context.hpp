@@ -94,6 +94,12 @@ struct ContextOptions {
     // rename) when the context is destroyed and by save_pipeline_cache(), if pipelines were built since.
     // Empty: the VKCONV_PIPELINE_CACHE environment variable, else no file.
     std::string pipeline_cache_path;
+    // A file of the winners `vkconv tune` measured on this device (tune.hpp): the GEMM's tile configuration
+    // per product shape and implicit GEMM's per pass, which the passes, Auto and find then use. Read when
+    // the context is created; a file written for another device or driver, or a corrupt one, is ignored
+    // with a warning through on_message. Empty: the VKCONV_TUNING environment variable, else the pipeline
+    // cache file's path with ".tuning" appended where there is one, else no file.
+    std::string tuning_path;
 };
 
 class Context {

@@ -61,12 +61,23 @@ struct PlannedDispatch {
     uint64_t flops = 0;
 };
 
+// One GEMM product a plan runs: C[M x N] over a reduction of K, for `batches` batch entries (what
+// `vkconv tune` times the GEMM's configurations on, tune.hpp).
+struct GemmShape {
+    uint32_t M = 0, N = 0, K = 0, batches = 1;
+    bool operator<(const GemmShape& o) const {
+        return M != o.M ? M < o.M : N != o.N ? N < o.N : K != o.K ? K < o.K : batches < o.batches;
+    }
+    bool operator==(const GemmShape&) const = default;
+};
+
 struct Plan {
     std::string device;  // the profile's device name
     uint32_t compute_units = 0;
     Algorithm algorithm = Algorithm::Auto;  // what runs (Auto resolved)
     uint64_t workspace_bytes = 0;           // exactly what the pass would take from the pool
     std::vector<PlannedDispatch> dispatches;
+    std::vector<GemmShape> gemms;  // the products its GEMM dispatches run, in order (lowerings, split-K)
 
     // The dispatch with the most FLOPs (the first of equals); nullptr for a plan without dispatches.
     const PlannedDispatch* main_dispatch() const;

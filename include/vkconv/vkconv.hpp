@@ -16,3 +16,4 @@
 #include "vkconv/recording.hpp"
 #include "vkconv/reference.hpp"
 #include "vkconv/tensor.hpp"
+#include "vkconv/tune.hpp"

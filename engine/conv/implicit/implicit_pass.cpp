@@ -10,6 +10,7 @@
 #include "conv/epilogue.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
+#include "gemm/tuning.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -99,6 +100,14 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     const Product product = product_of(p, pass);
     const uint64_t groups = uint64_t(p.groups);
     auto config_index = pick_config(context, product, groups);
+    // A winner `vkconv tune` stored for this pass and problem, where the device still has it.
+    if (context.tuning)
+        if (auto name = context.tuning->implicit(pass, p))
+            for (size_t i = 0; i < context.gemm_configs().all.size(); ++i) {
+                const GemmConfig& c = context.gemm_configs().all[i];
+                if (c.name == *name && c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer)
+                    config_index = static_cast<uint32_t>(i);
+            }
     if (!config_index) return config_index.refusal();
     const GemmConfigTable& table = context.gemm_configs();
     const GemmConfig& config = table.all[*config_index];

@@ -1,0 +1,210 @@
+// Autotuning (vkconv/tune.hpp): each candidate configuration checked, then timed, the fastest stored in the
+// context's tuning file (gemm/tuning.hpp).
+#include "vkconv/tune.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "context/access.hpp"
+#include "context/context_impl.hpp"
+#include "context/tensor_storage.hpp"
+#include "gemm/gemm.hpp"
+#include "gemm/tuning.hpp"
+#include "select/sampled_reference.hpp"
+#include "vkconv/backward.hpp"
+
+namespace vkconv {
+namespace {
+
+std::vector<float> values(size_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(count);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+double median(std::vector<double> times) {
+    std::sort(times.begin(), times.end());
+    return times.empty() ? 0 : times[times.size() / 2];
+}
+
+detail::BufferRange range_of(const Tensor& t) {
+    const auto& a = detail::storage_of(t)->allocation;
+    return {a.buffer, a.offset, a.size};
+}
+
+void choose(TuneResult& result) {
+    const TuneCandidate* best = nullptr;
+    for (const TuneCandidate& c : result.candidates)
+        if (c.ok && (!best || c.gpu_ms < best->gpu_ms)) best = &c;
+    if (best) result.best = best->configuration;
+}
+
+}  // namespace
+
+TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.device->throw_if_lost();
+    if (shape.M == 0 || shape.N == 0 || shape.K == 0 || shape.batches == 0)
+        throw Error(ErrorCategory::InvalidArgument, "tune_gemm: M, N, K and batches must be positive");
+    if (repeats == 0) throw Error(ErrorCategory::InvalidArgument, "tune_gemm: repeats must be at least 1");
+    const uint64_t a_count = uint64_t(shape.batches) * shape.M * shape.K, b_count = uint64_t(shape.batches) * shape.K * shape.N,
+                   c_count = uint64_t(shape.batches) * shape.M * shape.N;
+    if (std::max({a_count, b_count, c_count}) * 4 > impl.device->limits().maxStorageBufferRange)
+        throw Error(ErrorCategory::Unsupported, "tune_gemm: an operand exceeds maxStorageBufferRange");
+    const auto av = values(a_count, 1), bv = values(b_count, 2);
+    Tensor a = Tensor::from_host(context, {int64_t(a_count)}, av);
+    Tensor b = Tensor::from_host(context, {int64_t(b_count)}, bv);
+    Tensor c(context, {int64_t(c_count)});
+    detail::GemmProblem p;
+    p.M = shape.M, p.N = shape.N, p.K = shape.K, p.batch_i = shape.batches;
+    p.a = {range_of(a), 0, shape.K, 1, uint64_t(shape.M) * shape.K, 0};
+    p.b = {range_of(b), 0, shape.N, 1, uint64_t(shape.K) * shape.N, 0};
+    p.c = {range_of(c), 0, shape.N, 1, uint64_t(shape.M) * shape.N, 0};
+
+    TuneResult result;
+    result.what = "gemm " + std::to_string(shape.M) + "x" + std::to_string(shape.N) + "x" + std::to_string(shape.K) +
+                  "x" + std::to_string(shape.batches);
+    result.before = detail::choose_gemm_config(impl, p).name;
+    // 64 sampled entries of C against a double-precision product (the first and last included).
+    const uint64_t samples = std::min<uint64_t>(64, c_count);
+    for (const detail::GemmConfig& config : impl.gemm_configs().all) {
+        TuneCandidate candidate{config.name};
+        if (config.access != detail::GemmAccess::StorageBuffer && !detail::texel_views_fit(*impl.device, p)) {
+            candidate.problem = "operands too large for texel views";
+            result.candidates.push_back(candidate);
+            continue;
+        }
+        std::vector<double> times;
+        for (uint32_t run = 0; run <= repeats; ++run) {  // run 0 builds the pipeline and is checked
+            detail::CommandStream stream(*impl.device);
+            stream.begin_timing();
+            detail::record_gemm(impl, stream, p, &config);
+            stream.end_timing();
+            stream.submit_and_wait();
+            if (run > 0) times.push_back(stream.gpu_ms());
+            if (run == 0) {
+                const auto cv = c.download();
+                double worst = 0;
+                for (uint64_t s = 0; s < samples; ++s) {
+                    const uint64_t i = samples > 1 ? s * (c_count - 1) / (samples - 1) : 0;
+                    const uint64_t batch = i / (uint64_t(shape.M) * shape.N), mn = i % (uint64_t(shape.M) * shape.N);
+                    const uint64_t m = mn / shape.N, n = mn % shape.N;
+                    double sum = 0, magnitude = 0;
+                    for (uint64_t k = 0; k < shape.K; ++k) {
+                        const double t = double(av[(batch * shape.M + m) * shape.K + k]) * bv[(batch * shape.K + k) * shape.N + n];
+                        sum += t, magnitude += std::fabs(t);
+                    }
+                    const double bound = (double(shape.K) + 2) * std::ldexp(1.0, -24) * magnitude + 1e-30;
+                    worst = std::max(worst, std::isfinite(cv[i]) ? std::fabs(cv[i] - sum) / bound : INFINITY);
+                }
+                if (!(worst <= 1.0)) {
+                    candidate.problem = "result outside the fp32 bound (" + std::to_string(worst) + "x)";
+                    break;
+                }
+            }
+        }
+        if (candidate.problem.empty()) candidate.ok = true, candidate.gpu_ms = median(times);
+        result.candidates.push_back(candidate);
+    }
+    choose(result);
+    if (!result.best.empty()) impl.tuning->set_gemm(shape.M, shape.N, shape.K, shape.batches, result.best);
+    return result;
+}
+
+TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass pass, uint32_t repeats) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.device->throw_if_lost();
+    problem.validate();
+    if (pass == Pass::BackwardBias)
+        throw Error(ErrorCategory::InvalidArgument, "tune_implicit_gemm: backward-bias runs no implicit GEMM");
+    if (repeats == 0) throw Error(ErrorCategory::InvalidArgument, "tune_implicit_gemm: repeats must be at least 1");
+    ConvProblem p = problem;
+    p.has_bias = false;  // the bias gradient is not implicit GEMM's
+    const auto xv = values(size_t(p.input_elements()), 3), wv = values(size_t(p.filter_elements()), 4),
+               yv = values(size_t(p.output_elements()), 5);
+    Tensor x = Tensor::from_host(context, p.input_shape(), xv);
+    Tensor w = Tensor::from_host(context, p.filter_shape(), wv);
+    Tensor y = Tensor::from_host(context, p.output_shape(), yv);
+    PassOptions options;
+    options.auto_choice = AutoChoice::Heuristic;
+    auto run = [&]() -> std::pair<RunStats, std::vector<float>> {
+        switch (pass) {
+            case Pass::Forward: {
+                RunStats s = forward(context, p, x, w, nullptr, y, Algorithm::ImplicitGemm, options);
+                return {s, y.download()};
+            }
+            case Pass::BackwardData: {
+                RunStats s = backward_data(context, p, y, w, x, Algorithm::ImplicitGemm, options);
+                return {s, x.download()};
+            }
+            default: {
+                RunStats s = backward_filter(context, p, x, y, w, nullptr, Algorithm::ImplicitGemm, options);
+                return {s, w.download()};
+            }
+        }
+    };
+    TuneResult result;
+    result.what = std::string("implicit-gemm ") + to_string(pass) + " " + p.str();
+    const auto earlier = impl.tuning->implicit(pass, p);
+    result.before = earlier ? *earlier : "";
+    for (const detail::GemmConfig& config : impl.gemm_configs().all) {
+        if (config.kernel != detail::GemmKernel::Shared || config.access != detail::GemmAccess::StorageBuffer) continue;
+        TuneCandidate candidate{config.name};
+        impl.tuning->set_implicit(pass, p, config.name);  // the pass runs this configuration
+        try {
+            // Inputs as uploaded: each run overwrites only its own output, so every run computes from them.
+            std::vector<double> times;
+            for (uint32_t r = 0; r <= repeats; ++r) {
+                auto [stats, out] = run();
+                if (r > 0) times.push_back(stats.gpu_ms);
+                if (r == 0) {
+                    std::span<const float> a = pass == Pass::BackwardData ? std::span<const float>(yv) : xv;
+                    std::span<const float> b = pass == Pass::BackwardFilter ? std::span<const float>(yv) : wv;
+                    const double error = detail::sampled_error_over_bound(pass, p, a, b, {}, out, 256);
+                    if (!(error <= 1.0)) {
+                        candidate.problem = "result outside the fp32 bound (" + std::to_string(error) + "x)";
+                        break;
+                    }
+                }
+            }
+            if (candidate.problem.empty()) candidate.ok = true, candidate.gpu_ms = median(times);
+        } catch (const Error& e) {
+            if (e.category() == ErrorCategory::DeviceLost) throw;
+            candidate.problem = e.what();
+        }
+        result.candidates.push_back(candidate);
+    }
+    choose(result);
+    if (!result.best.empty())
+        impl.tuning->set_implicit(pass, p, result.best);
+    else if (earlier)
+        impl.tuning->set_implicit(pass, p, *earlier);
+    else
+        impl.tuning->forget_implicit(pass, p);
+    return result;
+}
+
+void save_tuning(Context& context) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.tuning->save();
+}
+
+std::string tuning_path(const Context& context) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    return impl.tuning->path();
+}
+
+size_t tuned_entries(const Context& context) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    return impl.tuning->size();
+}
+
+}  // namespace vkconv
