@@ -153,7 +153,9 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     const auto earlier = impl.tuning->implicit(pass, p);
     result.before = earlier ? *earlier : "";
     for (const detail::GemmConfig& config : impl.gemm_configs().all) {
-        if (config.kernel != detail::GemmKernel::Shared || config.access != detail::GemmAccess::StorageBuffer) continue;
+        if (config.kernel != detail::GemmKernel::Shared || config.access != detail::GemmAccess::StorageBuffer ||
+            config.stages != 1)
+            continue;  // the configurations implicit GEMM can run
         TuneCandidate candidate{config.name};
         impl.tuning->set_implicit(pass, p, config.name);  // the pass runs this configuration
         try {

@@ -173,6 +173,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
         const bool a_k_fast = a.stride_col == 1, b_n_fast = b.stride_col == 1;
         auto spec = common_specialization<contract::gemm_shared>(config, p);
         spec.set(Id::BK, config.bk).set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
+        spec.set(Id::STAGES, config.stages);
         spec.set(Id::A_VEC4, a_k_fast ? a_vec4_k : a_vec4_m).set(Id::B_VEC4, b_n_fast ? b_vec4_n : b_vec4_k);
         desc.specialization = spec.values();
     }

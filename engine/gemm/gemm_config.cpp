@@ -19,20 +19,22 @@ const char* access_name(GemmAccess access) {
 }
 
 GemmConfig make(GemmKernel kernel, GemmAccess access, uint32_t wg_m, uint32_t wg_n, uint32_t tm, uint32_t tn,
-                uint32_t bk = 16) {
+                uint32_t stages = 1, uint32_t bk = 16) {
     GemmConfig c;
     c.kernel = kernel, c.access = access, c.wg_m = wg_m, c.wg_n = wg_n, c.tm = tm, c.tn = tn, c.bk = bk;
+    c.stages = stages;
     c.name = std::string(kernel == GemmKernel::Registers ? "registers-" : "shared-") + access_name(access) + "-" +
              std::to_string(c.tile_m()) + "x" + std::to_string(c.tile_n()) + "-t" + std::to_string(tm) + "x" +
              std::to_string(tn);
     if (kernel == GemmKernel::Shared) c.name += "-k" + std::to_string(bk);
+    if (stages == 2) c.name += "-db";
     return c;
 }
 
 }  // namespace
 
 uint32_t GemmConfig::shared_bytes() const {
-    return kernel == GemmKernel::Shared ? (tile_m() + 1 + tile_n() + 1) * bk * 4 : 0;
+    return kernel == GemmKernel::Shared ? stages * (tile_m() + 1 + tile_n() + 1) * bk * 4 : 0;
 }
 
 std::string GemmConfig::shader() const {
@@ -80,6 +82,7 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     // to skinny (a skinny tile keeps small-M products, like MEC's Q-row GEMMs of late layers, from padding).
     struct Shape {
         uint32_t wg_m, wg_n, tm, tn;
+        uint32_t stages = 1;
     };
     const bool cpu = device.info().type == "CPU";
     // lavapipe runs the register kernel reading texel buffers fastest. Not every CPU implementation does:
@@ -95,18 +98,22 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     // 256-invocation shapes run only where maxComputeWorkGroupInvocations allows (checked below).
     // (An 8x8 block per invocation measured 14x slower than 4x4 on an H100: it spills.)
     const std::vector<Shape> shared_shapes = {{16, 16, 4, 4}, {8, 16, 8, 4}, {8, 8, 4, 4}, {8, 8, 2, 2}, {1, 64, 4, 2}};
+    // Double-buffered shared tiles (the next K step loads while this one multiplies): candidates `vkconv
+    // tune` times; the rule picks among the single-buffered family only.
+    const std::vector<Shape> double_buffered = {{16, 16, 4, 4, 2}, {8, 16, 8, 4, 2}};
     std::vector<std::vector<GemmConfig>> families;
     auto family = [&](K kernel, A access, const std::vector<Shape>& shapes) {
         std::vector<GemmConfig> configs;
-        for (const auto& s : shapes) configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn));
+        for (const auto& s : shapes) configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn, s.stages));
         families.push_back(std::move(configs));
     };
     if (lavapipe) {
         for (A access : {A::StorageTexel, A::UniformTexel, A::StorageBuffer})
             family(K::Registers, access, register_shapes);
-        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}});
+        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}, {8, 16, 8, 4, 2}});
     } else {
         for (A access : {A::StorageBuffer, A::StorageTexel}) family(K::Shared, access, shared_shapes);
+        family(K::Shared, A::StorageBuffer, double_buffered);
         family(K::Registers, A::StorageTexel, {{8, 8, 8, 8}});
         family(K::Registers, A::StorageBuffer, {{8, 8, 4, 4}});
     }
@@ -136,7 +143,7 @@ const GemmConfig& storage_buffer_twin(const GemmConfigTable& table, const GemmCo
     for (const GemmConfig& c : table.all) {
         if (c.access != GemmAccess::StorageBuffer) continue;
         if (c.kernel == config.kernel && c.wg_m == config.wg_m && c.wg_n == config.wg_n && c.tm == config.tm &&
-            c.tn == config.tn && c.bk == config.bk)
+            c.tn == config.tn && c.bk == config.bk && c.stages == config.stages)
             return c;
         if (c.name == fallback.name) found = &c;
     }

@@ -26,6 +26,7 @@ struct GemmConfig {
     uint32_t wg_m = 8, wg_n = 8;  // invocations
     uint32_t tm = 4, tn = 4;      // values per invocation
     uint32_t bk = 16;             // K step through shared memory (shared kernel only)
+    uint32_t stages = 1;          // shared tiles: 2 double-buffers them (shared kernel only)
 
     uint32_t tile_m() const { return wg_m * tm; }
     uint32_t tile_n() const { return wg_n * tn; }

@@ -18,6 +18,8 @@
 //  10 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
 //  11 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
 //  12 A_VEC4, 13 B_VEC4  the fast dimension of A / B is vec4-aligned: global loads are vec4
+//  14 STAGES          shared tiles: 1, or 2 (double-buffered: the next K step's tiles are loaded into the
+//                     other buffer while this step's are multiplied, one barrier a step instead of two)
 // Bindings and push constants: gemm_common.glsl (only the scalar views are read).
 // Dispatch grid: (ceil(N / BN), ceil(M / BM), batch entries).
 
@@ -36,14 +38,16 @@ layout(constant_id = 10) const bool A_K_FAST = false;
 layout(constant_id = 11) const bool B_N_FAST = true;
 layout(constant_id = 12) const bool A_VEC4 = false;
 layout(constant_id = 13) const bool B_VEC4 = false;
+layout(constant_id = 14) const uint STAGES = 1;
 
 #extension GL_GOOGLE_include_directive : require
 #include "gemm_common.glsl"
 
 const uint BM = WG_M * TM;
 const uint BN = WG_N * TN;
-shared float a_tile[BK * (BM + 1)];  // [k][m]
-shared float b_tile[BK * (BN + 1)];  // [k][n]
+const uint A_TILE = BK * (BM + 1), B_TILE = BK * (BN + 1);
+shared float a_tile[STAGES * A_TILE];  // [stage][k][m]
+shared float b_tile[STAGES * B_TILE];  // [stage][k][n]
 
 // a_kphys(k0 + kk) from k0's position in its segment, with no division where segments are at least BK
 // long (a division by a push constant is tens of instructions on a GPU, once per staged element).
@@ -52,6 +56,84 @@ uint a_kphys_from(uint k0, uint segment, uint in_segment, uint kk) {
     uint position = in_segment + kk;
     if (position >= pc.a_k_segment) position -= pc.a_k_segment, ++segment;
     return segment * pc.a_k_segment_stride + position * pc.a_stride_k;
+}
+
+// Moves the staging position one K step on (segments of at least BK).
+void advance_segment(inout uint segment, inout uint in_segment) {
+    if (K_SEGMENTED && pc.a_k_segment >= BK) {
+        in_segment += BK;
+        while (in_segment >= pc.a_k_segment) in_segment -= pc.a_k_segment, ++segment;
+    }
+}
+
+// Stages the K step at k0 into shared tile slot `slot`: A's BK x BM slice and B's BK x BN slice.
+void stage(uint k0, uint slot, uint a_base, uint b_base, uint tile_m, uint tile_n, uint tid, uint threads,
+           uint segment, uint in_segment) {
+    const uint a0 = slot * A_TILE, b0 = slot * B_TILE;
+    if (A_VEC4 && A_K_FAST) {
+        for (uint e = tid; e < BK * BM / 4; e += threads) {
+            const uint mm = e / (BK / 4), kk = (e % (BK / 4)) * 4;
+            const uint m = tile_m + mm, k = k0 + kk;
+            const vec4 v = (m < pc.M && k < pc.K)
+                               ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2)
+                               : vec4(0.0);
+            [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[a0 + (kk + c) * (BM + 1) + mm] = v[c];
+        }
+    } else if (A_VEC4) {
+        for (uint e = tid; e < BK * BM / 4; e += threads) {
+            const uint kk = e / (BM / 4), mm = (e % (BM / 4)) * 4;
+            const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
+            const vec4 v =
+                k < pc.K ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2) : vec4(0.0);
+            [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[a0 + kk * (BM + 1) + mm + c] = v[c];
+        }
+    } else {
+        for (uint e = tid; e < BK * BM; e += threads) {
+            const uint kk = A_K_FAST ? e % BK : e / BM;
+            const uint mm = A_K_FAST ? e / BK : e % BM;
+            const uint m = tile_m + mm, k = k0 + kk;
+            a_tile[a0 + kk * (BM + 1) + mm] =
+                (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk))
+                                       : 0.0;
+        }
+    }
+    if (B_VEC4 && B_N_FAST) {
+        for (uint e = tid; e < BK * BN / 4; e += threads) {
+            const uint kk = e / (BN / 4), nn = (e % (BN / 4)) * 4;
+            const uint n = min(tile_n + nn, (pc.N - 1) & ~3u), k = k0 + kk;  // past N: in bounds, dropped
+            const vec4 v = k < pc.K ? LOAD_B4((b_base + k * pc.b_stride_k + n) >> 2) : vec4(0.0);
+            [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[b0 + kk * (BN + 1) + nn + c] = v[c];
+        }
+    } else if (B_VEC4) {
+        for (uint e = tid; e < BK * BN / 4; e += threads) {
+            const uint nn = e / (BK / 4), kk = (e % (BK / 4)) * 4;
+            const uint n = tile_n + nn, k = k0 + kk;
+            const vec4 v = (n < pc.N && k < pc.K) ? LOAD_B4((b_base + k + n * pc.b_stride_n) >> 2) : vec4(0.0);
+            [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[b0 + (kk + c) * (BN + 1) + nn] = v[c];
+        }
+    } else {
+        for (uint e = tid; e < BK * BN; e += threads) {
+            const uint kk = B_N_FAST ? e / BN : e % BK;
+            const uint nn = B_N_FAST ? e % BN : e / BK;
+            const uint n = tile_n + nn, k = k0 + kk;
+            b_tile[b0 + kk * (BN + 1) + nn] =
+                (n < pc.N && k < pc.K) ? LOAD_B1(b_base + k * pc.b_stride_k + n * pc.b_stride_n) : 0.0;
+        }
+    }
+}
+
+// One K step's products from shared tile slot `slot` into the invocation's TM x TN accumulators.
+void multiply(uint slot, uint tx, uint ty, inout float acc[TM * TN]) {
+    const uint a0 = slot * A_TILE, b0 = slot * B_TILE;
+    // The k loop is left to the driver: unrolling it around a fully unrolled TM x TN block makes code
+    // that compiles for tens of seconds and spills on NVIDIA's compiler.
+    for (uint kk = 0; kk < BK; ++kk) {
+        float a[TM], b[TN];
+        [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[a0 + kk * (BM + 1) + ty + i * WG_M];
+        [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[b0 + kk * (BN + 1) + tx + j * WG_N];
+        [[unroll]] for (uint i = 0; i < TM; ++i)
+            [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
+    }
 }
 
 void main() {
@@ -65,72 +147,31 @@ void main() {
     float acc[TM * TN];
     [[unroll]] for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
-    uint segment = 0, in_segment = 0;  // k0 = segment * a_k_segment + in_segment (segments >= BK long)
-    for (uint k0 = 0; k0 < pc.K; k0 += BK) {
-        if (A_VEC4 && A_K_FAST) {
-            for (uint e = tid; e < BK * BM / 4; e += threads) {
-                const uint mm = e / (BK / 4), kk = (e % (BK / 4)) * 4;
-                const uint m = tile_m + mm, k = k0 + kk;
-                const vec4 v = (m < pc.M && k < pc.K)
-                                   ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2)
-                                   : vec4(0.0);
-                [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[(kk + c) * (BM + 1) + mm] = v[c];
-            }
-        } else if (A_VEC4) {
-            for (uint e = tid; e < BK * BM / 4; e += threads) {
-                const uint kk = e / (BM / 4), mm = (e % (BM / 4)) * 4;
-                const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
-                const vec4 v =
-                    k < pc.K ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2) : vec4(0.0);
-                [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[kk * (BM + 1) + mm + c] = v[c];
-            }
-        } else {
-            for (uint e = tid; e < BK * BM; e += threads) {
-                const uint kk = A_K_FAST ? e % BK : e / BM;
-                const uint mm = A_K_FAST ? e / BK : e % BM;
-                const uint m = tile_m + mm, k = k0 + kk;
-                a_tile[kk * (BM + 1) + mm] =
-                    (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk))
-                                           : 0.0;
-            }
+    // The K position of the next step to stage: k0 = segment * a_k_segment + in_segment (segments >= BK long).
+    uint segment = 0, in_segment = 0;
+    if (STAGES == 1) {
+        for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+            stage(k0, 0, a_base, b_base, tile_m, tile_n, tid, threads, segment, in_segment);
+            barrier();
+            multiply(0, tx, ty, acc);
+            barrier();
+            advance_segment(segment, in_segment);
         }
-        if (B_VEC4 && B_N_FAST) {
-            for (uint e = tid; e < BK * BN / 4; e += threads) {
-                const uint kk = e / (BN / 4), nn = (e % (BN / 4)) * 4;
-                const uint n = min(tile_n + nn, (pc.N - 1) & ~3u), k = k0 + kk;  // past N: in bounds, dropped
-                const vec4 v = k < pc.K ? LOAD_B4((b_base + k * pc.b_stride_k + n) >> 2) : vec4(0.0);
-                [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[kk * (BN + 1) + nn + c] = v[c];
-            }
-        } else if (B_VEC4) {
-            for (uint e = tid; e < BK * BN / 4; e += threads) {
-                const uint nn = e / (BK / 4), kk = (e % (BK / 4)) * 4;
-                const uint n = tile_n + nn, k = k0 + kk;
-                const vec4 v = (n < pc.N && k < pc.K) ? LOAD_B4((b_base + k + n * pc.b_stride_n) >> 2) : vec4(0.0);
-                [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[(kk + c) * (BN + 1) + nn] = v[c];
-            }
-        } else {
-            for (uint e = tid; e < BK * BN; e += threads) {
-                const uint kk = B_N_FAST ? e / BN : e % BK;
-                const uint nn = B_N_FAST ? e % BN : e / BK;
-                const uint n = tile_n + nn, k = k0 + kk;
-                b_tile[kk * (BN + 1) + nn] =
-                    (n < pc.N && k < pc.K) ? LOAD_B1(b_base + k * pc.b_stride_k + n * pc.b_stride_n) : 0.0;
-            }
-        }
+    } else {
+        // Double-buffered: step s multiplies slot s % 2 while step s + 1's tiles load into the other; the
+        // barrier ending a step both completes the next tiles and frees this step's slot for the one after.
+        if (pc.K > 0) stage(0, 0, a_base, b_base, tile_m, tile_n, tid, threads, segment, in_segment);
+        advance_segment(segment, in_segment);
         barrier();
-        // The k loop is left to the driver: unrolling it around a fully unrolled TM x TN block makes code
-        // that compiles for tens of seconds and spills on NVIDIA's compiler.
-        for (uint kk = 0; kk < BK; ++kk) {
-            float a[TM], b[TN];
-            [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[kk * (BM + 1) + ty + i * WG_M];
-            [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[kk * (BN + 1) + tx + j * WG_N];
-            [[unroll]] for (uint i = 0; i < TM; ++i)
-                [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
-        }
-        barrier();
-        if (K_SEGMENTED && pc.a_k_segment >= BK) {
-            in_segment += BK;
-            while (in_segment >= pc.a_k_segment) in_segment -= pc.a_k_segment, ++segment;
+        uint slot = 0;
+        for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+            if (k0 + BK < pc.K) {
+                stage(k0 + BK, slot ^ 1u, a_base, b_base, tile_m, tile_n, tid, threads, segment, in_segment);
+                advance_segment(segment, in_segment);
+            }
+            multiply(slot, tx, ty, acc);
+            barrier();
+            slot ^= 1u;
         }
     }
 

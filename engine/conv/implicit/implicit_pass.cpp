@@ -68,7 +68,7 @@ Planned<uint32_t> pick_config(ContextImpl& context, const Product& product, uint
     double best_score = -1;
     for (size_t i = 0; i < table.all.size(); ++i) {
         const GemmConfig& c = table.all[i];
-        if (c.kernel != GemmKernel::Shared || c.access != GemmAccess::StorageBuffer) continue;
+        if (c.kernel != GemmKernel::Shared || c.access != GemmAccess::StorageBuffer || c.stages != 1) continue;
         const uint64_t tiles_m = ceil_div(product.rows, c.tile_m()), tiles_n = ceil_div(product.columns, c.tile_n());
         const double used = double(product.rows * product.columns) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
         const double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);
@@ -105,7 +105,8 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
         if (auto name = context.tuning->implicit(pass, p))
             for (size_t i = 0; i < context.gemm_configs().all.size(); ++i) {
                 const GemmConfig& c = context.gemm_configs().all[i];
-                if (c.name == *name && c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer)
+                if (c.name == *name && c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer &&
+                    c.stages == 1)
                     config_index = static_cast<uint32_t>(i);
             }
     if (!config_index) return config_index.refusal();
