@@ -74,31 +74,9 @@ std::string check_text(double ratio, int& failures) {
     return buf;
 }
 
-// The layer table: the --layers file, else the built-in one; `origin` names it in messages.
-struct LayerTable {
-    std::string text;
-    std::string origin;
-};
-
-LayerTable read_layer_table(const DemoArgs& args) {
-    std::string text(builtin_layers_csv());
-    std::string origin = "built-in layers.csv";
-    if (!args.layers_file.empty()) {
-        std::ifstream in(args.layers_file);
-        if (!in)
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
-                                "cannot open --layers '" + args.layers_file + "'");
-        std::stringstream buffer;
-        buffer << in.rdbuf();
-        text = buffer.str();
-        origin = args.layers_file;
-    }
-    return {text, origin};
-}
-
 // The layers to run (--layer, else --all, a --layers file or the quick subset), with --batch applied.
 std::vector<Layer> choose_layers(const DemoArgs& args) {
-    const LayerTable table = read_layer_table(args);
+    const LayerTable table = read_layer_table(args.layers_file);
     auto layers = parse_layers(table.text, table.origin);
     std::vector<Layer> chosen;
     check_layer_names(layers, args.only, table.origin);

@@ -121,19 +121,9 @@ int run_plan(const PlanArgs& args) {
     }
     vkconv::ConvProblem p;
     if (!args.layer.empty()) {
-        const std::string origin = args.layers_file.empty() ? "the built-in layer table" : args.layers_file;
-        std::string text;
-        if (!args.layers_file.empty()) {
-            std::FILE* f = std::fopen(args.layers_file.c_str(), "rb");
-            if (!f)
-                throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
-                                    "--layers '" + args.layers_file + "' cannot be read");
-            char buf[4096];
-            for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-            std::fclose(f);
-        }
-        const auto layers = parse_layers(args.layers_file.empty() ? builtin_layers_csv() : std::string_view(text), origin);
-        check_layer_names(layers, {args.layer}, origin);
+        const LayerTable table = read_layer_table(args.layers_file);
+        const auto layers = parse_layers(table.text, table.origin);
+        check_layer_names(layers, {args.layer}, table.origin);
         for (const auto& l : layers)
             if (l.name == args.layer) p = l.problem;
         p.layout = vkconv::parse_layout(args.conv.layout);

@@ -71,18 +71,9 @@ void print(const vkconv::TuneResult& r) {
 int run_tune(const TuneArgs& args) {
     std::vector<vkconv::GemmShape> extra;
     for (const auto& g : args.gemms) extra.push_back(parse_shape(g));
-    std::string text;
-    if (!args.layers_file.empty()) {
-        std::FILE* f = std::fopen(args.layers_file.c_str(), "rb");
-        if (!f)
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--layers '" + args.layers_file + "' cannot be read");
-        char buf[4096];
-        for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-        std::fclose(f);
-    }
-    const std::string origin = args.layers_file.empty() ? "the built-in layer table" : args.layers_file;
-    const auto layers = parse_layers(args.layers_file.empty() ? builtin_layers_csv() : std::string_view(text), origin);
-    check_layer_names(layers, args.only, origin);
+    const LayerTable table = read_layer_table(args.layers_file);
+    const auto layers = parse_layers(table.text, table.origin);
+    check_layer_names(layers, args.only, table.origin);
     if (!args.json_file.empty()) check_writable(args.json_file, "--json");
     std::vector<vkconv::Pass> passes;
     for (vkconv::Pass p : {vkconv::Pass::Forward, vkconv::Pass::BackwardData, vkconv::Pass::BackwardFilter})

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <sstream>
 
 #include "vkconv/error.hpp"
@@ -56,6 +57,15 @@ void check_layer_names(const std::vector<Layer>& layers, const std::vector<std::
     for (const auto& name : names)
         if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.name == name; }))
             throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "no layer named '" + name + "' in " + origin);
+}
+
+LayerTable read_layer_table(const std::string& file) {
+    if (file.empty()) return {std::string(builtin_layers_csv()), "built-in layers.csv"};
+    std::ifstream in(file);
+    if (!in) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot open --layers '" + file + "'");
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return {buffer.str(), file};
 }
 
 }  // namespace vkconv_cli

@@ -27,4 +27,12 @@ void check_layer_names(const std::vector<Layer>& layers, const std::vector<std::
 // The table shipped with vkconv (a copy of samples/layers.csv made at build time).
 std::string_view builtin_layers_csv();
 
+// A layer table's text and the name its errors give it: the file `--layers` names, or the built-in table
+// when `file` is empty. Error(InvalidArgument) naming the file when it cannot be opened.
+struct LayerTable {
+    std::string text;
+    std::string origin;
+};
+LayerTable read_layer_table(const std::string& file);
+
 }  // namespace vkconv_cli
