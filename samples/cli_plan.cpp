@@ -79,7 +79,7 @@ void print_plan(const vkconv::Plan& plan, const vkconv::DeviceInfo& device, cons
             .add("subgroup_size", uint64_t(device.subgroup_size))
             .add("what", what);
         if (!problem.empty()) out.add_raw("problem", problem);
-        out.add("algorithm", vkconv::to_string(plan.algorithm))
+        out.add("algorithm", problem.empty() ? "gemm" : vkconv::to_string(plan.algorithm))
             .add("workspace_bytes", plan.workspace_bytes)
             .add_raw("dispatches", "[" + dispatches + "]");
         std::printf("%s\n", out.str().c_str());
@@ -88,7 +88,8 @@ void print_plan(const vkconv::Plan& plan, const vkconv::DeviceInfo& device, cons
     std::printf("device: %s, %u compute units (%s), subgroup %u\n", plan.device.c_str(), plan.compute_units,
                 device.compute_units_source.c_str(), device.subgroup_size);
     std::printf("%s: algorithm %s, workspace %llu bytes, %zu dispatches\n", what.c_str(),
-                vkconv::to_string(plan.algorithm), static_cast<unsigned long long>(plan.workspace_bytes),
+                problem.empty() ? "gemm" : vkconv::to_string(plan.algorithm),
+                static_cast<unsigned long long>(plan.workspace_bytes),
                 plan.dispatches.size());
     std::printf("%-32s %12s %8s %14s %16s %10s\n", "dispatch", "workgroups", "inv/wg", "serial MACs", "FLOPs",
                 "wg per CU");
