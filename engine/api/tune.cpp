@@ -10,6 +10,7 @@
 #include "context/context_impl.hpp"
 #include "context/tensor_storage.hpp"
 #include "gemm/gemm.hpp"
+#include "conv/implicit/implicit.hpp"
 #include "gemm/tuning.hpp"
 #include "select/sampled_reference.hpp"
 #include "vkconv/backward.hpp"
@@ -153,9 +154,7 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     const auto earlier = impl.tuning->implicit(pass, p);
     result.before = earlier ? *earlier : "";
     for (const detail::GemmConfig& config : impl.gemm_configs().all) {
-        if (config.kernel != detail::GemmKernel::Shared || config.access != detail::GemmAccess::StorageBuffer ||
-            config.stages != 1)
-            continue;  // the configurations implicit GEMM can run
+        if (!detail::implicit_candidate(impl, pass, config)) continue;  // the ones implicit GEMM can run
         TuneCandidate candidate{config.name};
         impl.tuning->set_implicit(pass, p, config.name);  // the pass runs this configuration
         try {

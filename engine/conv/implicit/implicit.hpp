@@ -7,7 +7,18 @@
 
 #include <cstdint>
 
+#include "vkconv/conv.hpp"
+
 namespace vkconv::detail {
+
+struct ContextImpl;
+struct GemmConfig;
+
+// Whether implicit GEMM can run `pass` with `config` on this context's device: forward on a CPU device
+// runs the register kernel (implicit_gemm_registers.comp) with the GEMM's register configurations that
+// read storage buffers; everything else the shared-memory kernel with its single-buffered storage-buffer
+// configurations. `vkconv tune` times exactly these.
+bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& config);
 
 struct ImplicitPlan {
     uint32_t config = 0;      // index into the device's GEMM configurations (a shared-memory, storage-buffer one)
@@ -15,6 +26,7 @@ struct ImplicitPlan {
     uint64_t piece = 0;       // reduction per dispatch piece or slice (a multiple of the tile's K step)
     uint32_t slices = 1;      // backward-filter: slices in one dispatch, each its own partial product
     bool partials = false;    // backward-filter: slices > 1 write partial products (else pieces add into dw)
+    bool registers = false;   // the register kernel (forward on CPU devices)
 };
 
 }  // namespace vkconv::detail

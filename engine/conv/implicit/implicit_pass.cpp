@@ -54,34 +54,57 @@ Product product_of(const ConvProblem& p, Pass pass) {
 }
 
 // Loop iterations one invocation makes per K step (its share of staging both tiles, the step's products,
-// the step itself): what lavapipe's cap on iterations per invocation (shader_limits.hpp) counts.
+// the step itself): what lavapipe's cap on iterations per invocation (shader_limits.hpp) counts. The register
+// kernel's step is 4 taps, its inner loops counted as if the compiler kept them.
 uint64_t iterations_per_step(const GemmConfig& c) {
+    if (c.kernel == GemmKernel::Registers) return 1 + 4 * (1 + c.tm + c.tn);
     const uint64_t threads = uint64_t(c.wg_m) * c.wg_n;
     return ceil_div(uint64_t(c.bk) * c.tile_m(), threads) + ceil_div(uint64_t(c.bk) * c.tile_n(), threads) + c.bk + 1;
 }
 
 // The shared-memory, storage-buffer configuration whose tiles waste least of the product and give the device
 // enough workgroups (as the GEMM picks its own): the implicit loaders read plain storage buffers.
-Planned<uint32_t> pick_config(ContextImpl& context, const Product& product, uint64_t batches) {
+// Whether x and w fit uniform texel views (the register kernel's texel path), each from its offset alignment.
+bool texel_views_fit(ContextImpl& context, const ConvProblem& p) {
+    const uint64_t most = context.device->limits().maxTexelBufferElements;
+    const uint64_t slack = context.pool->alignment() / 4;
+    return uint64_t(p.input_elements()) + slack <= most && uint64_t(p.filter_elements()) + slack <= most;
+}
+
+Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass pass, const Product& product,
+                              uint64_t batches) {
     const GemmConfigTable& table = context.gemm_configs();
     int best = -1;
     double best_score = -1;
     for (size_t i = 0; i < table.all.size(); ++i) {
         const GemmConfig& c = table.all[i];
-        if (c.kernel != GemmKernel::Shared || c.access != GemmAccess::StorageBuffer || c.stages != 1) continue;
+        if (!implicit_candidate(context, pass, c)) continue;
+        if (c.access == GemmAccess::UniformTexel && !texel_views_fit(context, p)) continue;
         const uint64_t tiles_m = ceil_div(product.rows, c.tile_m()), tiles_n = ceil_div(product.columns, c.tile_n());
         const double used = double(product.rows * product.columns) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
-        const double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);
+        double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);
+        // The register kernel wants 8 lanes along the columns, so a CPU subgroup shares its filter rows
+        // (as the GEMM's own choice weighs it, gemm_config.cpp); fewer only where a product is 8 to 32 wide.
+        if (c.kernel == GemmKernel::Registers && c.wg_n < 8) {
+            if (product.columns > 32 || product.columns < 8) continue;
+            reuse *= std::sqrt(double(c.wg_n) / 8.0);
+        }
         const double busy = std::min(1.0, double(tiles_m * tiles_n * batches) / double(table.wanted_workgroups));
         const double score = used * reuse * busy;
         if (score > best_score) best_score = score, best = int(i);
     }
-    if (best < 0) return unsupported("implicit-gemm: the device has no shared-memory GEMM configuration");
+    if (best < 0) return unsupported("implicit-gemm: the device has no GEMM configuration it can run");
     return static_cast<uint32_t>(best);
 }
 
 std::string shader_of(const GemmConfig& c) {
+    if (c.kernel == GemmKernel::Registers)
+        return c.access == GemmAccess::UniformTexel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
     return "implicit_gemm_t" + std::to_string(c.tm) + "x" + std::to_string(c.tn);
+}
+
+bool registers_kernel(ContextImpl& context, Pass pass) {
+    return pass == Pass::Forward && context.device->info().type == "CPU";
 }
 
 Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
@@ -99,14 +122,14 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     plan.algorithm = Algorithm::ImplicitGemm;
     const Product product = product_of(p, pass);
     const uint64_t groups = uint64_t(p.groups);
-    auto config_index = pick_config(context, product, groups);
+    auto config_index = pick_config(context, p, pass, product, groups);
     // A winner `vkconv tune` stored for this pass and problem, where the device still has it.
     if (context.tuning)
         if (auto name = context.tuning->implicit(pass, p))
             for (size_t i = 0; i < context.gemm_configs().all.size(); ++i) {
                 const GemmConfig& c = context.gemm_configs().all[i];
-                if (c.name == *name && c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer &&
-                    c.stages == 1)
+                if (c.name == *name && implicit_candidate(context, pass, c) &&
+                    (c.access != GemmAccess::UniformTexel || texel_views_fit(context, p)))
                     config_index = static_cast<uint32_t>(i);
             }
     if (!config_index) return config_index.refusal();
@@ -114,10 +137,12 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     const GemmConfig& config = table.all[*config_index];
     ImplicitPlan& ip = plan.implicit;
     ip.config = *config_index;
+    ip.registers = config.kernel == GemmKernel::Registers;
     ip.reduction = product.reduction;
     // The longest reduction one dispatch may run within lavapipe's loop cap, in whole K steps.
-    const uint64_t longest = std::max<uint64_t>(1, kMaxLoopIterations / iterations_per_step(config)) * config.bk;
-    auto round_piece = [&](uint64_t pieces) { return ceil_div(ceil_div(product.reduction, pieces), config.bk) * config.bk; };
+    const uint64_t step = ip.registers ? 4 : config.bk;
+    const uint64_t longest = std::max<uint64_t>(1, kMaxLoopIterations / iterations_per_step(config)) * step;
+    auto round_piece = [&](uint64_t pieces) { return ceil_div(ceil_div(product.reduction, pieces), step) * step; };
     if (pass != Pass::BackwardFilter) {
         ip.piece = round_piece(ceil_div(product.reduction, longest));
         return plan;
@@ -148,9 +173,85 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     return plan;
 }
 
+struct RegistersPush {
+    uint32_t first_x, first_w, first_bias, first_z, first_y;
+    uint32_t N, col_base;
+    uint32_t k_begin, k_end;
+    uint32_t accumulate, last;
+    float alpha, beta, negative_slope;
+};
+VKCONV_PUSH_SIZE(RegistersPush, implicit_gemm_registers)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, first_y)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, col_base)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, k_end)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, last)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, negative_slope)
+
+// Forward through the register kernel (CPU devices): pieces of the taps in order, each after the first
+// adding to y.
+void record_registers_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                              const ImplicitPlan& ip, const GemmConfig& config, const ConvOperands& ops) {
+    const FusedEpilogue& epilogue = ops.epilogue;
+    using Id = contract::implicit_gemm_registers::spec;
+    Specialization<contract::implicit_gemm_registers> spec;
+    spec.set(Id::LOCAL_SIZE_X, config.wg_n).set(Id::LOCAL_SIZE_Y, config.wg_m).set(Id::TM, config.tm).set(Id::TN, config.tn);
+    spec.set(Id::R, p.R).set(Id::S, p.S).set(Id::STRIDE_H, p.stride_h).set(Id::STRIDE_W, p.stride_w);
+    spec.set(Id::PAD_H, p.pad_h).set(Id::PAD_W, p.pad_w).set(Id::DIL_H, p.dilation_h).set(Id::DIL_W, p.dilation_w);
+    spec.set(Id::NHWC, p.layout == Layout::NHWC).set(Id::HAS_BIAS, p.has_bias);
+    spec.set(Id::ACTIVATION, activation_constant(epilogue.activation)).set(Id::HAS_RESIDUAL, epilogue.has_residual());
+    spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::K, p.K).set(Id::P, p.P()).set(Id::Q, p.Q());
+    spec.set(Id::GROUPS, p.groups);
+    PipelineDesc desc;
+    const Window x = ops.input.whole(), w = ops.filter.whole(), y = ops.output.whole();
+    // Whole vec4s of taps: every filter's taps a multiple of 4 long, w's element 0 on a 4-float boundary, and
+    // every piece starting on a multiple of 4 taps (pieces are whole steps of 4).
+    const bool w_vec4 = uint64_t(p.filter_elements() / p.K) % 4 == 0 && w.delta % 4 == 0 && ip.piece % 4 == 0;
+    spec.set(Id::W_VEC4, w_vec4);
+    // An application's buffer is never viewed as texels (its usage may not allow it): read it as storage.
+    const bool texel = config.access == GemmAccess::UniformTexel && !context.device->foreign_buffer(x.range.buffer) &&
+                       !context.device->foreign_buffer(w.range.buffer);
+    desc.shader = texel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
+    desc.bindings.assign(6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    if (texel) desc.bindings[0] = desc.bindings[1] = desc.bindings[5] = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    desc.push_constant_bytes = sizeof(RegistersPush);
+    desc.specialization = spec.values();
+    const Pipeline& pipeline = context.pipelines->get(desc);
+    const Window b = p.has_bias ? ops.bias.whole() : w;
+    const Window z = epilogue.has_residual() ? epilogue.residual.whole() : w;
+    const VkFormat format = texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED;
+    const VkFormat format4 = texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
+    const std::array<Binding, 6> bindings{Binding{x.range, false, format}, Binding{w.range, false, format},
+                                          Binding{b.range, false},         Binding{z.range, false},
+                                          Binding{y.range, true},          Binding{w.range, false, format4}};
+    RegistersPush push{};
+    push.first_x = uint32_t(x.delta), push.first_w = uint32_t(w.delta), push.first_bias = uint32_t(b.delta);
+    push.first_z = uint32_t(z.delta), push.first_y = uint32_t(y.delta);
+    push.N = uint32_t(p.N);
+    push.alpha = epilogue.alpha, push.beta = epilogue.beta, push.negative_slope = epilogue.negative_slope;
+    const Product product = product_of(p, Pass::Forward);
+    const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
+    const uint64_t step = uint64_t(context.device->max_workgroups(0)) * config.tile_n();
+    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
+        push.k_begin = uint32_t(k0);
+        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
+        push.accumulate = k0 > 0 ? 1u : 0u;
+        push.last = push.k_end == product.reduction ? 1u : 0u;
+        for (uint64_t col0 = 0; col0 < product.columns; col0 += step) {
+            const uint64_t count = std::min(step, product.columns - col0);
+            push.col_base = uint32_t(col0);
+            stream.note_work(2 * count * product.rows * uint64_t(p.groups) * (push.k_end - push.k_begin),
+                             uint64_t(config.tm) * config.tn * (push.k_end - push.k_begin));
+            stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())), uint32_t(tiles_m),
+                            uint32_t(p.groups));
+        }
+    }
+}
+
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                           const ConvOperands& ops, Workspace workspace) {
     const ImplicitPlan& ip = plan.implicit;
+    if (ip.registers)
+        return record_registers_forward(context, stream, p, ip, context.gemm_configs().all.at(ip.config), ops);
     const GemmConfig& config = context.gemm_configs().all.at(ip.config);
     const Pass pass = plan.pass;
     const bool nhwc = p.layout == Layout::NHWC;
@@ -238,6 +339,13 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
 }
 
 }  // namespace
+
+bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c) {
+    if (registers_kernel(context, pass))
+        return c.kernel == GemmKernel::Registers && c.tm % 4 == 0 && c.tn % 4 == 0 &&
+               (c.access == GemmAccess::StorageBuffer || c.access == GemmAccess::UniformTexel);
+    return c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer && c.stages == 1;
+}
 
 const AlgorithmEntry implicit_gemm_algorithm{Algorithm::ImplicitGemm, plan_implicit_pass, record_implicit_pass};
 

@@ -1,0 +1,156 @@
+#version 450
+// implicit_gemm_registers — the implicit-GEMM forward convolution (see implicit_gemm.comp for the mapping)
+// with register blocks and no shared memory, for CPU devices, where every load costs and shared memory
+// buys nothing (as gemm_registers is to gemm_shared).
+//
+// Per group g: y[n, g*KG+m, p, q] = sum over taps t = (c, r, s) of w[g*KG+m, t] * x(n, g*CG+c, p, q; r, s).
+// Each invocation owns TM filters x TN output positions. What a column needs is worked out once, before the
+// reduction: its image, and the input row and column its window starts at. Each step of 4 taps then costs
+// the taps' (c, r, s) (divisions by specialization constants), TM x 4 filter loads along the filter's own
+// order, TN x 4 input loads (zero in the padding) and TM x TN x 4 multiply-adds.
+//
+// Specialization constants:
+//   0 WG_N, 1 WG_M (local_size_x_id, local_size_y_id); 2 TM, 3 TN (multiples of 4)
+//   4 R, 5 S, 6 STRIDE_H, 7 STRIDE_W, 8 PAD_H, 9 PAD_W, 10 DIL_H, 11 DIL_W, 12 NHWC
+//   13 HAS_BIAS, 14 ACTIVATION, 15 HAS_RESIDUAL (the epilogue)
+//   16 C, 17 H, 18 W, 19 K, 20 P, 21 Q, 22 GROUPS
+//   23 W_VEC4          a filter's taps are whole aligned vec4s (C/G*R*S % 4 == 0, w's element 0 on a
+//                      4-float boundary): a step's 4 taps of a filter load as one vec4 (binding 5)
+// Bindings: 0 x, 1 w (storage buffers, or with ACCESS_UNIFORM_TEXEL uniform texel buffers of r32f: the
+//   cheaper load path on lavapipe), 2 bias, 3 the residual z (read only; any buffer where unused; z may be
+//   y's own memory), 4 y (written), 5 w again as vec4s (rgba32f with ACCESS_UNIFORM_TEXEL; read with W_VEC4).
+// Push constants: first_x, first_w, first_bias, first_z, first_y (element 0 of each binding, in floats), N,
+//   col_base (the dispatch's first column), k_begin, k_end (the taps this piece covers), accumulate (add to
+//   y: a later piece), last (apply the activation), alpha, beta, negative_slope.
+// The epilogue: y = act(alpha * sum + bias + beta * z), the first piece starting from bias + beta * z.
+// Dispatch grid: (ceil(columns / (WG_N * TN)) or fewer, ceil(K/G / (WG_M * TM)), GROUPS).
+
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
+#include "../common/tensor_index.glsl"
+#include "../common/conv_geometry.glsl"
+#include "../common/epilogue.glsl"
+
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+layout(constant_id = 2) const uint TM = 8;
+layout(constant_id = 3) const uint TN = 8;
+layout(constant_id = 4) const uint R = 1;
+layout(constant_id = 5) const uint S = 1;
+layout(constant_id = 6) const uint STRIDE_H = 1;
+layout(constant_id = 7) const uint STRIDE_W = 1;
+layout(constant_id = 8) const uint PAD_H = 0;
+layout(constant_id = 9) const uint PAD_W = 0;
+layout(constant_id = 10) const uint DIL_H = 1;
+layout(constant_id = 11) const uint DIL_W = 1;
+layout(constant_id = 12) const bool NHWC = false;
+layout(constant_id = 13) const bool HAS_BIAS = false;
+layout(constant_id = 14) const uint ACTIVATION = 0;
+layout(constant_id = 15) const bool HAS_RESIDUAL = false;
+layout(constant_id = 16) const uint C = 1;
+layout(constant_id = 17) const uint H = 1;
+layout(constant_id = 18) const uint W = 1;
+layout(constant_id = 19) const uint K = 1;
+layout(constant_id = 20) const uint P = 1;
+layout(constant_id = 21) const uint Q = 1;
+layout(constant_id = 22) const uint GROUPS = 1;
+layout(constant_id = 23) const bool W_VEC4 = false;
+
+#ifdef ACCESS_UNIFORM_TEXEL
+layout(binding = 0) uniform samplerBuffer x_texels;
+layout(binding = 1) uniform samplerBuffer w_texels;
+layout(binding = 5) uniform samplerBuffer w4_texels;
+#define LOAD_X(i) texelFetch(x_texels, int(i)).x
+#define LOAD_W(i) texelFetch(w_texels, int(i)).x
+#define LOAD_W4(i) texelFetch(w4_texels, int(i))
+#else
+layout(std430, binding = 0) readonly buffer XBuffer { float x[]; };
+layout(std430, binding = 1) readonly buffer WBuffer { float w[]; };
+layout(std430, binding = 5) readonly buffer W4Buffer { vec4 w4[]; };
+#define LOAD_X(i) x[i]
+#define LOAD_W(i) w[i]
+#define LOAD_W4(i) w4[i]
+#endif
+layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
+layout(std430, binding = 3) readonly buffer ResidualBuffer { float residual[]; };
+layout(std430, binding = 4) buffer YBuffer { float y[]; };
+
+layout(push_constant) uniform Params {
+    uint first_x, first_w, first_bias, first_z, first_y;
+    uint N, col_base;
+    uint k_begin, k_end;
+    uint accumulate, last;
+    float alpha, beta, negative_slope;
+} pc;
+
+const uint CG = C / GROUPS, KG = K / GROUPS;
+const uint RS = R * S, TAPS = CG * RS;
+
+void main() {
+    const uint g = gl_WorkGroupID.z;
+    const uint n0 = pc.col_base + gl_GlobalInvocationID.x * TN;
+    const uint m0 = gl_GlobalInvocationID.y * TM;
+    const uint columns = pc.N * P * Q;
+    // Rows and columns past the edge work on the last valid one (in bounds; dropped at the store).
+    uint w_row[TM];
+    [[unroll]] for (uint i = 0; i < TM; ++i) w_row[i] = pc.first_w + (g * KG + min(m0 + i, KG - 1)) * TAPS;
+    uint x_image[TN];  // element (n, g*CG, 0, 0) of the column's image
+    int row0[TN], col0[TN];  // where the column's window starts (may lie in the padding)
+    [[unroll]] for (uint j = 0; j < TN; ++j) {
+        const uint col = min(n0 + j, columns - 1);
+        const uint n = col / (P * Q), pq = col % (P * Q);
+        x_image[j] = pc.first_x + tensor_offset(NHWC, n, g * CG, 0, 0, C, H, W);
+        row0[j] = window_origin(pq / Q, STRIDE_H, PAD_H);
+        col0[j] = window_origin(pq % Q, STRIDE_W, PAD_W);
+    }
+
+    vec4 acc[TM * TN / 4];
+    [[unroll]] for (uint i = 0; i < TM * TN / 4; ++i) acc[i] = vec4(0.0);
+    for (uint k0 = pc.k_begin; k0 < pc.k_end; k0 += 4) {
+        vec4 a[TM], b[TN];
+        // A piece starts on a multiple of 4 taps, so with W_VEC4 a step's taps are one vec4 of each filter.
+        if (W_VEC4) [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = LOAD_W4((w_row[i] + k0) >> 2);
+        [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
+            const uint t = k0 + kk;
+            const bool inside = t < pc.k_end;
+            const uint tap = inside ? t : pc.k_begin;
+            uint c, rs;
+            if (NHWC) {
+                c = tap % CG, rs = tap / CG;
+            } else {
+                c = tap / RS, rs = tap % RS;
+            }
+            const uint dh = (rs / S) * DIL_H, dw = (rs % S) * DIL_W;
+            const uint channel = c * channel_stride(NHWC, H, W);
+            if (!W_VEC4) [[unroll]] for (uint i = 0; i < TM; ++i) a[i][kk] = inside ? LOAD_W(w_row[i] + tap) : 0.0;
+            [[unroll]] for (uint j = 0; j < TN; ++j) {
+                const int ih = row0[j] + int(dh), iw = col0[j] + int(dw);
+                const bool valid = inside && in_range(ih, H) && in_range(iw, W);
+                b[j][kk] = valid ? LOAD_X(x_image[j] + channel + (uint(ih) * W + uint(iw)) * column_stride(NHWC, C)) : 0.0;
+            }
+        }
+        [[unroll]] for (uint i = 0; i < TM; ++i)
+            [[unroll]] for (uint j = 0; j < TN; j += 4)
+                acc[(i * TN + j) / 4] += vec4(dot(a[i], b[j]), dot(a[i], b[j + 1]), dot(a[i], b[j + 2]),
+                                              dot(a[i], b[j + 3]));
+    }
+
+    [[unroll]] for (uint i = 0; i < TM; ++i) {
+        const uint m = m0 + i;
+        if (m >= KG) break;
+        [[unroll]] for (uint j = 0; j < TN; ++j) {
+            const uint col = n0 + j;
+            if (col >= columns) break;
+            const uint n = col / (P * Q), pq = col % (P * Q);
+            const uint index = tensor_offset(NHWC, n, g * KG + m, pq / Q, pq % Q, K, P, Q);
+            float start;
+            if (pc.accumulate != 0) {
+                start = y[pc.first_y + index];
+            } else {
+                start = HAS_BIAS ? bias[pc.first_bias + g * KG + m] : 0.0;
+                if (HAS_RESIDUAL) start += pc.beta * residual[pc.first_z + index];
+            }
+            const float result = start + pc.alpha * acc[(i * TN + j) / 4][j % 4];
+            y[pc.first_y + index] = pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result;
+        }
+    }
+}
