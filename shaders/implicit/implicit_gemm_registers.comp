@@ -1,29 +1,38 @@
 #version 450
-// implicit_gemm_registers — the implicit-GEMM forward convolution (see implicit_gemm.comp for the mapping)
-// with register blocks and no shared memory, for CPU devices, where every load costs and shared memory
-// buys nothing (as gemm_registers is to gemm_shared).
+// implicit_gemm_registers — the implicit-GEMM forward and backward-filter convolution (see implicit_gemm.comp
+// for the mapping) with register blocks and no shared memory, for CPU devices, where every load costs and
+// shared memory buys nothing (as gemm_registers is to gemm_shared).
 //
-// Per group g: y[n, g*KG+m, p, q] = sum over taps t = (c, r, s) of w[g*KG+m, t] * x(n, g*CG+c, p, q; r, s).
-// Each invocation owns TM filters x TN output positions. What a column needs is worked out once, before the
-// reduction: its image, and the input row and column its window starts at. Each step of 4 taps then costs
-// the taps' (c, r, s) (divisions by specialization constants), TM x 4 filter loads along the filter's own
-// order, TN x 4 input loads (zero in the padding) and TM x TN x 4 multiply-adds.
+// PASS 0, forward, per group g: y[n, g*KG+m, p, q] = sum over taps t = (c, r, s) of w[g*KG+m, t] *
+// x(n, g*CG+c, p, q; r, s). Each invocation owns TM filters x TN output positions. What a column needs is
+// worked out once, before the reduction: its image, and the input row and column its window starts at.
+// Each step of 4 taps then costs the taps' (c, r, s) (divisions by specialization constants), TM x 4
+// filter loads along the filter's own order, TN x 4 input loads (zero in the padding) and TM x TN x 4
+// multiply-adds.
+// PASS 2, backward-filter: dw[g*KG+m, t] = sum over positions (n, p, q) of dy[n, g*KG+m, p, q] *
+// x(n, g*CG+c, p, q; r, s). Each invocation owns TM filters x TN taps, their (c, r, s) worked out once; each
+// step of 4 positions costs their (n, p, q), TM x 4 dy loads and TN x 4 input loads. Workgroup z is (slice,
+// group): slices of `piece` positions write partial products slice_floats apart (splitk_reduce adds them).
 //
 // Specialization constants:
 //   0 WG_N, 1 WG_M (local_size_x_id, local_size_y_id); 2 TM, 3 TN (multiples of 4)
 //   4 R, 5 S, 6 STRIDE_H, 7 STRIDE_W, 8 PAD_H, 9 PAD_W, 10 DIL_H, 11 DIL_W, 12 NHWC
 //   13 HAS_BIAS, 14 ACTIVATION, 15 HAS_RESIDUAL (the epilogue)
 //   16 C, 17 H, 18 W, 19 K, 20 P, 21 Q, 22 GROUPS
+//   24 PASS            0 forward, 2 backward-filter
 //   23 W_VEC4          a filter's taps are whole aligned vec4s (C/G*R*S % 4 == 0, w's element 0 on a
 //                      4-float boundary): a step's 4 taps of a filter load as one vec4 (binding 5)
-// Bindings: 0 x, 1 w (storage buffers, or with ACCESS_UNIFORM_TEXEL uniform texel buffers of r32f: the
-//   cheaper load path on lavapipe), 2 bias, 3 the residual z (read only; any buffer where unused; z may be
-//   y's own memory), 4 y (written), 5 w again as vec4s (rgba32f with ACCESS_UNIFORM_TEXEL; read with W_VEC4).
+// Bindings: 0 x, 1 w (backward-filter: dy) (storage buffers, or with ACCESS_UNIFORM_TEXEL uniform texel
+//   buffers of r32f: the cheaper load path on lavapipe), 2 bias, 3 the residual z (read only; any buffer
+//   where unused; z may be y's own memory), 4 what the pass writes: y, dw or dw's partial products, 5 w again
+//   as vec4s (rgba32f with ACCESS_UNIFORM_TEXEL; read with W_VEC4).
 // Push constants: first_x, first_w, first_bias, first_z, first_y (element 0 of each binding, in floats), N,
-//   col_base (the dispatch's first column), k_begin, k_end (the taps this piece covers), accumulate (add to
-//   y: a later piece), last (apply the activation), alpha, beta, negative_slope.
+//   col_base (the dispatch's first column), k_begin, k_end (the reduction this dispatch covers), accumulate
+//   (add to the output: a later piece), last (apply the activation), alpha, beta, negative_slope, piece
+//   (backward-filter: each slice's share of the reduction), slice_floats (floats between slices' partial
+//   products).
 // The epilogue: y = act(alpha * sum + bias + beta * z), the first piece starting from bias + beta * z.
-// Dispatch grid: (ceil(columns / (WG_N * TN)) or fewer, ceil(K/G / (WG_M * TM)), GROUPS).
+// Dispatch grid: (ceil(columns / (WG_N * TN)) or fewer, ceil(K/G / (WG_M * TM)), GROUPS * slices).
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : enable
@@ -54,6 +63,7 @@ layout(constant_id = 20) const uint P = 1;
 layout(constant_id = 21) const uint Q = 1;
 layout(constant_id = 22) const uint GROUPS = 1;
 layout(constant_id = 23) const bool W_VEC4 = false;
+layout(constant_id = 24) const uint PASS = 0;
 
 #ifdef ACCESS_UNIFORM_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
@@ -80,12 +90,13 @@ layout(push_constant) uniform Params {
     uint k_begin, k_end;
     uint accumulate, last;
     float alpha, beta, negative_slope;
+    uint piece, slice_floats;
 } pc;
 
 const uint CG = C / GROUPS, KG = K / GROUPS;
 const uint RS = R * S, TAPS = CG * RS;
 
-void main() {
+void forward_main() {
     const uint g = gl_WorkGroupID.z;
     const uint n0 = pc.col_base + gl_GlobalInvocationID.x * TN;
     const uint m0 = gl_GlobalInvocationID.y * TM;
@@ -153,4 +164,71 @@ void main() {
             y[pc.first_y + index] = pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result;
         }
     }
+}
+
+void filter_main() {
+    const uint g = gl_WorkGroupID.z % GROUPS, slice = gl_WorkGroupID.z / GROUPS;
+    const uint first = pc.k_begin + slice * pc.piece, last = min(pc.k_end, first + pc.piece);
+    const uint t0 = pc.col_base + gl_GlobalInvocationID.x * TN;
+    const uint m0 = gl_GlobalInvocationID.y * TM;
+    // Taps past the edge work on the last valid one (dropped at the store).
+    uint channel[TN];  // the tap's input channel, as an offset within an image
+    uint tap_h[TN], tap_w[TN];  // r * dilation, s * dilation
+    [[unroll]] for (uint j = 0; j < TN; ++j) {
+        const uint tap = min(t0 + j, TAPS - 1);
+        uint c, rs;
+        if (NHWC) {
+            c = tap % CG, rs = tap / CG;
+        } else {
+            c = tap / RS, rs = tap % RS;
+        }
+        channel[j] = (g * CG + c) * channel_stride(NHWC, H, W);
+        tap_h[j] = (rs / S) * DIL_H, tap_w[j] = (rs % S) * DIL_W;
+    }
+    uint dy_channel[TM];
+    [[unroll]] for (uint i = 0; i < TM; ++i) dy_channel[i] = (g * KG + min(m0 + i, KG - 1)) * channel_stride(NHWC, P, Q);
+
+    vec4 acc[TM * TN / 4];
+    [[unroll]] for (uint i = 0; i < TM * TN / 4; ++i) acc[i] = vec4(0.0);
+    for (uint k0 = first; k0 < last; k0 += 4) {
+        vec4 a[TM], b[TN];
+        [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
+            const uint position = k0 + kk;
+            const bool inside = position < last;
+            const uint pos = inside ? position : first;
+            const uint n = pos / (P * Q), pq = pos % (P * Q), p = pq / Q, q = pq % Q;
+            const uint dy_at = pc.first_w + tensor_offset(NHWC, n, 0, p, q, K, P, Q);
+            [[unroll]] for (uint i = 0; i < TM; ++i) a[i][kk] = inside ? LOAD_W(dy_at + dy_channel[i]) : 0.0;
+            const uint x_at = pc.first_x + tensor_offset(NHWC, n, 0, 0, 0, C, H, W);
+            const int oh = window_origin(p, STRIDE_H, PAD_H), ow = window_origin(q, STRIDE_W, PAD_W);
+            [[unroll]] for (uint j = 0; j < TN; ++j) {
+                const int ih = oh + int(tap_h[j]), iw = ow + int(tap_w[j]);
+                const bool valid = inside && in_range(ih, H) && in_range(iw, W);
+                b[j][kk] = valid ? LOAD_X(x_at + channel[j] + (uint(ih) * W + uint(iw)) * column_stride(NHWC, C)) : 0.0;
+            }
+        }
+        [[unroll]] for (uint i = 0; i < TM; ++i)
+            [[unroll]] for (uint j = 0; j < TN; j += 4)
+                acc[(i * TN + j) / 4] += vec4(dot(a[i], b[j]), dot(a[i], b[j + 1]), dot(a[i], b[j + 2]),
+                                              dot(a[i], b[j + 3]));
+    }
+
+    [[unroll]] for (uint i = 0; i < TM; ++i) {
+        const uint m = m0 + i;
+        if (m >= KG) break;
+        [[unroll]] for (uint j = 0; j < TN; ++j) {
+            const uint t = t0 + j;
+            if (t >= TAPS) break;
+            const uint index = pc.first_y + slice * pc.slice_floats + (g * KG + m) * TAPS + t;
+            const float value = acc[(i * TN + j) / 4][j % 4];
+            y[index] = pc.accumulate != 0 ? y[index] + value : value;
+        }
+    }
+}
+
+void main() {
+    if (PASS == 0)
+        forward_main();
+    else
+        filter_main();
 }

@@ -64,11 +64,13 @@ uint64_t iterations_per_step(const GemmConfig& c) {
 
 // The shared-memory, storage-buffer configuration whose tiles waste least of the product and give the device
 // enough workgroups (as the GEMM picks its own): the implicit loaders read plain storage buffers.
-// Whether x and w fit uniform texel views (the register kernel's texel path), each from its offset alignment.
+// Whether x, w and dy fit uniform texel views (the register kernel's texel path), each from its offset
+// alignment.
 bool texel_views_fit(ContextImpl& context, const ConvProblem& p) {
     const uint64_t most = context.device->limits().maxTexelBufferElements;
     const uint64_t slack = context.pool->alignment() / 4;
-    return uint64_t(p.input_elements()) + slack <= most && uint64_t(p.filter_elements()) + slack <= most;
+    return uint64_t(p.input_elements()) + slack <= most && uint64_t(p.filter_elements()) + slack <= most &&
+           uint64_t(p.output_elements()) + slack <= most;
 }
 
 Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass pass, const Product& product,
@@ -104,7 +106,7 @@ std::string shader_of(const GemmConfig& c) {
 }
 
 bool registers_kernel(ContextImpl& context, Pass pass) {
-    return pass == Pass::Forward && context.device->info().type == "CPU";
+    return pass != Pass::BackwardData && context.device->info().type == "CPU";
 }
 
 Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
@@ -179,6 +181,7 @@ struct RegistersPush {
     uint32_t k_begin, k_end;
     uint32_t accumulate, last;
     float alpha, beta, negative_slope;
+    uint32_t piece, slice_floats;
 };
 VKCONV_PUSH_SIZE(RegistersPush, implicit_gemm_registers)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, first_y)
@@ -186,64 +189,88 @@ VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, col_base)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, k_end)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, last)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, negative_slope)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, slice_floats)
 
-// Forward through the register kernel (CPU devices): pieces of the taps in order, each after the first
-// adding to y.
-void record_registers_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                              const ImplicitPlan& ip, const GemmConfig& config, const ConvOperands& ops) {
+// Forward and backward-filter through the register kernel (CPU devices). Forward: pieces of the taps in
+// order, each after the first adding to y. Backward-filter: slices of the positions into partial products
+// added by splitk_reduce, or (no room for them) pieces in order adding into dw.
+void record_registers(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
+                      const ImplicitPlan& ip, const GemmConfig& config, const ConvOperands& ops, Workspace workspace) {
+    const bool forward = pass == Pass::Forward;
     const FusedEpilogue& epilogue = ops.epilogue;
+    const Window x = ops.input.whole(), w = ops.filter.whole(), y = ops.output.whole();
+    const bool partials = !forward && ip.partials;
+    // Forward reads w and writes y; backward-filter reads dy in w's place and writes dw or its partials.
+    const Window a_operand = forward ? w : y;
+    const Window out = forward ? y : partials ? workspace[Slot::Partials].whole() : w;
+    // An application's buffer is never viewed as texels (its usage may not allow it): read it as storage.
+    const bool texel = config.access == GemmAccess::UniformTexel && !context.device->foreign_buffer(x.range.buffer) &&
+                       !context.device->foreign_buffer(a_operand.range.buffer);
+    // Whole vec4s of taps (forward): every filter's taps a multiple of 4 long, w's element 0 on a 4-float
+    // boundary, and every piece starting on a multiple of 4 taps (pieces are whole steps of 4).
+    const bool w_vec4 =
+        forward && uint64_t(p.filter_elements() / p.K) % 4 == 0 && w.delta % 4 == 0 && ip.piece % 4 == 0;
+
     using Id = contract::implicit_gemm_registers::spec;
     Specialization<contract::implicit_gemm_registers> spec;
     spec.set(Id::LOCAL_SIZE_X, config.wg_n).set(Id::LOCAL_SIZE_Y, config.wg_m).set(Id::TM, config.tm).set(Id::TN, config.tn);
     spec.set(Id::R, p.R).set(Id::S, p.S).set(Id::STRIDE_H, p.stride_h).set(Id::STRIDE_W, p.stride_w);
     spec.set(Id::PAD_H, p.pad_h).set(Id::PAD_W, p.pad_w).set(Id::DIL_H, p.dilation_h).set(Id::DIL_W, p.dilation_w);
-    spec.set(Id::NHWC, p.layout == Layout::NHWC).set(Id::HAS_BIAS, p.has_bias);
-    spec.set(Id::ACTIVATION, activation_constant(epilogue.activation)).set(Id::HAS_RESIDUAL, epilogue.has_residual());
+    spec.set(Id::NHWC, p.layout == Layout::NHWC).set(Id::HAS_BIAS, forward && p.has_bias);
+    spec.set(Id::ACTIVATION, forward ? activation_constant(epilogue.activation) : 0u);
+    spec.set(Id::HAS_RESIDUAL, forward && epilogue.has_residual());
     spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::K, p.K).set(Id::P, p.P()).set(Id::Q, p.Q());
-    spec.set(Id::GROUPS, p.groups);
+    spec.set(Id::GROUPS, p.groups).set(Id::W_VEC4, w_vec4).set(Id::PASS, forward ? 0u : 2u);
     PipelineDesc desc;
-    const Window x = ops.input.whole(), w = ops.filter.whole(), y = ops.output.whole();
-    // Whole vec4s of taps: every filter's taps a multiple of 4 long, w's element 0 on a 4-float boundary, and
-    // every piece starting on a multiple of 4 taps (pieces are whole steps of 4).
-    const bool w_vec4 = uint64_t(p.filter_elements() / p.K) % 4 == 0 && w.delta % 4 == 0 && ip.piece % 4 == 0;
-    spec.set(Id::W_VEC4, w_vec4);
-    // An application's buffer is never viewed as texels (its usage may not allow it): read it as storage.
-    const bool texel = config.access == GemmAccess::UniformTexel && !context.device->foreign_buffer(x.range.buffer) &&
-                       !context.device->foreign_buffer(w.range.buffer);
     desc.shader = texel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
     desc.bindings.assign(6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     if (texel) desc.bindings[0] = desc.bindings[1] = desc.bindings[5] = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
     desc.push_constant_bytes = sizeof(RegistersPush);
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
-    const Window b = p.has_bias ? ops.bias.whole() : w;
-    const Window z = epilogue.has_residual() ? epilogue.residual.whole() : w;
+    const Window b = forward && p.has_bias ? ops.bias.whole() : a_operand;
+    const Window z = forward && epilogue.has_residual() ? epilogue.residual.whole() : a_operand;
     const VkFormat format = texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED;
     const VkFormat format4 = texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
-    const std::array<Binding, 6> bindings{Binding{x.range, false, format}, Binding{w.range, false, format},
+    const std::array<Binding, 6> bindings{Binding{x.range, false, format}, Binding{a_operand.range, false, format},
                                           Binding{b.range, false},         Binding{z.range, false},
-                                          Binding{y.range, true},          Binding{w.range, false, format4}};
+                                          Binding{out.range, true},        Binding{a_operand.range, false, format4}};
     RegistersPush push{};
-    push.first_x = uint32_t(x.delta), push.first_w = uint32_t(w.delta), push.first_bias = uint32_t(b.delta);
-    push.first_z = uint32_t(z.delta), push.first_y = uint32_t(y.delta);
+    push.first_x = uint32_t(x.delta), push.first_w = uint32_t(a_operand.delta), push.first_bias = uint32_t(b.delta);
+    push.first_z = uint32_t(z.delta), push.first_y = uint32_t(out.delta);
     push.N = uint32_t(p.N);
-    push.alpha = epilogue.alpha, push.beta = epilogue.beta, push.negative_slope = epilogue.negative_slope;
-    const Product product = product_of(p, Pass::Forward);
+    push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
+    push.negative_slope = epilogue.negative_slope;
+    push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
+    const Product product = product_of(p, pass);
     const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
     const uint64_t step = uint64_t(context.device->max_workgroups(0)) * config.tile_n();
-    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
-        push.k_begin = uint32_t(k0);
-        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
-        push.accumulate = k0 > 0 ? 1u : 0u;
-        push.last = push.k_end == product.reduction ? 1u : 0u;
+    auto dispatch_columns = [&](uint32_t slices) {
         for (uint64_t col0 = 0; col0 < product.columns; col0 += step) {
             const uint64_t count = std::min(step, product.columns - col0);
             push.col_base = uint32_t(col0);
-            stream.note_work(2 * count * product.rows * uint64_t(p.groups) * (push.k_end - push.k_begin),
-                             uint64_t(config.tm) * config.tn * (push.k_end - push.k_begin));
+            const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
+            stream.note_work(2 * count * product.rows * uint64_t(p.groups) * reduction,
+                             uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin));
             stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())), uint32_t(tiles_m),
-                            uint32_t(p.groups));
+                            uint32_t(uint64_t(p.groups) * slices));
         }
+    };
+    if (partials) {
+        push.k_begin = 0, push.k_end = uint32_t(product.reduction), push.piece = uint32_t(ip.piece);
+        push.accumulate = 0, push.last = 1;
+        dispatch_columns(ip.slices);
+        record_splitk_reduce(context, stream, out.range, w.range, w.delta, uint64_t(p.filter_elements()),
+                             int64_t(ip.slices), false);
+        return;
+    }
+    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
+        push.k_begin = uint32_t(k0);
+        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
+        push.piece = push.k_end - push.k_begin;
+        push.accumulate = k0 > 0 ? 1u : 0u;
+        push.last = push.k_end == product.reduction ? 1u : 0u;
+        dispatch_columns(1);
     }
 }
 
@@ -251,7 +278,8 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
                           const ConvOperands& ops, Workspace workspace) {
     const ImplicitPlan& ip = plan.implicit;
     if (ip.registers)
-        return record_registers_forward(context, stream, p, ip, context.gemm_configs().all.at(ip.config), ops);
+        return record_registers(context, stream, p, plan.pass, ip, context.gemm_configs().all.at(ip.config), ops,
+                                workspace);
     const GemmConfig& config = context.gemm_configs().all.at(ip.config);
     const Pass pass = plan.pass;
     const bool nhwc = p.layout == Layout::NHWC;
