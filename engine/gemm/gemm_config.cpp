@@ -110,7 +110,9 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     if (lavapipe) {
         for (A access : {A::StorageTexel, A::UniformTexel, A::StorageBuffer})
             family(K::Registers, access, register_shapes);
-        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}, {8, 16, 8, 4, 2}});
+        // The shared kernel serves implicit GEMM's backward-data here: a square tile, its double-buffered
+        // twin, and a 4-row tile for products a few rows tall (a 3-channel layer's dx).
+        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}, {8, 16, 8, 4, 2}, {1, 64, 4, 2}});
     } else {
         for (A access : {A::StorageBuffer, A::StorageTexel}) family(K::Shared, access, shared_shapes);
         family(K::Shared, A::StorageBuffer, double_buffered);
