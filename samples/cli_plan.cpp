@@ -34,10 +34,10 @@ std::vector<int64_t> parse_list(const std::string& text, size_t count, const std
         const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         char* end = nullptr;
         const long long v = std::strtoll(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || v <= 0)
+        if (item.empty() || *end != '\0' || v <= 0 || v > int64_t(UINT32_MAX))
             throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
                                 option + " '" + text + "': expected " + std::to_string(count) +
-                                    " positive integers separated by commas");
+                                    " positive integers (below 2^32) separated by commas");
         values.push_back(v);
         if (comma == std::string::npos) break;
         start = comma + 1;

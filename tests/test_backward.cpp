@@ -525,3 +525,22 @@ TEST_CASE("a long bias gradient with no room for partial sums adds its pieces st
         }
     }
 }
+
+TEST_CASE("implicit GEMM splits grids past the workgroup-count limit in every dimension", "[backward][gpu]") {
+    // A cap of 2 workgroups per dimension: columns, filter rows and (slice, group) pairs all take several
+    // dispatches, which must still cover every output once.
+    auto options = vkt::test_options();
+    options.max_workgroups_per_dispatch = 2;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    for (vkconv::Layout layout : {vkconv::Layout::NCHW, vkconv::Layout::NHWC}) {
+        const vkconv::ConvProblem p =
+            vkt::problem().batch(2).channels(8).image(9, 10).filters(12).kernel(3, 3).pad(1).groups(4).layout(layout);
+        INFO(p.str());
+        vkt::check_forward(*context, p, vkconv::Algorithm::ImplicitGemm, 31);
+        vkt::BackwardCheck check(*context, p, 32);
+        check.data(vkconv::Algorithm::ImplicitGemm);
+        const auto filter = check.filter(vkconv::Algorithm::ImplicitGemm);
+        CHECK(filter.stats.dispatches > 2);
+    }
+}

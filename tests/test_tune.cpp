@@ -167,6 +167,13 @@ TEST_CASE("tune checks implicit GEMM's configurations on every pass and keeps th
             if (pass == vkconv::Pass::Forward) vkt::check_forward(*context, q, vkconv::Algorithm::ImplicitGemm, 7);
         }
     CHECK(vkconv::tuned_entries(*context) == 6);
+    // A problem with a bias keeps its winner under its own name: tuned again, the winner is what ran before.
+    vkconv::ConvProblem biased = p;
+    biased.has_bias = true;
+    const auto first = vkconv::tune_implicit_gemm(*context, biased, vkconv::Pass::BackwardFilter, 1);
+    const auto again = vkconv::tune_implicit_gemm(*context, biased, vkconv::Pass::BackwardFilter, 1);
+    CHECK(again.before == first.best);
+    CHECK(vkconv::tuned_entries(*context) == 7);
     vkconv::save_tuning(*context);
     CHECK(read_text(file).find("implicit backward-filter ") != std::string::npos);
 }

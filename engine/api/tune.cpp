@@ -124,8 +124,11 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     if (pass == Pass::BackwardBias)
         throw Error(ErrorCategory::InvalidArgument, "tune_implicit_gemm: backward-bias runs no implicit GEMM");
     if (repeats == 0) throw Error(ErrorCategory::InvalidArgument, "tune_implicit_gemm: repeats must be at least 1");
+    // The winner is kept for the caller's problem (bias included: the passes look it up so); the runs
+    // leave the bias out, which is not implicit GEMM's work.
+    const ConvProblem& key = problem;
     ConvProblem p = problem;
-    p.has_bias = false;  // the bias gradient is not implicit GEMM's
+    p.has_bias = false;
     const auto xv = values(size_t(p.input_elements()), 3), wv = values(size_t(p.filter_elements()), 4),
                yv = values(size_t(p.output_elements()), 5);
     Tensor x = Tensor::from_host(context, p.input_shape(), xv);
@@ -151,12 +154,14 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     };
     TuneResult result;
     result.what = std::string("implicit-gemm ") + to_string(pass) + " " + p.str();
-    const auto earlier = impl.tuning->implicit(pass, p);
+    const auto earlier = impl.tuning->implicit(pass, key);
+    const auto unbiased = impl.tuning->implicit(pass, p);  // the runs' own entry, put back afterwards
     result.before = earlier ? *earlier : "";
     for (const detail::GemmConfig& config : impl.gemm_configs().all) {
-        if (!detail::implicit_candidate(impl, pass, config)) continue;  // the ones implicit GEMM can run
+        if (!detail::implicit_candidate(impl, pass, config, p)) continue;  // the ones implicit GEMM can run here
         TuneCandidate candidate{config.name};
-        impl.tuning->set_implicit(pass, p, config.name);  // the pass runs this configuration
+        // The pass runs this configuration: stored for the problem it runs (without the bias) meanwhile.
+        impl.tuning->set_implicit(pass, p, config.name);
         try {
             // Inputs as uploaded: each run overwrites only its own output, so every run computes from them.
             std::vector<double> times;
@@ -181,12 +186,16 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
         result.candidates.push_back(candidate);
     }
     choose(result);
-    if (!result.best.empty())
-        impl.tuning->set_implicit(pass, p, result.best);
-    else if (earlier)
-        impl.tuning->set_implicit(pass, p, *earlier);
+    if (unbiased)
+        impl.tuning->set_implicit(pass, p, *unbiased);
     else
         impl.tuning->forget_implicit(pass, p);
+    if (!result.best.empty())
+        impl.tuning->set_implicit(pass, key, result.best);
+    else if (earlier)
+        impl.tuning->set_implicit(pass, key, *earlier);
+    else
+        impl.tuning->forget_implicit(pass, key);
     return result;
 }
 

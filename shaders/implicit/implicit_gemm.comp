@@ -33,7 +33,8 @@
 //   N, col_base (the dispatch's first column: grids past the workgroup-count limit), k_begin, k_end, piece
 //   (the reduction this dispatch covers, and each slice's share of it), slice_floats (backward-filter:
 //   floats between slices' partial products; 0 writes dw itself), accumulate (add to what the output
-//   holds: a later piece), last (apply the activation), alpha, beta, negative_slope.
+//   holds: a later piece), last (apply the activation), z_base (the dispatch's first (slice, group): grids
+//   past the workgroup-count limit), alpha, beta, negative_slope.
 // The forward epilogue: y = act(alpha * sum + bias + beta * z), the first piece starting from bias + beta*z,
 //   the last applying the activation.
 // Dispatch grid: (ceil(columns / BN) or fewer, ceil(M / BM), GROUPS * slices).
@@ -91,6 +92,7 @@ layout(push_constant) uniform Params {
     uint k_begin, k_end, piece;
     uint slice_floats;
     uint accumulate, last;
+    uint z_base;
     float alpha, beta, negative_slope;
 } pc;
 
@@ -184,7 +186,7 @@ void store(uint g, uint slice, uint m, uint col, float value) {
 }
 
 void main() {
-    const uint groups_z = gl_WorkGroupID.z;
+    const uint groups_z = pc.z_base + gl_WorkGroupID.z;
     const uint g = groups_z % GROUPS, slice = groups_z / GROUPS;
     const uint k_first = pc.k_begin + slice * pc.piece;
     const uint k_last = min(pc.k_end, k_first + pc.piece);

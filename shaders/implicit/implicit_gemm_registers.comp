@@ -30,7 +30,7 @@
 //   col_base (the dispatch's first column), k_begin, k_end (the reduction this dispatch covers), accumulate
 //   (add to the output: a later piece), last (apply the activation), alpha, beta, negative_slope, piece
 //   (backward-filter: each slice's share of the reduction), slice_floats (floats between slices' partial
-//   products).
+//   products), z_base (the dispatch's first (slice, group): grids past the workgroup-count limit).
 // The epilogue: y = act(alpha * sum + bias + beta * z), the first piece starting from bias + beta * z.
 // Dispatch grid: (ceil(columns / (WG_N * TN)) or fewer, ceil(K/G / (WG_M * TM)), GROUPS * slices).
 
@@ -91,13 +91,14 @@ layout(push_constant) uniform Params {
     uint accumulate, last;
     float alpha, beta, negative_slope;
     uint piece, slice_floats;
+    uint z_base;
 } pc;
 
 const uint CG = C / GROUPS, KG = K / GROUPS;
 const uint RS = R * S, TAPS = CG * RS;
 
 void forward_main() {
-    const uint g = gl_WorkGroupID.z;
+    const uint g = pc.z_base + gl_WorkGroupID.z;
     const uint n0 = pc.col_base + gl_GlobalInvocationID.x * TN;
     const uint m0 = gl_GlobalInvocationID.y * TM;
     const uint columns = pc.N * P * Q;
@@ -167,7 +168,8 @@ void forward_main() {
 }
 
 void filter_main() {
-    const uint g = gl_WorkGroupID.z % GROUPS, slice = gl_WorkGroupID.z / GROUPS;
+    const uint z = pc.z_base + gl_WorkGroupID.z;
+    const uint g = z % GROUPS, slice = z / GROUPS;
     const uint first = pc.k_begin + slice * pc.piece, last = min(pc.k_end, first + pc.piece);
     const uint t0 = pc.col_base + gl_GlobalInvocationID.x * TN;
     const uint m0 = gl_GlobalInvocationID.y * TM;

@@ -14,11 +14,12 @@ namespace vkconv::detail {
 struct ContextImpl;
 struct GemmConfig;
 
-// Whether implicit GEMM can run `pass` with `config` on this context's device: forward on a CPU device
-// runs the register kernel (implicit_gemm_registers.comp) with the GEMM's register configurations that
-// read storage buffers; everything else the shared-memory kernel with its single-buffered storage-buffer
-// configurations. `vkconv tune` times exactly these.
-bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& config);
+// Whether implicit GEMM can run `pass` of `problem` with `config` on this context's device: forward and
+// backward-filter on a CPU device run the register kernel (implicit_gemm_registers.comp) with the GEMM's
+// register configurations that read storage buffers or uniform texel buffers (where the tensors fit texel
+// views); everything else the shared-memory kernel with its single-buffered storage-buffer configurations.
+// `vkconv tune` times exactly these.
+bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& config, const ConvProblem& problem);
 
 struct ImplicitPlan {
     uint32_t config = 0;      // index into the device's GEMM configurations (a shared-memory, storage-buffer one)

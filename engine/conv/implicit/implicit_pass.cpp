@@ -22,6 +22,7 @@ struct ImplicitPush {
     uint32_t k_begin, k_end, piece;
     uint32_t slice_floats;
     uint32_t accumulate, last;
+    uint32_t z_base;
     float alpha, beta, negative_slope;
 };
 VKCONV_PUSH_SIZE(ImplicitPush, implicit_gemm)
@@ -31,6 +32,7 @@ VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, piece)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, slice_floats)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, last)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, negative_slope)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, z_base)
 
 uint64_t ceil_div(uint64_t a, uint64_t b) {
     return (a + b - 1) / b;
@@ -80,8 +82,7 @@ Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass p
     double best_score = -1;
     for (size_t i = 0; i < table.all.size(); ++i) {
         const GemmConfig& c = table.all[i];
-        if (!implicit_candidate(context, pass, c)) continue;
-        if (c.access == GemmAccess::UniformTexel && !texel_views_fit(context, p)) continue;
+        if (!implicit_candidate(context, pass, c, p)) continue;
         const uint64_t tiles_m = ceil_div(product.rows, c.tile_m()), tiles_n = ceil_div(product.columns, c.tile_n());
         const double used = double(product.rows * product.columns) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
         double reuse = double(c.tm * c.tn) / double(c.tm + c.tn);
@@ -130,13 +131,14 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
         if (auto name = context.tuning->implicit(pass, p))
             for (size_t i = 0; i < context.gemm_configs().all.size(); ++i) {
                 const GemmConfig& c = context.gemm_configs().all[i];
-                if (c.name == *name && implicit_candidate(context, pass, c) &&
-                    (c.access != GemmAccess::UniformTexel || texel_views_fit(context, p)))
-                    config_index = static_cast<uint32_t>(i);
+                if (c.name == *name && implicit_candidate(context, pass, c, p)) config_index = static_cast<uint32_t>(i);
             }
     if (!config_index) return config_index.refusal();
     const GemmConfigTable& table = context.gemm_configs();
     const GemmConfig& config = table.all[*config_index];
+    if (ceil_div(product.rows, config.tile_m()) > context.device->max_workgroups(1))
+        return unsupported("implicit-gemm: " + std::to_string(product.rows) +
+                           " rows per group need more workgroups than one dispatch may have (" + p.str() + ")");
     ImplicitPlan& ip = plan.implicit;
     ip.config = *config_index;
     ip.registers = config.kernel == GemmKernel::Registers;
@@ -157,7 +159,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     uint64_t slices = std::max(needed, ceil_div(table.wanted_workgroups, tiles));
     // At least 8 K steps a slice; within the binding limit, the grid's z limit and the workspace limit.
     slices = std::min(slices, std::max<uint64_t>(needed, ceil_div(product.reduction, 8 * uint64_t(config.bk))));
-    slices = std::min<uint64_t>(slices, context.device->max_workgroups(2) / groups);
+
     while (slices > 1 && slices * filter_floats * 4 > range) --slices;
     auto bytes = [&](uint64_t s) { return context.pool->round(s * filter_floats * 4); };
     while (options.workspace_limit && slices > 1 && bytes(slices) > options.workspace_limit) --slices;
@@ -182,6 +184,7 @@ struct RegistersPush {
     uint32_t accumulate, last;
     float alpha, beta, negative_slope;
     uint32_t piece, slice_floats;
+    uint32_t z_base;
 };
 VKCONV_PUSH_SIZE(RegistersPush, implicit_gemm_registers)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, first_y)
@@ -190,6 +193,7 @@ VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, k_end)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, last)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, negative_slope)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, slice_floats)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, z_base)
 
 // Forward and backward-filter through the register kernel (CPU devices). Forward: pieces of the taps in
 // order, each after the first adding to y. Backward-filter: slices of the positions into partial products
@@ -250,10 +254,16 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
             const uint64_t count = std::min(step, product.columns - col0);
             push.col_base = uint32_t(col0);
             const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
-            stream.note_work(2 * count * product.rows * uint64_t(p.groups) * reduction,
-                             uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin));
-            stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())), uint32_t(tiles_m),
-                            uint32_t(uint64_t(p.groups) * slices));
+            const uint64_t flops = 2 * count * product.rows * uint64_t(p.groups) * reduction;
+            const uint64_t serial = uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin);
+            const uint64_t z_total = uint64_t(p.groups) * slices, max_z = context.device->max_workgroups(2);
+            for (uint64_t z0 = 0; z0 < z_total; z0 += max_z) {  // (slice, group) pairs past the z limit
+                push.z_base = uint32_t(z0);
+                const uint64_t share = std::min(max_z, z_total - z0);
+                stream.note_work(flops * share / z_total, serial);
+                stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())),
+                                uint32_t(tiles_m), uint32_t(share));
+            }
         }
     };
     if (partials) {
@@ -340,10 +350,16 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
             const uint64_t count = std::min(step, product.columns - col0);
             push.col_base = uint32_t(col0);
             const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
-            stream.note_work(2 * count * macs_per_column * reduction,
-                             uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin));
-            stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())), uint32_t(tiles_m),
-                            uint32_t(groups * slices));
+            const uint64_t flops = 2 * count * macs_per_column * reduction;
+            const uint64_t serial = uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin);
+            const uint64_t z_total = groups * slices, max_z = context.device->max_workgroups(2);
+            for (uint64_t z0 = 0; z0 < z_total; z0 += max_z) {  // (slice, group) pairs past the z limit
+                push.z_base = uint32_t(z0);
+                const uint64_t share = std::min(max_z, z_total - z0);
+                stream.note_work(flops * share / z_total, serial);
+                stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())),
+                                uint32_t(tiles_m), uint32_t(share));
+            }
         }
     };
     if (partials) {
@@ -368,10 +384,11 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
 
 }  // namespace
 
-bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c) {
+bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c, const ConvProblem& problem) {
     if (registers_kernel(context, pass))
         return c.kernel == GemmKernel::Registers && c.tm % 4 == 0 && c.tn % 4 == 0 &&
-               (c.access == GemmAccess::StorageBuffer || c.access == GemmAccess::UniformTexel);
+               (c.access == GemmAccess::StorageBuffer ||
+                (c.access == GemmAccess::UniformTexel && texel_views_fit(context, problem)));
     return c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer && c.stages == 1;
 }
 
