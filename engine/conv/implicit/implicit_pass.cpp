@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "conv/epilogue.hpp"
@@ -177,6 +178,55 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     return plan;
 }
 
+// What both kernels do once their pipeline and bindings are set: the dispatches of the pass's reduction,
+// either every slice at once into its partial product and then their fixed-order sum into dw (`partials`),
+// or pieces one after another, each after the first adding to what the output holds. Columns past the x
+// limit and (slice, group) pairs past the z limit go in further dispatches. `Push` is either kernel's push
+// constants (the same member names).
+template <typename Push>
+void record_reduction(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
+                      const ImplicitPlan& ip, const GemmConfig& config, const Pipeline& pipeline,
+                      std::span<const Binding> bindings, Push& push, const Window& partials, const Window& dw) {
+    const Product product = product_of(p, pass);
+    const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
+    const uint64_t step = uint64_t(context.device->max_workgroups(0)) * config.tile_n();  // columns a dispatch
+    const uint64_t groups = uint64_t(p.groups), max_z = context.device->max_workgroups(2);
+    auto dispatch_columns = [&](uint32_t slices) {
+        for (uint64_t col0 = 0; col0 < product.columns; col0 += step) {
+            const uint64_t count = std::min(step, product.columns - col0);
+            push.col_base = uint32_t(col0);
+            const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
+            const uint64_t flops = 2 * count * product.rows * groups * reduction;
+            const uint64_t serial =
+                uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin);
+            const uint64_t z_total = groups * slices;
+            for (uint64_t z0 = 0; z0 < z_total; z0 += max_z) {
+                push.z_base = uint32_t(z0);
+                const uint64_t share = std::min(max_z, z_total - z0);
+                stream.note_work(flops * share / z_total, serial);
+                stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())),
+                                uint32_t(tiles_m), uint32_t(share));
+            }
+        }
+    };
+    if (pass == Pass::BackwardFilter && ip.partials) {
+        push.k_begin = 0, push.k_end = uint32_t(product.reduction), push.piece = uint32_t(ip.piece);
+        push.accumulate = 0, push.last = 1;
+        dispatch_columns(ip.slices);
+        record_splitk_reduce(context, stream, partials.range, dw.range, dw.delta, uint64_t(p.filter_elements()),
+                             int64_t(ip.slices), false);
+        return;
+    }
+    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
+        push.k_begin = uint32_t(k0);
+        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
+        push.piece = push.k_end - push.k_begin;
+        push.accumulate = k0 > 0 ? 1u : 0u;
+        push.last = push.k_end == product.reduction ? 1u : 0u;
+        dispatch_columns(1);
+    }
+}
+
 struct RegistersPush {
     uint32_t first_x, first_w, first_bias, first_z, first_y;
     uint32_t N, col_base;
@@ -246,42 +296,7 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    const Product product = product_of(p, pass);
-    const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
-    const uint64_t step = uint64_t(context.device->max_workgroups(0)) * config.tile_n();
-    auto dispatch_columns = [&](uint32_t slices) {
-        for (uint64_t col0 = 0; col0 < product.columns; col0 += step) {
-            const uint64_t count = std::min(step, product.columns - col0);
-            push.col_base = uint32_t(col0);
-            const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
-            const uint64_t flops = 2 * count * product.rows * uint64_t(p.groups) * reduction;
-            const uint64_t serial = uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin);
-            const uint64_t z_total = uint64_t(p.groups) * slices, max_z = context.device->max_workgroups(2);
-            for (uint64_t z0 = 0; z0 < z_total; z0 += max_z) {  // (slice, group) pairs past the z limit
-                push.z_base = uint32_t(z0);
-                const uint64_t share = std::min(max_z, z_total - z0);
-                stream.note_work(flops * share / z_total, serial);
-                stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())),
-                                uint32_t(tiles_m), uint32_t(share));
-            }
-        }
-    };
-    if (partials) {
-        push.k_begin = 0, push.k_end = uint32_t(product.reduction), push.piece = uint32_t(ip.piece);
-        push.accumulate = 0, push.last = 1;
-        dispatch_columns(ip.slices);
-        record_splitk_reduce(context, stream, out.range, w.range, w.delta, uint64_t(p.filter_elements()),
-                             int64_t(ip.slices), false);
-        return;
-    }
-    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
-        push.k_begin = uint32_t(k0);
-        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
-        push.piece = push.k_end - push.k_begin;
-        push.accumulate = k0 > 0 ? 1u : 0u;
-        push.last = push.k_end == product.reduction ? 1u : 0u;
-        dispatch_columns(1);
-    }
+    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, w);
 }
 
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
@@ -338,48 +353,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-
-    const Product product = product_of(p, pass);
-    const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
-    const uint64_t max_x = context.device->max_workgroups(0);
-    const uint64_t step = max_x * config.tile_n();  // columns per dispatch
-    const uint64_t groups = uint64_t(p.groups);
-    const uint64_t macs_per_column = product.rows * groups;  // a column's MACs per reduction index
-    auto dispatch_columns = [&](uint32_t slices) {
-        for (uint64_t col0 = 0; col0 < product.columns; col0 += step) {
-            const uint64_t count = std::min(step, product.columns - col0);
-            push.col_base = uint32_t(col0);
-            const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
-            const uint64_t flops = 2 * count * macs_per_column * reduction;
-            const uint64_t serial = uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin);
-            const uint64_t z_total = groups * slices, max_z = context.device->max_workgroups(2);
-            for (uint64_t z0 = 0; z0 < z_total; z0 += max_z) {  // (slice, group) pairs past the z limit
-                push.z_base = uint32_t(z0);
-                const uint64_t share = std::min(max_z, z_total - z0);
-                stream.note_work(flops * share / z_total, serial);
-                stream.dispatch(pipeline, bindings, &push, uint32_t(ceil_div(count, config.tile_n())),
-                                uint32_t(tiles_m), uint32_t(share));
-            }
-        }
-    };
-    if (partials) {
-        // Every slice at once into its partial product, then their fixed-order sum into dw.
-        push.k_begin = 0, push.k_end = uint32_t(product.reduction), push.piece = uint32_t(ip.piece);
-        push.accumulate = 0, push.last = 1;
-        dispatch_columns(ip.slices);
-        record_splitk_reduce(context, stream, out.range, w.range, w.delta, uint64_t(p.filter_elements()),
-                             int64_t(ip.slices), false);
-        return;
-    }
-    // Pieces of the reduction one after another, each after the first adding to what the output holds.
-    for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
-        push.k_begin = uint32_t(k0);
-        push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
-        push.piece = push.k_end - push.k_begin;
-        push.accumulate = k0 > 0 ? 1u : 0u;
-        push.last = push.k_end == product.reduction ? 1u : 0u;
-        dispatch_columns(1);
-    }
+    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, w);
 }
 
 }  // namespace
