@@ -113,6 +113,11 @@ std::vector<NamedProblem> odd_problems() {
         {"tall kernel 5x1", problem().batch(1).channels(5).image(16, 9).filters(3).kernel(5, 1).pad(2, 0)},
         {"stride 2,3 dilation 2,1",
          problem().batch(1).channels(4).image(21, 17).filters(6).kernel(3, 2).pad(1, 0).stride(2, 3).dilation(2, 1)},
+        // Channels and filters in whole vec4s (NHWC loads 4 channels at once), with a reduction, a tap count
+        // and a filter count that end inside a register block, and groups of 8 channels and 4 filters.
+        {"channels 8 to 12 pad 1", problem().batch(2).channels(8).image(9, 7).filters(12).kernel(3, 3).pad(1)},
+        {"groups 2 of 8 channels, 4 filters",
+         problem().batch(1).channels(16).image(11, 10).filters(8).kernel(3, 3).pad(1).stride(2).dilation(2).groups(2)},
     };
 }
 

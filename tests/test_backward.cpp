@@ -544,3 +544,19 @@ TEST_CASE("implicit GEMM splits grids past the workgroup-count limit in every di
         CHECK(filter.stats.dispatches > 2);
     }
 }
+
+TEST_CASE("implicit GEMM forward matches the reference on the named odd cases, both layouts", "[backward][gpu]") {
+    // The forward beside the backward passes above: the odd table in both layouts, where NHWC cases with
+    // channels in whole vec4s take the kernels' vector loads of x and dy.
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 7300;
+    for (const auto& named : vkt::odd_problems()) {
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            auto problem = named.problem;
+            problem.layout = layout;
+            INFO("case '" << named.name << "' " << problem.str());
+            const auto stats = vkt::check_forward(*context, problem, vkconv::Algorithm::ImplicitGemm, seed += 3);
+            CHECK(stats.algorithm == vkconv::Algorithm::ImplicitGemm);
+        }
+    }
+}

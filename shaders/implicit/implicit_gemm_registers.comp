@@ -22,10 +22,18 @@
 //   24 PASS            0 forward, 2 backward-filter
 //   23 W_VEC4          a filter's taps are whole aligned vec4s (C/G*R*S % 4 == 0, w's element 0 on a
 //                      4-float boundary): a step's 4 taps of a filter load as one vec4 (binding 5)
+//   25 X_VEC4          NHWC with C and C/G multiples of 4 and x's element 0 on a 4-float boundary: 4 taps
+//                      that are 4 consecutive channels of one (r, s) load as one vec4 of x (binding 6).
+//                      Forward: a step's 4 taps of a column; backward-filter: 4 of an invocation's taps
+//   26 DY_VEC4         backward-filter, NHWC with K and K/G multiples of 4 and dy's element 0 on a 4-float
+//                      boundary: 4 of an invocation's filters at one position load as one vec4 of dy
+//                      (binding 5)
+// Without them every tap of x is its own load: in NCHW a step's taps lie H*W or a row apart.
 // Bindings: 0 x, 1 w (backward-filter: dy) (storage buffers, or with ACCESS_UNIFORM_TEXEL uniform texel
 //   buffers of r32f: the cheaper load path on lavapipe), 2 bias, 3 the residual z (read only; any buffer
-//   where unused; z may be y's own memory), 4 what the pass writes: y, dw or dw's partial products, 5 w again
-//   as vec4s (rgba32f with ACCESS_UNIFORM_TEXEL; read with W_VEC4).
+//   where unused; z may be y's own memory), 4 what the pass writes: y, dw or dw's partial products, 5 binding
+//   1 again as vec4s (rgba32f with ACCESS_UNIFORM_TEXEL; read with W_VEC4 or DY_VEC4), 6 x again as vec4s
+//   (read with X_VEC4).
 // Push constants: first_x, first_w, first_bias, first_z, first_y (element 0 of each binding, in floats), N,
 //   col_base (the dispatch's first column), k_begin, k_end (the reduction this dispatch covers), accumulate
 //   (add to the output: a later piece), last (apply the activation), alpha, beta, negative_slope, piece
@@ -64,21 +72,27 @@ layout(constant_id = 21) const uint Q = 1;
 layout(constant_id = 22) const uint GROUPS = 1;
 layout(constant_id = 23) const bool W_VEC4 = false;
 layout(constant_id = 24) const uint PASS = 0;
+layout(constant_id = 25) const bool X_VEC4 = false;
+layout(constant_id = 26) const bool DY_VEC4 = false;
 
 #ifdef ACCESS_UNIFORM_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
 layout(binding = 1) uniform samplerBuffer w_texels;
 layout(binding = 5) uniform samplerBuffer w4_texels;
+layout(binding = 6) uniform samplerBuffer x4_texels;
 #define LOAD_X(i) texelFetch(x_texels, int(i)).x
 #define LOAD_W(i) texelFetch(w_texels, int(i)).x
 #define LOAD_W4(i) texelFetch(w4_texels, int(i))
+#define LOAD_X4(i) texelFetch(x4_texels, int(i))
 #else
 layout(std430, binding = 0) readonly buffer XBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer WBuffer { float w[]; };
 layout(std430, binding = 5) readonly buffer W4Buffer { vec4 w4[]; };
+layout(std430, binding = 6) readonly buffer X4Buffer { vec4 x4[]; };
 #define LOAD_X(i) x[i]
 #define LOAD_W(i) w[i]
 #define LOAD_W4(i) w4[i]
+#define LOAD_X4(i) x4[i]
 #endif
 layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
 layout(std430, binding = 3) readonly buffer ResidualBuffer { float residual[]; };
@@ -96,6 +110,7 @@ layout(push_constant) uniform Params {
 
 const uint CG = C / GROUPS, KG = K / GROUPS;
 const uint RS = R * S, TAPS = CG * RS;
+const bool UNPADDED = PAD_H == 0 && PAD_W == 0;  // every window lies inside the image
 
 void forward_main() {
     const uint g = pc.z_base + gl_WorkGroupID.z;
@@ -105,14 +120,15 @@ void forward_main() {
     // Rows and columns past the edge work on the last valid one (in bounds; dropped at the store).
     uint w_row[TM];
     [[unroll]] for (uint i = 0; i < TM; ++i) w_row[i] = pc.first_w + (g * KG + min(m0 + i, KG - 1)) * TAPS;
-    uint x_image[TN];  // element (n, g*CG, 0, 0) of the column's image
+    int window[TN];  // where the column's window starts, as an element of x (in the padding: outside its row)
     int row0[TN], col0[TN];  // where the column's window starts (may lie in the padding)
     [[unroll]] for (uint j = 0; j < TN; ++j) {
         const uint col = min(n0 + j, columns - 1);
         const uint n = col / (P * Q), pq = col % (P * Q);
-        x_image[j] = pc.first_x + tensor_offset(NHWC, n, g * CG, 0, 0, C, H, W);
         row0[j] = window_origin(pq / Q, STRIDE_H, PAD_H);
         col0[j] = window_origin(pq % Q, STRIDE_W, PAD_W);
+        window[j] = int(pc.first_x + tensor_offset(NHWC, n, g * CG, 0, 0, C, H, W)) +
+                    (row0[j] * int(W) + col0[j]) * int(column_stride(NHWC, C));
     }
 
     vec4 acc[TM * TN / 4];
@@ -121,7 +137,19 @@ void forward_main() {
         vec4 a[TM], b[TN];
         // A piece starts on a multiple of 4 taps, so with W_VEC4 a step's taps are one vec4 of each filter.
         if (W_VEC4) [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = LOAD_W4((w_row[i] + k0) >> 2);
-        [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
+        if (X_VEC4) {
+            // The step's taps are channels c..c+3 of one (r, s) (a piece is whole steps; C/G % 4 == 0).
+            const uint rs = k0 / CG, c = k0 % CG;
+            const uint dh = (rs / S) * DIL_H, dw = (rs % S) * DIL_W;
+            const int tap_offset = int(c + (dh * W + dw) * C);
+            if (!W_VEC4)
+                [[unroll]] for (uint i = 0; i < TM; ++i)
+                    [[unroll]] for (uint kk = 0; kk < 4; ++kk) a[i][kk] = LOAD_W(w_row[i] + k0 + kk);
+            [[unroll]] for (uint j = 0; j < TN; ++j) {
+                const bool valid = UNPADDED || (in_range(row0[j] + int(dh), H) && in_range(col0[j] + int(dw), W));
+                b[j] = valid ? LOAD_X4(uint(window[j] + tap_offset) >> 2) : vec4(0.0);
+            }
+        } else [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
             const uint t = k0 + kk;
             const bool inside = t < pc.k_end;
             const uint tap = inside ? t : pc.k_begin;
@@ -132,12 +160,13 @@ void forward_main() {
                 c = tap / RS, rs = tap % RS;
             }
             const uint dh = (rs / S) * DIL_H, dw = (rs % S) * DIL_W;
-            const uint channel = c * channel_stride(NHWC, H, W);
+            // The tap's distance from the window's start, the same for every column.
+            const int tap_offset = int(c * channel_stride(NHWC, H, W) + (dh * W + dw) * column_stride(NHWC, C));
             if (!W_VEC4) [[unroll]] for (uint i = 0; i < TM; ++i) a[i][kk] = inside ? LOAD_W(w_row[i] + tap) : 0.0;
             [[unroll]] for (uint j = 0; j < TN; ++j) {
-                const int ih = row0[j] + int(dh), iw = col0[j] + int(dw);
-                const bool valid = inside && in_range(ih, H) && in_range(iw, W);
-                b[j][kk] = valid ? LOAD_X(x_image[j] + channel + (uint(ih) * W + uint(iw)) * column_stride(NHWC, C)) : 0.0;
+                // Without padding every window lies inside the image: only the reduction's end is checked.
+                const bool valid = inside && (UNPADDED || (in_range(row0[j] + int(dh), H) && in_range(col0[j] + int(dw), W)));
+                b[j][kk] = valid ? LOAD_X(uint(window[j] + tap_offset)) : 0.0;
             }
         }
         [[unroll]] for (uint i = 0; i < TM; ++i)
@@ -189,6 +218,14 @@ void filter_main() {
     }
     uint dy_channel[TM];
     [[unroll]] for (uint i = 0; i < TM; ++i) dy_channel[i] = (g * KG + min(m0 + i, KG - 1)) * channel_stride(NHWC, P, Q);
+    // With DY_VEC4 (X_VEC4) rows (taps) past the edge read the last whole vec4 instead: K/G (TAPS) % 4 == 0.
+    uint dy_channel4[TM / 4], channel4[TN / 4], tap_h4[TN / 4], tap_w4[TN / 4];
+    [[unroll]] for (uint i = 0; i < TM; i += 4) dy_channel4[i / 4] = g * KG + min(m0 + i, KG - 4);
+    [[unroll]] for (uint j = 0; j < TN; j += 4) {
+        const uint tap = min(t0 + j, TAPS - 4), rs = tap / CG;
+        channel4[j / 4] = g * CG + tap % CG;
+        tap_h4[j / 4] = (rs / S) * DIL_H, tap_w4[j / 4] = (rs % S) * DIL_W;
+    }
 
     vec4 acc[TM * TN / 4];
     [[unroll]] for (uint i = 0; i < TM * TN / 4; ++i) acc[i] = vec4(0.0);
@@ -200,13 +237,31 @@ void filter_main() {
             const uint pos = inside ? position : first;
             const uint n = pos / (P * Q), pq = pos % (P * Q), p = pq / Q, q = pq % Q;
             const uint dy_at = pc.first_w + tensor_offset(NHWC, n, 0, p, q, K, P, Q);
-            [[unroll]] for (uint i = 0; i < TM; ++i) a[i][kk] = inside ? LOAD_W(dy_at + dy_channel[i]) : 0.0;
+            if (DY_VEC4) {
+                // Filters m..m+3 at one position: 4 consecutive channels of dy (NHWC).
+                [[unroll]] for (uint i = 0; i < TM; i += 4) {
+                    const vec4 v = inside ? LOAD_W4((dy_at + dy_channel4[i / 4]) >> 2) : vec4(0.0);
+                    [[unroll]] for (uint e = 0; e < 4; ++e) a[i + e][kk] = v[e];
+                }
+            } else {
+                [[unroll]] for (uint i = 0; i < TM; ++i) a[i][kk] = inside ? LOAD_W(dy_at + dy_channel[i]) : 0.0;
+            }
             const uint x_at = pc.first_x + tensor_offset(NHWC, n, 0, 0, 0, C, H, W);
             const int oh = window_origin(p, STRIDE_H, PAD_H), ow = window_origin(q, STRIDE_W, PAD_W);
-            [[unroll]] for (uint j = 0; j < TN; ++j) {
-                const int ih = oh + int(tap_h[j]), iw = ow + int(tap_w[j]);
-                const bool valid = inside && in_range(ih, H) && in_range(iw, W);
-                b[j][kk] = valid ? LOAD_X(x_at + channel[j] + (uint(ih) * W + uint(iw)) * column_stride(NHWC, C)) : 0.0;
+            if (X_VEC4) {
+                // Taps j..j+3: channels c..c+3 of one (r, s), 4 consecutive floats of x (NHWC).
+                [[unroll]] for (uint j = 0; j < TN; j += 4) {
+                    const int ih = oh + int(tap_h4[j / 4]), iw = ow + int(tap_w4[j / 4]);
+                    const bool valid = inside && in_range(ih, H) && in_range(iw, W);
+                    const vec4 v = valid ? LOAD_X4((x_at + channel4[j / 4] + (uint(ih) * W + uint(iw)) * C) >> 2) : vec4(0.0);
+                    [[unroll]] for (uint e = 0; e < 4; ++e) b[j + e][kk] = v[e];
+                }
+            } else {
+                [[unroll]] for (uint j = 0; j < TN; ++j) {
+                    const int ih = oh + int(tap_h[j]), iw = ow + int(tap_w[j]);
+                    const bool valid = inside && in_range(ih, H) && in_range(iw, W);
+                    b[j][kk] = valid ? LOAD_X(x_at + channel[j] + (uint(ih) * W + uint(iw)) * column_stride(NHWC, C)) : 0.0;
+                }
             }
         }
         [[unroll]] for (uint i = 0; i < TM; ++i)

@@ -65,8 +65,6 @@ uint64_t iterations_per_step(const GemmConfig& c) {
     return ceil_div(uint64_t(c.bk) * c.tile_m(), threads) + ceil_div(uint64_t(c.bk) * c.tile_n(), threads) + c.bk + 1;
 }
 
-// The shared-memory, storage-buffer configuration whose tiles waste least of the product and give the device
-// enough workgroups (as the GEMM picks its own): the implicit loaders read plain storage buffers.
 // Whether x, w and dy fit uniform texel views (the register kernel's texel path), each from its offset
 // alignment.
 bool texel_views_fit(ContextImpl& context, const ConvProblem& p) {
@@ -76,6 +74,9 @@ bool texel_views_fit(ContextImpl& context, const ConvProblem& p) {
            uint64_t(p.output_elements()) + slack <= most;
 }
 
+// The configuration whose tiles waste least of the product, with the most register reuse, among those that
+// give the device enough workgroups (as the GEMM picks its own): the shared-memory kernel's on GPUs, the
+// register kernel's on CPU devices.
 Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass pass, const Product& product,
                               uint64_t batches) {
     const GemmConfigTable& table = context.gemm_configs();
@@ -264,6 +265,11 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     // boundary, and every piece starting on a multiple of 4 taps (pieces are whole steps of 4).
     const bool w_vec4 =
         forward && uint64_t(p.filter_elements() / p.K) % 4 == 0 && w.delta % 4 == 0 && ip.piece % 4 == 0;
+    // NHWC with channels in whole vec4s: 4 consecutive channels of x (forward: a step's taps; backward-filter:
+    // 4 of an invocation's taps) and of dy (backward-filter: 4 of an invocation's filters) load as one vec4.
+    const bool nhwc = p.layout == Layout::NHWC;
+    const bool x_vec4 = nhwc && p.C % 4 == 0 && (p.C / p.groups) % 4 == 0 && x.delta % 4 == 0 && ip.piece % 4 == 0;
+    const bool dy_vec4 = !forward && nhwc && p.K % 4 == 0 && (p.K / p.groups) % 4 == 0 && a_operand.delta % 4 == 0;
 
     using Id = contract::implicit_gemm_registers::spec;
     Specialization<contract::implicit_gemm_registers> spec;
@@ -275,10 +281,13 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     spec.set(Id::HAS_RESIDUAL, forward && epilogue.has_residual());
     spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::K, p.K).set(Id::P, p.P()).set(Id::Q, p.Q());
     spec.set(Id::GROUPS, p.groups).set(Id::W_VEC4, w_vec4).set(Id::PASS, forward ? 0u : 2u);
+    spec.set(Id::X_VEC4, x_vec4).set(Id::DY_VEC4, dy_vec4);
     PipelineDesc desc;
     desc.shader = texel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
-    desc.bindings.assign(6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    if (texel) desc.bindings[0] = desc.bindings[1] = desc.bindings[5] = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    desc.bindings.assign(7, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    if (texel)
+        desc.bindings[0] = desc.bindings[1] = desc.bindings[5] = desc.bindings[6] =
+            VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
     desc.push_constant_bytes = sizeof(RegistersPush);
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
@@ -286,9 +295,10 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     const Window z = forward && epilogue.has_residual() ? epilogue.residual.whole() : a_operand;
     const VkFormat format = texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED;
     const VkFormat format4 = texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
-    const std::array<Binding, 6> bindings{Binding{x.range, false, format}, Binding{a_operand.range, false, format},
-                                          Binding{b.range, false},         Binding{z.range, false},
-                                          Binding{out.range, true},        Binding{a_operand.range, false, format4}};
+    const std::array<Binding, 7> bindings{Binding{x.range, false, format},         Binding{a_operand.range, false, format},
+                                          Binding{b.range, false},                 Binding{z.range, false},
+                                          Binding{out.range, true},                Binding{a_operand.range, false, format4},
+                                          Binding{x.range, false, format4}};
     RegistersPush push{};
     push.first_x = uint32_t(x.delta), push.first_w = uint32_t(a_operand.delta), push.first_bias = uint32_t(b.delta);
     push.first_z = uint32_t(z.delta), push.first_y = uint32_t(out.delta);
