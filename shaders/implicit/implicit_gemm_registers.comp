@@ -229,13 +229,13 @@ void filter_main() {
 
     vec4 acc[TM * TN / 4];
     [[unroll]] for (uint i = 0; i < TM * TN / 4; ++i) acc[i] = vec4(0.0);
+    // The position (n, p, q) the reduction is at, divided out once and then stepped: a division per
+    // position would cost more than the loads it addresses. Past the slice's end it runs on, unread.
+    uint n = first / (P * Q), p = (first % (P * Q)) / Q, q = first % Q;
     for (uint k0 = first; k0 < last; k0 += 4) {
         vec4 a[TM], b[TN];
         [[unroll]] for (uint kk = 0; kk < 4; ++kk) {
-            const uint position = k0 + kk;
-            const bool inside = position < last;
-            const uint pos = inside ? position : first;
-            const uint n = pos / (P * Q), pq = pos % (P * Q), p = pq / Q, q = pq % Q;
+            const bool inside = k0 + kk < last;
             const uint dy_at = pc.first_w + tensor_offset(NHWC, n, 0, p, q, K, P, Q);
             if (DY_VEC4) {
                 // Filters m..m+3 at one position: 4 consecutive channels of dy (NHWC).
@@ -263,6 +263,14 @@ void filter_main() {
                     b[j][kk] = valid ? LOAD_X(x_at + channel[j] + (uint(ih) * W + uint(iw)) * column_stride(NHWC, C)) : 0.0;
                 }
             }
+            // On to the next position.
+            q += 1;
+            const bool next_row = q == Q;
+            q = next_row ? 0 : q;
+            p += next_row ? 1 : 0;
+            const bool next_image = p == P;
+            p = next_image ? 0 : p;
+            n += next_image ? 1 : 0;
         }
         [[unroll]] for (uint i = 0; i < TM; ++i)
             [[unroll]] for (uint j = 0; j < TN; j += 4)
