@@ -19,29 +19,32 @@ const char* access_name(GemmAccess access) {
 }
 
 GemmConfig make(GemmKernel kernel, GemmAccess access, uint32_t wg_m, uint32_t wg_n, uint32_t tm, uint32_t tn,
-                uint32_t stages = 1, uint32_t bk = 16) {
+                uint32_t stages = 1, uint32_t bk = 16, bool vec4_shared = false) {
     GemmConfig c;
     c.kernel = kernel, c.access = access, c.wg_m = wg_m, c.wg_n = wg_n, c.tm = tm, c.tn = tn, c.bk = bk;
-    c.stages = stages;
+    c.stages = stages, c.vec4_shared = vec4_shared;
     c.name = std::string(kernel == GemmKernel::Registers ? "registers-" : "shared-") + access_name(access) + "-" +
              std::to_string(c.tile_m()) + "x" + std::to_string(c.tile_n()) + "-t" + std::to_string(tm) + "x" +
              std::to_string(tn);
     if (kernel == GemmKernel::Shared) c.name += "-k" + std::to_string(bk);
     if (stages == 2) c.name += "-db";
+    if (vec4_shared) c.name += "-v4";
     return c;
 }
 
 }  // namespace
 
 uint32_t GemmConfig::shared_bytes() const {
-    return kernel == GemmKernel::Shared ? stages * (tile_m() + 1 + tile_n() + 1) * bk * 4 : 0;
+    if (kernel != GemmKernel::Shared) return 0;
+    const uint32_t padding = vec4_shared ? 0 : 1;  // one float a row against bank conflicts, scalar tiles only
+    return stages * (tile_m() + padding + tile_n() + padding) * bk * 4;
 }
 
 std::string GemmConfig::shader() const {
     if (kernel == GemmKernel::Shared) {
         // Build variants with the register block fixed at compile time (shaders/CMakeLists.txt).
         const std::string base = access == GemmAccess::StorageBuffer ? "gemm_shared_ssbo" : "gemm_shared_texel";
-        return base + "_t" + std::to_string(tm) + "x" + std::to_string(tn);
+        return base + (vec4_shared ? "_v4" : "") + "_t" + std::to_string(tm) + "x" + std::to_string(tn);
     }
     switch (access) {
         case GemmAccess::StorageBuffer:
@@ -66,6 +69,9 @@ std::string gemm_config_problem(const Device& device, const GemmConfig& config) 
         return "register blocks must be multiples of 4";
     if (config.kernel == GemmKernel::Shared && config.access == GemmAccess::UniformTexel)
         return "no shared-memory kernel reads uniform texel buffers";
+    if (config.vec4_shared && (config.kernel != GemmKernel::Shared || config.access != GemmAccess::StorageBuffer ||
+                               config.tm % 4 || config.tn % 4))
+        return "vec4 shared reads are built for the storage-buffer shared kernel with 4x4, 8x4 and 8x8 blocks";
     const bool texels = config.access == GemmAccess::StorageTexel   ? device.model().storage_texel_buffers
                         : config.access == GemmAccess::UniformTexel ? device.model().uniform_texel_buffers
                                                                     : true;
@@ -83,6 +89,8 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     struct Shape {
         uint32_t wg_m, wg_n, tm, tn;
         uint32_t stages = 1;
+        uint32_t bk = 16;
+        bool vec4_shared = false;
     };
     const bool cpu = device.info().type == "CPU";
     // lavapipe runs the register kernel reading texel buffers fastest. Not every CPU implementation does:
@@ -101,10 +109,17 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     // Double-buffered shared tiles (the next K step loads while this one multiplies): candidates `vkconv
     // tune` times; the rule picks among the single-buffered family only.
     const std::vector<Shape> double_buffered = {{16, 16, 4, 4, 2}, {8, 16, 8, 4, 2}};
+    // Larger register blocks reading their shared tiles as vec4s (8x8 a invocation: 128x128 and 64x128 tiles
+    // in 8 KiB of shared memory a stage at BK = 8), single and double-buffered, and a 4x4 twin: candidates
+    // `vkconv tune` times, as the double-buffered ones.
+    const std::vector<Shape> vec4_shared = {{16, 16, 8, 8, 1, 8, true}, {16, 16, 8, 8, 2, 8, true},
+                                            {8, 16, 8, 8, 1, 8, true},  {16, 16, 4, 4, 1, 16, true},
+                                            {8, 16, 8, 4, 2, 16, true}};
     std::vector<std::vector<GemmConfig>> families;
     auto family = [&](K kernel, A access, const std::vector<Shape>& shapes) {
         std::vector<GemmConfig> configs;
-        for (const auto& s : shapes) configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn, s.stages));
+        for (const auto& s : shapes)
+            configs.push_back(make(kernel, access, s.wg_m, s.wg_n, s.tm, s.tn, s.stages, s.bk, s.vec4_shared));
         families.push_back(std::move(configs));
     };
     if (lavapipe) {
@@ -113,9 +128,11 @@ GemmConfigTable make_gemm_configs(const Device& device) {
         // The shared kernel serves implicit GEMM's backward-data here: a square tile, its double-buffered
         // twin, and a 4-row tile for products a few rows tall (a 3-channel layer's dx).
         family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4}, {8, 16, 8, 4, 2}, {1, 64, 4, 2}});
+        family(K::Shared, A::StorageBuffer, {{8, 16, 8, 4, 1, 16, true}});  // the vec4-read kernel, for tune
     } else {
         for (A access : {A::StorageBuffer, A::StorageTexel}) family(K::Shared, access, shared_shapes);
         family(K::Shared, A::StorageBuffer, double_buffered);
+        family(K::Shared, A::StorageBuffer, vec4_shared);
         family(K::Registers, A::StorageTexel, {{8, 8, 8, 8}});
         family(K::Registers, A::StorageBuffer, {{8, 8, 4, 4}});
     }

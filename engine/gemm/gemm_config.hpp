@@ -27,6 +27,9 @@ struct GemmConfig {
     uint32_t tm = 4, tn = 4;      // values per invocation
     uint32_t bk = 16;             // K step through shared memory (shared kernel only)
     uint32_t stages = 1;          // shared tiles: 2 double-buffers them (shared kernel only)
+    // Shared kernel only: each invocation owns TM consecutive rows and TN consecutive columns and reads the
+    // shared tiles as vec4s (gemm_shared.comp's SHARED_VEC4), for the larger register blocks.
+    bool vec4_shared = false;
 
     uint32_t tile_m() const { return wg_m * tm; }
     uint32_t tile_n() const { return wg_n * tn; }

@@ -20,6 +20,10 @@
 //  12 A_VEC4, 13 B_VEC4  the fast dimension of A / B is vec4-aligned: global loads are vec4
 //  14 STAGES          shared tiles: 1, or 2 (double-buffered: the next K step's tiles are loaded into the
 //                     other buffer while this step's are multiplied, one barrier a step instead of two)
+// Build define SHARED_VEC4 (with FIXED_TM/FIXED_TN multiples of 4): invocation (tx, ty) owns the TM
+// consecutive rows from ty*TM and the TN consecutive columns from tx*TN instead, and the shared tiles are
+// vec4 arrays without padding, so each K step reads TM/4 + TN/4 vec4s from shared memory rather than
+// TM + TN floats: the larger register blocks (8x8) then spend their time in FMAs, not shared loads.
 // Bindings and push constants: gemm_common.glsl (only the scalar views are read).
 // Dispatch grid: (ceil(N / BN), ceil(M / BM), batch entries).
 
@@ -45,9 +49,23 @@ layout(constant_id = 14) const uint STAGES = 1;
 
 const uint BM = WG_M * TM;
 const uint BN = WG_N * TN;
-const uint A_TILE = BK * (BM + 1), B_TILE = BK * (BN + 1);
+#ifdef SHARED_VEC4
+// Rows of whole vec4s: element e of a tile is component e % 4 of vec4 e / 4.
+const uint A_ROW = BM, B_ROW = BN;
+const uint A_TILE = BK * A_ROW, B_TILE = BK * B_ROW;
+shared vec4 a_tile[STAGES * A_TILE / 4];  // [stage][k][m]
+shared vec4 b_tile[STAGES * B_TILE / 4];  // [stage][k][n]
+#define A_AT(e) a_tile[(e) >> 2][(e) & 3u]
+#define B_AT(e) b_tile[(e) >> 2][(e) & 3u]
+#else
+// Rows padded by one float against bank conflicts.
+const uint A_ROW = BM + 1, B_ROW = BN + 1;
+const uint A_TILE = BK * A_ROW, B_TILE = BK * B_ROW;
 shared float a_tile[STAGES * A_TILE];  // [stage][k][m]
 shared float b_tile[STAGES * B_TILE];  // [stage][k][n]
+#define A_AT(e) a_tile[e]
+#define B_AT(e) b_tile[e]
+#endif
 
 // a_kphys(k0 + kk) from k0's position in its segment, with no division where segments are at least BK
 // long (a division by a push constant is tens of instructions on a GPU, once per staged element).
@@ -77,7 +95,7 @@ void stage(uint k0, uint slot, uint a_base, uint b_base, uint tile_m, uint tile_
             const vec4 v = (m < pc.M && k < pc.K)
                                ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2)
                                : vec4(0.0);
-            [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[a0 + (kk + c) * (BM + 1) + mm] = v[c];
+            [[unroll]] for (uint c = 0; c < 4; ++c) A_AT(a0 + (kk + c) * A_ROW + mm) = v[c];
         }
     } else if (A_VEC4) {
         for (uint e = tid; e < BK * BM / 4; e += threads) {
@@ -85,14 +103,14 @@ void stage(uint k0, uint slot, uint a_base, uint b_base, uint tile_m, uint tile_
             const uint m = min(tile_m + mm, (pc.M - 1) & ~3u), k = k0 + kk;  // past M: in bounds, dropped
             const vec4 v =
                 k < pc.K ? LOAD_A4((a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk)) >> 2) : vec4(0.0);
-            [[unroll]] for (uint c = 0; c < 4; ++c) a_tile[a0 + kk * (BM + 1) + mm + c] = v[c];
+            [[unroll]] for (uint c = 0; c < 4; ++c) A_AT(a0 + kk * A_ROW + mm + c) = v[c];
         }
     } else {
         for (uint e = tid; e < BK * BM; e += threads) {
             const uint kk = A_K_FAST ? e % BK : e / BM;
             const uint mm = A_K_FAST ? e / BK : e % BM;
             const uint m = tile_m + mm, k = k0 + kk;
-            a_tile[a0 + kk * (BM + 1) + mm] =
+            A_AT(a0 + kk * A_ROW + mm) =
                 (m < pc.M && k < pc.K) ? LOAD_A1(a_base + a_mphys(m) + a_kphys_from(k0, segment, in_segment, kk))
                                        : 0.0;
         }
@@ -102,21 +120,21 @@ void stage(uint k0, uint slot, uint a_base, uint b_base, uint tile_m, uint tile_
             const uint kk = e / (BN / 4), nn = (e % (BN / 4)) * 4;
             const uint n = min(tile_n + nn, (pc.N - 1) & ~3u), k = k0 + kk;  // past N: in bounds, dropped
             const vec4 v = k < pc.K ? LOAD_B4((b_base + k * pc.b_stride_k + n) >> 2) : vec4(0.0);
-            [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[b0 + kk * (BN + 1) + nn + c] = v[c];
+            [[unroll]] for (uint c = 0; c < 4; ++c) B_AT(b0 + kk * B_ROW + nn + c) = v[c];
         }
     } else if (B_VEC4) {
         for (uint e = tid; e < BK * BN / 4; e += threads) {
             const uint nn = e / (BK / 4), kk = (e % (BK / 4)) * 4;
             const uint n = tile_n + nn, k = k0 + kk;
             const vec4 v = (n < pc.N && k < pc.K) ? LOAD_B4((b_base + k + n * pc.b_stride_n) >> 2) : vec4(0.0);
-            [[unroll]] for (uint c = 0; c < 4; ++c) b_tile[b0 + (kk + c) * (BN + 1) + nn] = v[c];
+            [[unroll]] for (uint c = 0; c < 4; ++c) B_AT(b0 + (kk + c) * B_ROW + nn) = v[c];
         }
     } else {
         for (uint e = tid; e < BK * BN; e += threads) {
             const uint kk = B_N_FAST ? e / BN : e % BK;
             const uint nn = B_N_FAST ? e % BN : e / BK;
             const uint n = tile_n + nn, k = k0 + kk;
-            b_tile[b0 + kk * (BN + 1) + nn] =
+            B_AT(b0 + kk * B_ROW + nn) =
                 (n < pc.N && k < pc.K) ? LOAD_B1(b_base + k * pc.b_stride_k + n * pc.b_stride_n) : 0.0;
         }
     }
@@ -128,12 +146,37 @@ void multiply(uint slot, uint tx, uint ty, inout float acc[TM * TN]) {
     // The k loop is left to the driver: unrolling it around a fully unrolled TM x TN block makes code
     // that compiles for tens of seconds and spills on NVIDIA's compiler.
     for (uint kk = 0; kk < BK; ++kk) {
+#ifdef SHARED_VEC4
+        vec4 a[TM / 4], b[TN / 4];
+        [[unroll]] for (uint i = 0; i < TM / 4; ++i) a[i] = a_tile[(a0 + kk * A_ROW + ty * TM) / 4 + i];
+        [[unroll]] for (uint j = 0; j < TN / 4; ++j) b[j] = b_tile[(b0 + kk * B_ROW + tx * TN) / 4 + j];
+        [[unroll]] for (uint i = 0; i < TM; ++i)
+            [[unroll]] for (uint j = 0; j < TN; ++j)
+                acc[i * TN + j] = fma(a[i / 4][i % 4], b[j / 4][j % 4], acc[i * TN + j]);
+#else
         float a[TM], b[TN];
-        [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = a_tile[a0 + kk * (BM + 1) + ty + i * WG_M];
-        [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = b_tile[b0 + kk * (BN + 1) + tx + j * WG_N];
+        [[unroll]] for (uint i = 0; i < TM; ++i) a[i] = A_AT(a0 + kk * A_ROW + ty + i * WG_M);
+        [[unroll]] for (uint j = 0; j < TN; ++j) b[j] = B_AT(b0 + kk * B_ROW + tx + j * WG_N);
         [[unroll]] for (uint i = 0; i < TM; ++i)
             [[unroll]] for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(a[i], b[j], acc[i * TN + j]);
+#endif
     }
+}
+
+// The row and column of the invocation's accumulator (i, j).
+uint row_of(uint ty, uint i) {
+#ifdef SHARED_VEC4
+    return ty * TM + i;
+#else
+    return ty + i * WG_M;
+#endif
+}
+uint column_of(uint tx, uint j) {
+#ifdef SHARED_VEC4
+    return tx * TN + j;
+#else
+    return tx + j * WG_N;
+#endif
 }
 
 void main() {
@@ -176,10 +219,10 @@ void main() {
     }
 
     [[unroll]] for (uint i = 0; i < TM; ++i) {
-        const uint m = tile_m + ty + i * WG_M;
+        const uint m = tile_m + row_of(ty, i);
         if (m >= pc.M) continue;
         [[unroll]] for (uint j = 0; j < TN; ++j) {
-            const uint n = tile_n + tx + j * WG_N;
+            const uint n = tile_n + column_of(tx, j);
             if (n < pc.N) store_c(c_base, m, n, acc[i * TN + j], HAS_BIAS);
         }
     }

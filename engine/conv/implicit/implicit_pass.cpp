@@ -373,7 +373,7 @@ bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c, co
         return c.kernel == GemmKernel::Registers && c.tm % 4 == 0 && c.tn % 4 == 0 &&
                (c.access == GemmAccess::StorageBuffer ||
                 (c.access == GemmAccess::UniformTexel && texel_views_fit(context, problem)));
-    return c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer && c.stages == 1;
+    return c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer && c.stages == 1 && !c.vec4_shared;
 }
 
 const AlgorithmEntry implicit_gemm_algorithm{Algorithm::ImplicitGemm, plan_implicit_pass, record_implicit_pass};
