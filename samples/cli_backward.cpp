@@ -79,6 +79,7 @@ int run_backward_data(const DataArgs& args) {
     vkconv::ConvProblem p;
     args.conv.apply(p);
     set_problem_sizes(p, input_shape, w.shape, "--input-shape", "--weight '" + args.weight + "'");
+    args.conv.apply_padding(p);
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input-shape", input_shape);
 
@@ -109,6 +110,7 @@ int run_backward_filter(const FilterArgs& args) {
     vkconv::ConvProblem p;
     args.conv.apply(p);
     set_problem_sizes(p, x.shape, weight_shape, "--input '" + args.input + "'", "--weight-shape");
+    args.conv.apply_padding(p);
     p.has_bias = !args.grad_bias.empty();
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input of shape", x.shape);

@@ -43,6 +43,35 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::strin
     return {number(std::string_view(text).substr(0, comma)), number(std::string_view(text).substr(comma + 1))};
 }
 
+std::array<int64_t, 4> parse_padding(const std::string& text) {
+    std::vector<int64_t> values;
+    size_t start = 0;
+    while (true) {
+        const size_t comma = text.find(',', start);
+        const std::string_view part = std::string_view(text).substr(start, comma == std::string::npos ? comma : comma - start);
+        int64_t value = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+        if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                "--padding expects P, PH,PW or TOP,BOTTOM,LEFT,RIGHT with integers, got '" + text + "'");
+        values.push_back(value);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    switch (values.size()) {
+        case 1:
+            return {values[0], values[0], values[0], values[0]};
+        case 2:
+            return {values[0], values[0], values[1], values[1]};
+        case 4:
+            return {values[0], values[1], values[2], values[3]};
+        default:
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                "--padding expects 1, 2 or 4 values (P, PH,PW or TOP,BOTTOM,LEFT,RIGHT), got " +
+                                    std::to_string(values.size()) + " in '" + text + "'");
+    }
+}
+
 CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description) {
     return CLI::Validator(
         [parse = std::move(parse)](const std::string& value) {
@@ -87,9 +116,15 @@ void ConvOptions::add_to(CLI::App& command) {
         return parsed_by([option](const std::string& text) { parse_pair(text, option); }, "N|N,M");
     };
     command.add_option("--stride", stride, "stride S or SH,SW")->check(pair("--stride"))->capture_default_str();
-    command.add_option("--padding", padding, "zero padding P or PH,PW")
-        ->check(pair("--padding"))
-        ->capture_default_str();
+    command
+        .add_option("--padding", padding,
+                    "zero padding P, PH,PW or TOP,BOTTOM,LEFT,RIGHT (default 0)")
+        ->check(parsed_by([](const std::string& text) { parse_padding(text); }, "P|PH,PW|T,B,L,R"));
+    command
+        .add_option("--auto-pad", auto_pad,
+                    "padding from the input size as ONNX and TensorFlow define it: valid, same-upper "
+                    "(TensorFlow's SAME: the odd pad at the end) or same-lower")
+        ->check(parsed_by([](const std::string& text) { vkconv::parse_auto_pad(text); }, "MODE"));
     command.add_option("--dilation", dilation, "dilation D or DH,DW")->check(pair("--dilation"))->capture_default_str();
     command.add_option("--groups", groups, "groups (C and K must be divisible by it)")->capture_default_str();
     command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
@@ -111,10 +146,21 @@ void ConvOptions::add_to(CLI::App& command) {
 
 void ConvOptions::apply(vkconv::ConvProblem& problem) const {
     std::tie(problem.stride_h, problem.stride_w) = parse_pair(stride, "--stride");
-    std::tie(problem.pad_h, problem.pad_w) = parse_pair(padding, "--padding");
     std::tie(problem.dilation_h, problem.dilation_w) = parse_pair(dilation, "--dilation");
     problem.groups = groups;
     problem.layout = vkconv::parse_layout(layout);
+}
+
+void ConvOptions::apply_padding(vkconv::ConvProblem& problem) const {
+    if (!auto_pad.empty() && !padding.empty())
+        throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                            "--auto-pad and --padding cannot be combined: --auto-pad works the pads out itself");
+    if (!auto_pad.empty()) {
+        problem.set_auto_padding(vkconv::parse_auto_pad(auto_pad));
+        return;
+    }
+    const auto pads = parse_padding(padding.empty() ? "0" : padding);
+    problem.set_padding(pads[0], pads[1], pads[2], pads[3]);
 }
 
 vkconv::PassOptions ConvOptions::forward_options(const vkconv::Context& context) const {
@@ -333,6 +379,8 @@ std::string problem_json(const vkconv::ConvProblem& p) {
     o.add("N", p.N).add("C", p.C).add("H", p.H).add("W", p.W).add("K", p.K).add("R", p.R).add("S", p.S);
     o.add("P", p.P()).add("Q", p.Q());
     o.add("stride_h", p.stride_h).add("stride_w", p.stride_w).add("pad_h", p.pad_h).add("pad_w", p.pad_w);
+    o.add("pad_top", p.pad_top()).add("pad_bottom", p.pad_bottom()).add("pad_left", p.pad_left());
+    o.add("pad_right", p.pad_right());
     o.add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w).add("groups", p.groups);
     o.add("layout", vkconv::to_string(p.layout)).add("bias", p.has_bias);
     return o.str();

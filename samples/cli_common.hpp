@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <utility>
@@ -28,6 +29,11 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::strin
 // A CLI11 check that runs `parse` on an option's text while the command line is parsed, so text it refuses
 // (with vkconv::Error) fails there: exit code 2 and the option named with parse's message, before any device
 // or file is opened. `description` is the form of the value shown in --help ("N|N,M").
+// --padding: P (all four), PH,PW (top and bottom, left and right) or TOP,BOTTOM,LEFT,RIGHT, as
+// {top, bottom, left, right}. Throws InvalidArgument naming the forms; negative values are left to
+// ConvProblem::validate(), which names the pad.
+std::array<int64_t, 4> parse_padding(const std::string& text);
+
 CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description);
 
 // --workspace-limit BYTES|auto, checked while parsing.
@@ -35,7 +41,8 @@ void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit)
 
 // Convolution options shared by the passes: stride, padding, dilation, groups, layout, algorithm, device.
 struct ConvOptions {
-    std::string stride = "1", padding = "0", dilation = "1";
+    std::string stride = "1", padding, dilation = "1";  // padding: P, PH,PW or T,B,L,R; empty: none given
+    std::string auto_pad;                                 // valid, same-upper or same-lower; empty: none
     int64_t groups = 1;
     std::string layout = "nchw";
     std::string algorithm = "auto";
@@ -47,8 +54,10 @@ struct ConvOptions {
     bool stats = false;
 
     void add_to(CLI::App& command);
-    // Applies stride/padding/dilation/groups/layout to `problem`.
+    // Applies stride/dilation/groups/layout to `problem`.
     void apply(vkconv::ConvProblem& problem) const;
+    // Applies --padding or --auto-pad, once the problem's sizes are set (auto padding follows from them).
+    void apply_padding(vkconv::ConvProblem& problem) const;
     vkconv::ContextOptions context_options() const;
     // Needs the context for --workspace-limit auto.
     vkconv::PassOptions forward_options(const vkconv::Context& context) const;

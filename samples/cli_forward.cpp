@@ -31,6 +31,7 @@ vkconv::ConvProblem problem_from(const ForwardArgs& args, const vkconv::NpyArray
         throw bad("--weight '" + args.weight + "' has shape " + vkconv::shape_string(w.shape) + "; expected 4-D " +
                   (nhwc ? "K,R,S,C/groups" : "K,C/groups,R,S"));
     set_problem_sizes(p, x.shape, w.shape, "--input '" + args.input + "'", "--weight '" + args.weight + "'");
+    args.conv.apply_padding(p);
     p.has_bias = b != nullptr;
     p.validate();
     if (b && b->shape != p.bias_shape())

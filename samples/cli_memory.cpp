@@ -21,6 +21,7 @@ struct MemoryArgs {
     int64_t batch = 32;
     std::string layout = "nchw";
     std::string json_file, svg_file;
+    std::string layers_file;  // --layers: a table in the layers.csv format (empty: the built-in one)
     std::string device;
 };
 
@@ -165,8 +166,9 @@ int run_memory(const MemoryArgs& args) {
     if (!args.json_file.empty()) check_writable(args.json_file, "--json");
     if (!args.svg_file.empty()) check_writable(args.svg_file, "--svg");
     const auto layout = vkconv::parse_layout(args.layout);
-    auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
-    check_layer_names(layers, args.only, "built-in layers.csv");
+    const LayerTable table = read_layer_table(args.layers_file);
+    auto layers = parse_layers(table.text, table.origin);
+    check_layer_names(layers, args.only, table.origin);
     vkconv::ContextOptions options;
     options.device = args.device;
     vkconv::Context context(options);
@@ -239,6 +241,8 @@ Action add_memory_command(CLI::App& root) {
     auto* command = root.add_subcommand(
         "memory", "workspace and pool peak of every algorithm, forward and backward, for each layer of the table");
     command->add_option("--layer", args->only, "only these layers (repeatable)");
+    command->add_option("--layers", args->layers_file,
+                        "a layer table in the layers.csv format (default: built in; pads may be BEGIN:END)");
     command->add_option("--batch", args->batch, "batch size N of every layer")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();

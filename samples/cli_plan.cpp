@@ -134,6 +134,7 @@ int run_plan(const PlanArgs& args) {
         args.conv.apply(p);
         set_problem_sizes(p, vkconv::Shape(x.begin(), x.end()), vkconv::Shape(w.begin(), w.end()), "--input-shape",
                           "--filter-shape");
+        args.conv.apply_padding(p);
     }
     if (args.batch > 0) p.N = args.batch;
     p.has_bias = args.bias;

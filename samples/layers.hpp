@@ -16,7 +16,8 @@ struct Layer {
 };
 
 // Parses the CSV format of layers.csv: '#' comments, then
-// name,N,C,H,W,K,R,S,stride_h,stride_w,pad_h,pad_w,dilation_h,dilation_w,groups,source.
+// name,N,C,H,W,K,R,S,stride_h,stride_w,pad_h,pad_w,dilation_h,dilation_w,groups,source, where pad_h and
+// pad_w are one pad for both sides or BEGIN:END (top:bottom, left:right).
 // Throws vkconv::Error(InvalidArgument) naming `origin` and the line on a malformed or invalid row.
 std::vector<Layer> parse_layers(std::string_view text, const std::string& origin);
 

@@ -37,6 +37,10 @@ ProblemBuilder& ProblemBuilder::pad(int64_t h, int64_t w) {
     p_.pad_h = h, p_.pad_w = w;
     return *this;
 }
+ProblemBuilder& ProblemBuilder::pads(int64_t top, int64_t bottom, int64_t left, int64_t right) {
+    p_.set_padding(top, bottom, left, right);
+    return *this;
+}
 ProblemBuilder& ProblemBuilder::stride(int64_t both) {
     return stride(both, both);
 }
@@ -118,6 +122,17 @@ std::vector<NamedProblem> odd_problems() {
         {"channels 8 to 12 pad 1", problem().batch(2).channels(8).image(9, 7).filters(12).kernel(3, 3).pad(1)},
         {"groups 2 of 8 channels, 4 filters",
          problem().batch(1).channels(16).image(11, 10).filters(8).kernel(3, 3).pad(1).stride(2).dilation(2).groups(2)},
+        // Padding that differs between the sides: TensorFlow's SAME at stride 2 on an even image (one more at
+        // the bottom and right), ONNX's SAME_LOWER (one more at the top and left), every pad different, only
+        // an end pad, and a depthwise and a grouped problem with them.
+        {"same-upper stride 2", problem().batch(2).channels(3).image(10, 8).filters(4).kernel(3, 3).pads(0, 1, 0, 1).stride(2)},
+        {"same-lower stride 2", problem().batch(1).channels(5).image(9, 12).filters(3).kernel(4, 4).pads(2, 1, 2, 1).stride(2)},
+        {"pads 2,0,1,3", problem().batch(1).channels(4).image(7, 6).filters(5).kernel(3, 5).pads(2, 0, 1, 3)},
+        {"end pads only, dilation 2",
+         problem().batch(1).channels(3).image(9, 9).filters(2).kernel(3, 3).pads(0, 4, 0, 3).dilation(2)},
+        {"depthwise pads 0,1,1,0", problem().batch(2).channels(6).image(8, 9).filters(6).kernel(3, 3).pads(0, 1, 1, 0).stride(2).groups(6)},
+        {"groups 2 pads 1,2,0,1",
+         problem().batch(1).channels(8).image(7, 9).filters(4).kernel(3, 3).pads(1, 2, 0, 1).stride(1, 2).groups(2)},
     };
 }
 

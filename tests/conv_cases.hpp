@@ -33,6 +33,7 @@ public:
     ProblemBuilder& kernel(int64_t r, int64_t s);
     ProblemBuilder& pad(int64_t both);
     ProblemBuilder& pad(int64_t h, int64_t w);
+    ProblemBuilder& pads(int64_t top, int64_t bottom, int64_t left, int64_t right);
     ProblemBuilder& stride(int64_t both);
     ProblemBuilder& stride(int64_t h, int64_t w);
     ProblemBuilder& dilation(int64_t both);

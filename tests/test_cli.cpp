@@ -201,6 +201,19 @@ std::vector<ForwardCase> forward_cases() {
                      {"--layout", "nhwc", "--padding", "1", "--algo", "mec", "--mec-schedule", "a"}});
     cases.push_back({"--algo mec --mec-schedule b", plain, {"--padding", "1", "--algo", "mec", "--mec-schedule", "B"}});
     cases.push_back({"--device 0", simple, {"--device", "0"}});
+    // Four pads, and TensorFlow's SAME at stride 2 on an even image (pads 0,1,0,1).
+    const vkconv::ConvProblem asymmetric =
+        vkt::problem().batch(1).channels(3).image(9, 8).filters(4).kernel(3, 3).pads(2, 0, 1, 3).bias();
+    cases.push_back({"--padding top,bottom,left,right", asymmetric, {"--padding", "2,0,1,3"}});
+    const vkconv::ConvProblem same =
+        vkt::problem().batch(2).channels(3).image(10, 8).filters(4).kernel(3, 3).pads(0, 1, 0, 1).stride(2);
+    cases.push_back({"--auto-pad same-upper", same, {"--stride", "2", "--auto-pad", "same-upper", "--algo", "im2col"}});
+    auto same_lower = same;
+    same_lower.set_padding(1, 0, 1, 0);
+    same_lower.layout = vkconv::Layout::NHWC;
+    cases.push_back({"--auto-pad SAME_LOWER, nhwc, mec",
+                     same_lower,
+                     {"--stride", "2", "--auto-pad", "SAME_LOWER", "--layout", "nhwc", "--algo", "mec"}});
     return cases;
 }
 
@@ -300,6 +313,13 @@ std::vector<BadCase> bad_cases() {
         {"--dilation past int64", {"--dilation", "99999999999999999999"}, extra({"--dilation", "1,99999999999999999999"})},
         {"--stride 0", {"stride_h (=0)"}, extra({"--stride", "0"})},
         {"--padding -1", {"pad_h (=-1)"}, extra({"--padding", "-1"})},
+        {"--padding with 3 values", {"--padding", "1, 2 or 4 values", "'1,2,3'"}, extra({"--padding", "1,2,3"})},
+        {"--padding end pad -1", {"pad_w_end (=-1)"}, extra({"--padding", "0,0,0,-1"})},
+        {"--padding beyond the kernel", {"pad_h_end (=4)", "larger than the dilated kernel"},
+         extra({"--padding", "0,4,0,0"})},
+        {"--auto-pad with --padding", {"--auto-pad", "--padding", "cannot be combined"},
+         extra({"--auto-pad", "same-upper", "--padding", "1"})},
+        {"unknown --auto-pad", {"--auto-pad", "same"}, extra({"--auto-pad", "same"})},
         {"unknown --algo", {"algorithm", "winograd"}, extra({"--algo", "winograd"})},
         {"unknown --mec-schedule", {"--mec-schedule"}, extra({"--mec-schedule", "c"})},
         {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
@@ -772,6 +792,35 @@ TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JS
     const auto bad = run_cli(dir, {"memory", "--layer", "nope"});
     CHECK(bad.code == 2);
     CHECK_THAT(bad.err, Catch::Contains("nope"));
+}
+
+TEST_CASE("cli: memory takes a --layers table whose pads differ between the sides", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    // TensorFlow's SAME at stride 2 on an even image: one more row and column of padding at the end.
+    vkt::write_bytes(dir.file("layers.csv"), "# name,N,C,H,W,K,R,S,stride_h,stride_w,pad_h,pad_w,dilation_h,"
+                                             "dilation_w,groups,source\nsame_s2,1,8,16,14,12,3,3,2,2,0:1,0:1,1,1,1,"
+                                             "test\n");
+    const auto r = run_cli(dir, {"memory", "--layers", dir.file("layers.csv"), "--batch", "3", "--json",
+                                 dir.file("memory.json")});
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    vkconv::ConvProblem p = vkt::problem().batch(3).channels(8).image(16, 14).filters(12).kernel(3, 3).stride(2);
+    p.set_padding(0, 1, 0, 1);
+    REQUIRE(p.P() == 8);
+    REQUIRE(p.Q() == 7);
+    const std::string json = vkt::read_bytes(dir.file("memory.json"));
+    for (auto algorithm : {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec}) {
+        const uint64_t bytes = vkconv::forward_workspace_bytes(*context, p, algorithm);
+        CHECK_THAT(json, Catch::Contains("\"algorithm\": \"" + std::string(vkconv::to_string(algorithm)) +
+                                         "\", \"forward_workspace_bytes\": " + std::to_string(bytes)));
+    }
+    // A pad column that is neither a number nor BEGIN:END is refused, naming the field.
+    vkt::write_bytes(dir.file("bad.csv"), "bad,1,8,16,14,12,3,3,2,2,0:x,0,1,1,1,test\n");
+    const auto refused = run_cli(dir, {"memory", "--layers", dir.file("bad.csv")});
+    CHECK(refused.code == 2);
+    CHECK_THAT(refused.err, Catch::Contains("bad.csv:1") && Catch::Contains("field 11"));
 }
 
 TEST_CASE("cli: --workspace-limit runs a lowered algorithm in chunks that fit", "[cli][gpu]") {

@@ -139,6 +139,16 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
         {"S negative", [](ConvProblem& p) { p.S = -1; }, "S (=-1) must be positive"},
         {"pad_h negative", [](ConvProblem& p) { p.pad_h = -1; }, "pad_h (=-1) must be >= 0"},
         {"pad_w negative", [](ConvProblem& p) { p.pad_w = -2; }, "pad_w (=-2) must be >= 0"},
+        {"pad_h_end negative", [](ConvProblem& p) { p.pad_h_end = -1; }, "pad_h_end (=-1) must be >= 0"},
+        {"pad_w_end negative", [](ConvProblem& p) { p.pad_w_end = -3; }, "pad_w_end (=-3) must be >= 0"},
+        {"pad beyond the kernel", [](ConvProblem& p) { p.pad_h = 4; },
+         "pad_h (=4) is larger than the dilated kernel height dilation_h*(R-1)+1 (=3)"},
+        {"end pad beyond the kernel", [](ConvProblem& p) { p.pad_w_end = 4; },
+         "pad_w_end (=4) is larger than the dilated kernel width dilation_w*(S-1)+1 (=3)"},
+        {"kernel taller than the asymmetrically padded input", [](ConvProblem& p) { p.H = 1, p.pad_h_end = 1; },
+         "dilated kernel height dilation_h*(R-1)+1 (=3) is larger than the padded input height H+pad_h+pad_h_end (=2)"},
+        {"asymmetrically padded width overflows", [](ConvProblem& p) { p.pad_w_end = std::numeric_limits<int64_t>::max(); },
+         "padded input width W+pad_w+pad_w_end overflows int64"},
         {"stride_h zero", [](ConvProblem& p) { p.stride_h = 0; }, "stride_h (=0) must be positive"},
         {"stride_w zero", [](ConvProblem& p) { p.stride_w = 0; }, "stride_w (=0) must be positive"},
         {"stride_h negative", [](ConvProblem& p) { p.stride_h = -2; }, "stride_h (=-2) must be positive"},
@@ -235,4 +245,75 @@ TEST_CASE("layout names round-trip and unknown names are rejected", "[problem]")
           "unknown layout 'xyz' (expected nchw or nhwc)");
     CHECK(invalid_argument_message([] { vkconv::parse_layout(""); }) == "unknown layout '' (expected nchw or nhwc)");
     CHECK_THAT(invalid_argument_message([] { vkconv::parse_layout("nchw "); }), Catch::Contains("'nchw '"));
+}
+
+TEST_CASE("asymmetric padding: P and Q count both sides, str names the four pads", "[problem]") {
+    ConvProblem p;
+    p.N = 1, p.C = 2, p.H = 10, p.W = 8, p.K = 3, p.R = 3, p.S = 3, p.stride_h = p.stride_w = 2;
+    p.set_padding(0, 1, 2, 1);
+    REQUIRE_NOTHROW(p.validate());
+    CHECK(p.pad_top() == 0);
+    CHECK(p.pad_bottom() == 1);
+    CHECK(p.pad_left() == 2);
+    CHECK(p.pad_right() == 1);
+    CHECK_FALSE(p.symmetric_padding());
+    CHECK(p.P() == 5);  // (10+0+1-2-1)/2+1
+    CHECK(p.Q() == 5);  // (8+2+1-2-1)/2+1
+    CHECK(p.output_shape() == Shape{1, 3, 5, 5});
+    CHECK_THAT(p.str(), Catch::Contains(" pad=0,1,2,1 "));
+    // Equal pads on both sides are the plain symmetric form, whichever way they were set.
+    p.set_padding(1, 1, 2, 2);
+    CHECK(p.symmetric_padding());
+    CHECK_FALSE(p.pad_h_end.has_value());
+    CHECK_FALSE(p.pad_w_end.has_value());
+    CHECK_THAT(p.str(), Catch::Contains(" pad=1,2 "));
+    p.pad_h_end = 1;  // explicit, equal: still symmetric
+    CHECK(p.symmetric_padding());
+    CHECK(p.pad_bottom() == 1);
+}
+
+TEST_CASE("auto padding follows ONNX's SAME_UPPER, SAME_LOWER and VALID", "[problem]") {
+    struct Case {
+        const char* name;
+        int64_t size, taps, stride, dilation;
+        vkconv::AutoPad mode;
+        int64_t begin, end, out;
+    };
+    using vkconv::AutoPad;
+    const Case cases[] = {
+        // TensorFlow's SAME, stride 2 on an even input: the odd pad at the end (MobileNet's downsampling).
+        {"same-upper even input stride 2", 224, 3, 2, 1, AutoPad::SameUpper, 0, 1, 112},
+        {"same-lower even input stride 2", 224, 3, 2, 1, AutoPad::SameLower, 1, 0, 112},
+        {"same-upper odd input stride 2", 7, 3, 2, 1, AutoPad::SameUpper, 1, 1, 4},
+        {"same-upper stride 1", 5, 3, 1, 1, AutoPad::SameUpper, 1, 1, 5},
+        {"same-upper even kernel", 5, 4, 1, 1, AutoPad::SameUpper, 1, 2, 5},
+        {"same-lower even kernel", 5, 4, 1, 1, AutoPad::SameLower, 2, 1, 5},
+        {"same-upper dilation 2", 6, 3, 1, 2, AutoPad::SameUpper, 2, 2, 6},
+        {"same-upper stride beyond the kernel", 9, 1, 4, 1, AutoPad::SameUpper, 0, 0, 3},
+        {"valid", 9, 3, 2, 1, AutoPad::Valid, 0, 0, 4},
+    };
+    for (const Case& c : cases) {
+        DYNAMIC_SECTION(c.name) {
+            ConvProblem p;
+            p.H = c.size, p.R = c.taps, p.stride_h = c.stride, p.dilation_h = c.dilation;
+            p.W = c.size, p.S = c.taps, p.stride_w = c.stride, p.dilation_w = c.dilation;
+            p.set_auto_padding(c.mode);
+            REQUIRE_NOTHROW(p.validate());
+            CHECK(p.pad_top() == c.begin);
+            CHECK(p.pad_bottom() == c.end);
+            CHECK(p.pad_left() == c.begin);
+            CHECK(p.pad_right() == c.end);
+            CHECK(p.P() == c.out);
+            CHECK(p.Q() == c.out);
+        }
+    }
+    CHECK(vkconv::parse_auto_pad("SAME_UPPER") == AutoPad::SameUpper);
+    CHECK(vkconv::parse_auto_pad("same-lower") == AutoPad::SameLower);
+    CHECK(vkconv::parse_auto_pad("Valid") == AutoPad::Valid);
+    CHECK_THAT(invalid_argument_message([] { vkconv::parse_auto_pad("same"); }),
+               Catch::Contains("unknown auto padding 'same'") && Catch::Contains("same-upper"));
+    ConvProblem bad;
+    bad.stride_w = 0;
+    CHECK_THAT(invalid_argument_message([&] { bad.set_auto_padding(AutoPad::SameUpper); }),
+               Catch::Contains("stride_w (=0)"));
 }

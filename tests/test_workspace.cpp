@@ -314,6 +314,9 @@ std::vector<Named> problems() {
         // P = 9, Q = 8: 144 positions, one input channel per group.
         {"depthwise multiplier 2, stride 2",
          vkt::problem().batch(2).channels(3).image(18, 16).filters(6).kernel(3, 3).pad(1).stride(2).groups(3)},
+        // P = 10, Q = 17 from pads that differ between the sides: 340 positions an image.
+        {"pads 0,2,1,3, stride 2,1",
+         vkt::problem().batch(2).channels(4).image(19, 15).filters(6).kernel(3, 3).pads(0, 2, 1, 3).stride(2, 1)},
     };
 }
 
@@ -333,6 +336,9 @@ TEST_CASE("forward workspaces equal the lowered matrix and filter copy of the pr
         {problems()[0], {Layout::NCHW, Layout::NHWC}, {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec}},
         {{"16 filters, 2 channels, 2x2", many_filters}, {Layout::NCHW}, {Algorithm::Im2col, Algorithm::Mec}},
         {problems()[1], {Layout::NCHW, Layout::NHWC}, {Algorithm::Direct, Algorithm::Depthwise}},
+        {problems()[2],
+         {Layout::NCHW, Layout::NHWC},
+         {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm}},
     };
     uint32_t seed = 100;
     for (const auto& [named, layouts, algorithms] : cases)
@@ -658,6 +664,9 @@ std::vector<Named> tiled_problems() {
                                                 .stride(2)
                                                 .dilation(2, 1)
                                                 .layout(Layout::NHWC)},
+        // Tiles of rows whose padding is all at the top, and columns padded on the right only.
+        {"pads 2,0,0,2, stride 2",
+         vkt::problem().batch(1).channels(3).image(40, 11).filters(4).kernel(3, 3).pads(2, 0, 0, 2).stride(2)},
     };
 }
 

@@ -1,6 +1,7 @@
 // ConvProblem: validation, derived sizes, shapes and the layout names.
 #include "vkconv/problem.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <initializer_list>
 #include <limits>
@@ -56,30 +57,43 @@ void require_bytes_fit(const char* tensor, const char* formula, int64_t elements
 struct Axis {
     const char* dimension;  // "height"
     const char* size_name;  // "H"
-    const char* pad_name;
+    const char* pad_name;   // "pad_h"
+    const char* end_name;   // "pad_h_end"
     const char* dilation_name;
     const char* taps_name;  // "R"
-    int64_t size, pad, dilation, taps;
+    int64_t size, pad, pad_end, dilation, taps;
+    bool symmetric;  // no end pad of its own: the messages say size+2*pad
 };
 
 void require_window_fits(const Axis& a) {
     int64_t padded = 0, extent = 0;
-    if (__builtin_mul_overflow(a.pad, int64_t{2}, &padded) || __builtin_add_overflow(a.size, padded, &padded))
-        invalid(std::string("padded input ") + a.dimension + " " + a.size_name + "+2*" + a.pad_name +
-                " overflows int64 (" + a.size_name + "=" + std::to_string(a.size) + ", " + a.pad_name + "=" +
-                std::to_string(a.pad) + ")");
+    const std::string padded_formula = std::string(a.size_name) + (a.symmetric ? std::string("+2*") + a.pad_name
+                                                                               : std::string("+") + a.pad_name + "+" +
+                                                                                     a.end_name);
+    const std::string pads = a.symmetric ? std::string(a.pad_name) + "=" + std::to_string(a.pad)
+                                         : std::string(a.pad_name) + "=" + std::to_string(a.pad) + ", " + a.end_name +
+                                               "=" + std::to_string(a.pad_end);
+    if (__builtin_add_overflow(a.pad, a.pad_end, &padded) || __builtin_add_overflow(a.size, padded, &padded))
+        invalid(std::string("padded input ") + a.dimension + " " + padded_formula + " overflows int64 (" +
+                a.size_name + "=" + std::to_string(a.size) + ", " + pads + ")");
     if (__builtin_mul_overflow(a.dilation, a.taps - 1, &extent) || __builtin_add_overflow(extent, int64_t{1}, &extent))
         invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
                 "-1)+1 overflows int64 (" + a.dilation_name + "=" + std::to_string(a.dilation) + ", " + a.taps_name +
                 "=" + std::to_string(a.taps) + ")");
+    // A pad beyond the dilated kernel gives output rows (columns) that see nothing but padding: no framework
+    // exports one, so it is a mistake in the caller's arithmetic.
+    for (const auto& [name, pad] : {std::pair{a.pad_name, a.pad}, {a.end_name, a.pad_end}})
+        if (pad > extent)
+            invalid(named(name, pad) + " is larger than the dilated kernel " + a.dimension + " " + a.dilation_name +
+                    "*(" + a.taps_name + "-1)+1 (=" + std::to_string(extent) + ")");
     if (extent > padded)
         invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
                 "-1)+1 (=" + std::to_string(extent) + ") is larger than the padded input " + a.dimension + " " +
-                a.size_name + "+2*" + a.pad_name + " (=" + std::to_string(padded) + ")");
+                padded_formula + " (=" + std::to_string(padded) + ")");
 }
 
-int64_t output_size(int64_t size, int64_t pad, int64_t dilation, int64_t taps, int64_t stride) {
-    return (size + 2 * pad - dilation * (taps - 1) - 1) / stride + 1;
+int64_t output_size(int64_t size, int64_t pad, int64_t pad_end, int64_t dilation, int64_t taps, int64_t stride) {
+    return (size + pad + pad_end - dilation * (taps - 1) - 1) / stride + 1;
 }
 
 }  // namespace
@@ -134,6 +148,8 @@ void ConvProblem::validate() const {
     require_positive("S", S);
     require_non_negative("pad_h", pad_h);
     require_non_negative("pad_w", pad_w);
+    if (pad_h_end) require_non_negative("pad_h_end", *pad_h_end);
+    if (pad_w_end) require_non_negative("pad_w_end", *pad_w_end);
     require_positive("stride_h", stride_h);
     require_positive("stride_w", stride_w);
     require_positive("dilation_h", dilation_h);
@@ -142,8 +158,10 @@ void ConvProblem::validate() const {
     if (C % groups != 0) invalid(named("C", C) + " is not divisible by " + named("groups", groups));
     if (K % groups != 0) invalid(named("K", K) + " is not divisible by " + named("groups", groups));
 
-    require_window_fits({"height", "H", "pad_h", "dilation_h", "R", H, pad_h, dilation_h, R});
-    require_window_fits({"width", "W", "pad_w", "dilation_w", "S", W, pad_w, dilation_w, S});
+    require_window_fits({"height", "H", "pad_h", "pad_h_end", "dilation_h", "R", H, pad_h, pad_bottom(), dilation_h, R,
+                         pad_bottom() == pad_h});
+    require_window_fits({"width", "W", "pad_w", "pad_w_end", "dilation_w", "S", W, pad_w, pad_right(), dilation_w, S,
+                         pad_right() == pad_w});
     // Unreachable once the window fits; kept so a future change to the formula cannot yield an empty output.
     if (P() <= 0 || Q() <= 0) invalid("output size " + named("P", P()) + " x " + named("Q", Q()) + " is empty");
 
@@ -159,10 +177,57 @@ void ConvProblem::validate() const {
 }
 
 int64_t ConvProblem::P() const {
-    return output_size(H, pad_h, dilation_h, R, stride_h);
+    return output_size(H, pad_top(), pad_bottom(), dilation_h, R, stride_h);
 }
 int64_t ConvProblem::Q() const {
-    return output_size(W, pad_w, dilation_w, S, stride_w);
+    return output_size(W, pad_left(), pad_right(), dilation_w, S, stride_w);
+}
+
+const char* to_string(AutoPad mode) noexcept {
+    switch (mode) {
+        case AutoPad::Valid:
+            return "valid";
+        case AutoPad::SameUpper:
+            return "same-upper";
+        case AutoPad::SameLower:
+            return "same-lower";
+    }
+    return "unknown";
+}
+
+AutoPad parse_auto_pad(std::string_view text) {
+    std::string lower;
+    for (char ch : text) lower += ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (AutoPad mode : {AutoPad::Valid, AutoPad::SameUpper, AutoPad::SameLower})
+        if (lower == to_string(mode)) return mode;
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown auto padding '" + std::string(text) + "' (expected valid, same-upper or same-lower)");
+}
+
+void ConvProblem::set_auto_padding(AutoPad mode) {
+    for (const auto& [name, value] : {std::pair{"H", H}, {"W", W}, {"R", R}, {"S", S}, {"stride_h", stride_h},
+                                      {"stride_w", stride_w}, {"dilation_h", dilation_h}, {"dilation_w", dilation_w}})
+        if (value <= 0) invalid("auto padding needs " + named(name, value) + " to be positive");
+    // ONNX: output = ceil(size / stride); the pads make up what its windows reach beyond the input.
+    auto pads = [mode](int64_t size, int64_t taps, int64_t stride, int64_t dilation) {
+        if (mode == AutoPad::Valid) return std::pair<int64_t, int64_t>{0, 0};
+        const int64_t out = (size + stride - 1) / stride;
+        const __int128 reach = __int128(out - 1) * stride + __int128(taps - 1) * dilation + 1 - size;
+        if (reach > std::numeric_limits<int64_t>::max())
+            invalid("auto padding: the windows' reach (output-1)*stride+dilation*(taps-1)+1 overflows int64");
+        const int64_t total = std::max<int64_t>(0, int64_t(reach));
+        const int64_t small = total / 2, large = total - small;
+        return mode == AutoPad::SameUpper ? std::pair{small, large} : std::pair{large, small};
+    };
+    const auto [top, bottom] = pads(H, R, stride_h, dilation_h);
+    const auto [left, right] = pads(W, S, stride_w, dilation_w);
+    set_padding(top, bottom, left, right);
+}
+
+void ConvProblem::set_padding(int64_t top, int64_t bottom, int64_t left, int64_t right) {
+    pad_h = top, pad_w = left;
+    pad_h_end = bottom == top ? std::nullopt : std::optional<int64_t>(bottom);
+    pad_w_end = right == left ? std::nullopt : std::optional<int64_t>(right);
 }
 
 Shape ConvProblem::input_shape() const {
@@ -193,7 +258,10 @@ std::string ConvProblem::str() const {
     auto pair = [](int64_t a, int64_t b) { return std::to_string(a) + "," + std::to_string(b); };
     std::string out = "N=" + std::to_string(N) + " C=" + std::to_string(C) + " H=" + std::to_string(H) +
                       " W=" + std::to_string(W) + " K=" + std::to_string(K) + " R=" + std::to_string(R) +
-                      " S=" + std::to_string(S) + " pad=" + pair(pad_h, pad_w) + " stride=" + pair(stride_h, stride_w) +
+                      " S=" + std::to_string(S) + " pad=" +
+                      (symmetric_padding() ? pair(pad_h, pad_w)
+                                           : pair(pad_top(), pad_bottom()) + "," + pair(pad_left(), pad_right())) +
+                      " stride=" + pair(stride_h, stride_w) +
                       " dilation=" + pair(dilation_h, dilation_w) + " groups=" + std::to_string(groups) + " " +
                       to_string(layout);
     return has_bias ? out + " bias" : out;

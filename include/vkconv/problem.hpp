@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,20 +30,47 @@ std::string shape_string(const Shape& shape);  // "[2, 3, 5, 7]"
 // Error(InvalidArgument) for a negative extent or a product past int64.
 int64_t shape_elements(const Shape& shape);
 
+// How padding follows from the input size, as ONNX's auto_pad and TensorFlow's padding define it: Valid
+// pads nothing; SameUpper and SameLower pad so that the output has ceil(input / stride) rows and columns,
+// the odd pad going at the end (SameUpper, TensorFlow's SAME) or at the start (SameLower).
+enum class AutoPad { Valid, SameUpper, SameLower };
+
+const char* to_string(AutoPad mode) noexcept;  // "valid", "same-upper", "same-lower"
+// "valid", "same-upper", "same-lower", case-insensitive, also with '_' (ONNX's SAME_UPPER); throws
+// InvalidArgument naming the accepted forms.
+AutoPad parse_auto_pad(std::string_view text);
+
 struct ConvProblem {
     int64_t N = 1, C = 1, H = 1, W = 1;  // input
     int64_t K = 1, R = 1, S = 1;         // filters
+    // Padding: pad_h rows of zeros above the image and pad_w columns left of it, and as many below and right
+    // unless pad_h_end / pad_w_end say otherwise (ONNX's pads [top, left, bottom, right] are pad_h, pad_w,
+    // pad_h_end, pad_w_end; TensorFlow's SAME with an even input and stride 2 pads one more at the end).
     int64_t pad_h = 0, pad_w = 0;
+    std::optional<int64_t> pad_h_end, pad_w_end;
     int64_t stride_h = 1, stride_w = 1;
     int64_t dilation_h = 1, dilation_w = 1;
     int64_t groups = 1;
     Layout layout = Layout::NCHW;
     bool has_bias = false;
 
-    // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding,
+    // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding, a
+    // pad larger than the dilated kernel (dilation*(taps-1)+1: rows beyond it would see padding only),
     // C or K not divisible by groups, a dilated kernel larger than the padded input, element counts,
     // the forward multiply-add count or float32 byte counts that overflow int64.
     void validate() const;
+
+    // The four pads, whichever way they were given.
+    int64_t pad_top() const { return pad_h; }
+    int64_t pad_bottom() const { return pad_h_end.value_or(pad_h); }
+    int64_t pad_left() const { return pad_w; }
+    int64_t pad_right() const { return pad_w_end.value_or(pad_w); }
+    bool symmetric_padding() const { return pad_bottom() == pad_top() && pad_right() == pad_left(); }
+    // Sets all four pads; the symmetric ones leave pad_h_end / pad_w_end empty.
+    void set_padding(int64_t top, int64_t bottom, int64_t left, int64_t right);
+    // Sets the four pads `mode` gives for the current H, W, R, S, strides and dilations (set those first).
+    // Throws InvalidArgument naming the field when one of them is not positive.
+    void set_auto_padding(AutoPad mode);
 
     // Derived output size; call validate() first (these assume a valid problem).
     int64_t P() const;
@@ -67,7 +95,8 @@ struct ConvProblem {
     // Throws InvalidArgument naming `role` ("input", "filter", ...) when `given` differs from `expected`.
     static void check_shape(std::string_view role, const Shape& given, const Shape& expected);
 
-    // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=1,1 stride=1,1 dilation=1,1 groups=1 nchw bias".
+    // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=1,1 stride=1,1 dilation=1,1 groups=1 nchw bias"; with
+    // asymmetric padding "pad=top,bottom,left,right" ("pad=0,1,0,1").
     std::string str() const;
 };
 

@@ -29,6 +29,8 @@
 //                      boundary: 4 of an invocation's filters at one position load as one vec4 of dy
 //                      (binding 5)
 // Without them every tap of x is its own load: in NCHW a step's taps lie H*W or a row apart.
+//   27 UNPADDED        every window lies inside the image (no pad reaches a window): forward skips the
+//                      bounds checks
 // Bindings: 0 x, 1 w (backward-filter: dy) (storage buffers, or with ACCESS_UNIFORM_TEXEL uniform texel
 //   buffers of r32f: the cheaper load path on lavapipe), 2 bias, 3 the residual z (read only; any buffer
 //   where unused; z may be y's own memory), 4 what the pass writes: y, dw or dw's partial products, 5 binding
@@ -74,6 +76,7 @@ layout(constant_id = 23) const bool W_VEC4 = false;
 layout(constant_id = 24) const uint PASS = 0;
 layout(constant_id = 25) const bool X_VEC4 = false;
 layout(constant_id = 26) const bool DY_VEC4 = false;
+layout(constant_id = 27) const bool UNPADDED = false;
 
 #ifdef ACCESS_UNIFORM_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
@@ -110,7 +113,6 @@ layout(push_constant) uniform Params {
 
 const uint CG = C / GROUPS, KG = K / GROUPS;
 const uint RS = R * S, TAPS = CG * RS;
-const bool UNPADDED = PAD_H == 0 && PAD_W == 0;  // every window lies inside the image
 
 void forward_main() {
     const uint g = pc.z_base + gl_WorkGroupID.z;

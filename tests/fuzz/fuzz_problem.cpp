@@ -23,13 +23,14 @@ struct Reader {
     const uint8_t* data;
     size_t size;
 
-    void read(int64_t& field) {
-        if (size < sizeof field) return;
+    bool read(int64_t& field) {
+        if (size < sizeof field) return false;
         uint64_t bits = 0;
         for (size_t i = 0; i < sizeof bits; ++i) bits |= uint64_t(data[i]) << (8 * i);
         std::memcpy(&field, &bits, sizeof field);
         data += sizeof field;
         size -= sizeof field;
+        return true;
     }
     bool read_byte(uint8_t& byte) {
         if (size == 0) return false;
@@ -64,7 +65,7 @@ uint64_t use(const vkconv::ConvProblem& p) {
         sum += uint64_t(g.M) + uint64_t(g.N) + uint64_t(g.K);
     sum += uint64_t(group_filter_floats(p)) + uint64_t(input_rows_read(p, p.P()));
     sum += output_matrix(p, 0, p.groups - 1, 0, p.P()).image_stride;
-    sum += mec_windows(p, p.H + 2 * p.pad_h).image;
+    sum += mec_windows(p, p.H + p.pad_top() + p.pad_bottom()).image;
     return sum;
 }
 
@@ -79,6 +80,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint8_t byte = 0;
     if (in.read_byte(byte)) p.layout = byte & 1 ? vkconv::Layout::NHWC : vkconv::Layout::NCHW;
     if (in.read_byte(byte)) p.has_bias = byte & 1;
+    // Then optionally end pads of their own (asymmetric padding); corpora written before them stop above.
+    int64_t end = 0;
+    if (in.read(end)) p.pad_h_end = end;
+    if (in.read(end)) p.pad_w_end = end;
 
     try {
         p.validate();

@@ -281,7 +281,11 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     spec.set(Id::HAS_RESIDUAL, forward && epilogue.has_residual());
     spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::K, p.K).set(Id::P, p.P()).set(Id::Q, p.Q());
     spec.set(Id::GROUPS, p.groups).set(Id::W_VEC4, w_vec4).set(Id::PASS, forward ? 0u : 2u);
-    spec.set(Id::X_VEC4, x_vec4).set(Id::DY_VEC4, dy_vec4);
+    // Whether every window lies inside the image: no top or left pad, and the last window ends inside.
+    const bool unpadded = p.pad_top() == 0 && p.pad_left() == 0 &&
+                          (p.P() - 1) * p.stride_h + (p.R - 1) * p.dilation_h < p.H &&
+                          (p.Q() - 1) * p.stride_w + (p.S - 1) * p.dilation_w < p.W;
+    spec.set(Id::X_VEC4, x_vec4).set(Id::DY_VEC4, dy_vec4).set(Id::UNPADDED, unpadded);
     PipelineDesc desc;
     desc.shader = texel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
     desc.bindings.assign(7, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);

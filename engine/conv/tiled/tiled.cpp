@@ -35,7 +35,8 @@ ConvProblem tile_problem(const ConvProblem& p, const Tile& t) {
     q.K = t.piece.k1 - t.piece.k0;
     q.groups = t.piece.groups;
     q.H = t.H;
-    q.pad_h = 0;
+    q.pad_h = 0;  // the tile's rows hold the padding they read
+    q.pad_h_end.reset();
     return q;
 }
 
