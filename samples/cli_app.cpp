@@ -19,6 +19,7 @@ CliApp::CliApp() : app_("vkconv: 2-D convolution on any Vulkan device (MEC / im2
     add(add_demo_command);
     add(add_backward_data_command);
     add(add_backward_filter_command);
+    add(add_conv_transpose_command);
     add(add_bench_command);
     add(add_memory_command);
     add(add_find_command);

@@ -20,5 +20,6 @@ Action add_plan_command(CLI::App& root);
 Action add_tune_command(CLI::App& root);
 Action add_backward_data_command(CLI::App& root);
 Action add_backward_filter_command(CLI::App& root);
+Action add_conv_transpose_command(CLI::App& root);
 
 }  // namespace vkconv_cli

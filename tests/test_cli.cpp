@@ -769,6 +769,102 @@ TEST_CASE("cli: backward commands refuse bad input with exit 2 and write nothing
     }
 }
 
+TEST_CASE("cli: conv-transpose writes ONNX ConvTranspose's result", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    struct Case {
+        std::string name;
+        vkconv::ConvTransposeProblem problem;
+        Args options;
+    };
+    vkconv::ConvTransposeProblem strided;
+    strided.N = 2, strided.C = 4, strided.H = 5, strided.W = 4, strided.K = 6, strided.R = 3, strided.S = 3;
+    strided.stride_h = 3, strided.stride_w = 2, strided.groups = 2, strided.has_bias = true;
+    strided.pad_top = 1, strided.pad_bottom = 0, strided.pad_left = 2, strided.pad_right = 1;
+    strided.output_padding_h = 1;
+    auto shaped = strided;
+    shaped.pad_top = shaped.pad_bottom = shaped.pad_left = shaped.pad_right = 0, shaped.output_padding_h = 0;
+    shaped.output_size = std::array<int64_t, 2>{16, 10};  // one row and one column past the full result
+    auto same = shaped;
+    same.output_size.reset(), same.auto_pad = vkconv::AutoPad::SameUpper, same.layout = vkconv::Layout::NHWC;
+    same.has_bias = false;
+    const std::vector<Case> cases = {
+        {"pads, output padding, groups, bias", strided,
+         {"--stride", "3,2", "--groups", "2", "--padding", "1,0,2,1", "--output-padding", "1,0"}},
+        {"--output-shape", shaped, {"--stride", "3,2", "--groups", "2", "--output-shape", "16,10", "--algo", "mec"}},
+        {"--auto-pad same-upper, nhwc", same,
+         {"--stride", "3,2", "--groups", "2", "--auto-pad", "same-upper", "--layout", "nhwc", "--stats"}}};
+    uint32_t seed = 610;
+    for (const auto& c : cases) {
+        INFO("case: " << c.name);
+        const auto& p = c.problem;
+        const auto q = p.convolution();
+        TempDir dir;
+        const auto x = vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++);
+        const auto w = vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++);
+        const auto b = vkt::random_values(size_t(p.K), seed++);
+        vkconv::write_npy(dir.file("x.npy"), p.input_shape(), x);
+        vkconv::write_npy(dir.file("w.npy"), p.filter_shape(), w);
+        Args args{"conv-transpose", "--input", dir.file("x.npy"), "--weight", dir.file("w.npy"), "--output",
+                  dir.file("y.npy")};
+        if (p.has_bias) {
+            vkconv::write_npy(dir.file("b.npy"), p.bias_shape(), b);
+            args = with(args, {"--bias", dir.file("b.npy")});
+        }
+        const auto r = run_cli(dir, with(args, c.options));
+        check_success(r);
+        INFO(r.describe());
+        REQUIRE(r.code == 0);
+        if (c.name.find("--stats") != std::string::npos || c.name.find("nhwc") != std::string::npos)
+            CHECK_THAT(r.out, Catch::Contains("\"pass\": \"conv_transpose\"") &&
+                                  Catch::Contains("\"output_h\": " + std::to_string(p.P())));
+        const auto y = vkconv::read_npy(dir.file("y.npy"));
+        REQUIRE(y.shape == p.output_shape());
+        // Its convolution's backward-data (the mapping test_transpose.cpp checks against ONNX's definition),
+        // plus the bias.
+        auto expected = vkconv::reference::backward_data(q, x, w);
+        auto magnitude = vkconv::reference::backward_data(q, vkt::absolute(x), vkt::absolute(w));
+        if (p.has_bias)
+            for (size_t i = 0; i < expected.size(); ++i) {
+                const size_t k = p.layout == vkconv::Layout::NHWC ? i % size_t(p.K)
+                                                                  : (i / size_t(p.P() * p.Q())) % size_t(p.K);
+                expected[i] += b[k], magnitude[i] += std::fabs(b[k]);
+            }
+        vkt::check_close(y.data, expected, magnitude, p.C / p.groups * p.R * p.S + 1, "cli conv-transpose " + c.name);
+    }
+}
+
+TEST_CASE("cli: conv-transpose refuses bad input with exit 2 and writes nothing", "[cli]") {
+    TempDir dir;
+    vkconv::write_npy(dir.file("x.npy"), {1, 2, 4, 4}, vkt::random_values(32, 1));
+    vkconv::write_npy(dir.file("w.npy"), {2, 3, 3, 3}, vkt::random_values(54, 2));
+    vkconv::write_npy(dir.file("b.npy"), {2}, vkt::random_values(2, 3));
+    const std::string out = dir.file("out.npy");
+    const Args base{"conv-transpose", "--input", dir.file("x.npy"), "--weight", dir.file("w.npy"), "--output", out};
+    const std::vector<std::pair<Args, std::vector<std::string>>> cases = {
+        {with(base, {"--padding", "1", "--auto-pad", "same-upper"}), {"--auto-pad", "--padding", "cannot be combined"}},
+        {with(base, {"--padding", "1", "--output-shape", "8,8"}), {"--output-shape", "--padding", "cannot be combined"}},
+        {with(base, {"--padding", "0,0,0,-1"}), {"pad_right (=-1)"}},
+        {with(base, {"--padding", "0,4,0,0"}), {"pad_bottom (=4)", "crops more than the dilated kernel"}},
+        {with(base, {"--stride", "2", "--output-padding", "2"}), {"output_padding_h (=2)", "less than the stride"}},
+        {with(base, {"--output-shape", "8,x"}), {"--output-shape"}},
+        {with(base, {"--bias", dir.file("b.npy")}), {"--bias", "[2]", "expected [3]"}},
+        {with(base, {"--groups", "3"}), {"C (=2) is not divisible by groups (=3)"}},
+    };
+    for (const auto& [args, needles] : cases) {
+        const auto r = run_cli(dir, args);
+        INFO(r.describe());
+        CHECK(r.code == 2);
+        for (const auto& needle : needles) CHECK_THAT(r.err, Catch::Contains(needle));
+        CHECK_FALSE(fs::exists(out));
+    }
+    // An output that starts before the full result's first row is a limitation (exit 1), not bad usage.
+    const auto before = run_cli(dir, with(base, {"--stride", "2", "--output-shape", "11,9"}));
+    INFO(before.describe());
+    CHECK(before.code == 1);
+    CHECK_THAT(before.err, Catch::Contains("unsupported") && Catch::Contains("starts 1 before"));
+    CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("cli: memory reports every algorithm's workspace and peak as table, JSON and SVG", "[cli][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     TempDir dir;

@@ -1,5 +1,5 @@
 // The public backward passes: argument checks, then one plan (conv/pass_plan.hpp) run per call, or both of
-// a layer's plans in one submission.
+// a layer's plans in one submission; and the transposed convolution, which is a backward-data pass.
 #include <string>
 
 #include "context/pass.hpp"
@@ -8,6 +8,7 @@
 #include "conv/auto_choice.hpp"
 #include "vkconv/backward.hpp"
 #include "vkconv/recording.hpp"
+#include "vkconv/transpose.hpp"
 
 namespace vkconv {
 namespace {
@@ -188,6 +189,60 @@ RunStats backward_bias(Recording& recording, const ConvProblem& problem, const T
                        const PassOptions& options) {
     CallTarget call = call_target(recording, options);
     return backward_bias_to(call.context, call.target, problem, grad_output, grad_bias, options);
+}
+
+namespace {
+
+// A transposed convolution is its convolution's backward-data pass: the input plays dy, the output dx; the
+// bias, when there is one, is added once the output is whole (conv/bias_add.hpp).
+RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, const ConvTransposeProblem& problem,
+                           const Tensor& input, const Tensor& filter, const Tensor* bias, Tensor& output,
+                           Algorithm algorithm, const PassOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.device->throw_if_lost();
+    problem.validate();
+    if (bias && !problem.has_bias)
+        throw Error(ErrorCategory::InvalidArgument, "a bias tensor was given but the problem has has_bias = false");
+    if (!bias && problem.has_bias)
+        throw Error(ErrorCategory::InvalidArgument, "the problem has has_bias = true but no bias tensor was given");
+    const ConvProblem q = problem.convolution();
+    detail::ConvOperands ops;
+    ops.output = detail::tensor_operand(impl, input, "input", problem.input_shape());
+    ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape());
+    ops.input = detail::tensor_operand(impl, output, "output", problem.output_shape());
+    detail::check_not_aliased(output, "output", {&input, &filter});
+    if (bias) {
+        ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
+        detail::check_not_aliased(output, "output", {bias});
+    }
+    detail::check_workspace(options, {&input, &filter, &output, bias});
+    const PassOptions planning = detail::planning_options(impl, options);
+    return run_planned(context, target, q,
+                       detail::plan_call(context, q, Pass::BackwardData, algorithm, planning).value(), ops,
+                       {&input, &filter, &output, bias});
+}
+
+}  // namespace
+
+uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransposeProblem& problem,
+                                        Algorithm algorithm, const PassOptions& options) {
+    const auto lock = detail::serialise(context);
+    problem.validate();
+    return pass_workspace_query(context, problem.convolution(), Pass::BackwardData, algorithm, options);
+}
+
+RunStats conv_transpose(Context& context, const ConvTransposeProblem& problem, const Tensor& input,
+                        const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
+                        const PassOptions& options) {
+    return conv_transpose_to(context, {nullptr, options.workspace}, problem, input, filter, bias, output, algorithm,
+                             options);
+}
+RunStats conv_transpose(Recording& recording, const ConvTransposeProblem& problem, const Tensor& input,
+                        const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
+                        const PassOptions& options) {
+    CallTarget call = call_target(recording, options);
+    return conv_transpose_to(call.context, call.target, problem, input, filter, bias, output, algorithm, options);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 #include "conv/pass_plan.hpp"
 
+#include "conv/bias_add.hpp"
 #include "conv/heuristic.hpp"
 
 namespace vkconv::detail {
@@ -100,6 +101,8 @@ void record_pass(ContextImpl& context, CommandStream& stream, const ConvProblem&
                               record_tiled_bias(context, stream, problem, p, operands.output, operands.bias, workspace);
                           }},
                plan.how);
+    // A backward-data pass with a bias is a transposed convolution's: the bias goes on once dx is whole.
+    if (plan.pass == Pass::BackwardData && operands.bias) record_bias_add(context, stream, problem, operands.input, operands.bias);
 }
 
 }  // namespace vkconv::detail

@@ -16,4 +16,5 @@
 #include "vkconv/recording.hpp"
 #include "vkconv/reference.hpp"
 #include "vkconv/tensor.hpp"
+#include "vkconv/transpose.hpp"
 #include "vkconv/tune.hpp"
