@@ -96,6 +96,11 @@ std::vector<Case> cases() {
     grouped.groups = 2, grouped.dilation_h = 2, grouped.stride_w = 2;
     grouped.pad_top = 0, grouped.pad_bottom = 1, grouped.pad_left = 2, grouped.pad_right = 0, grouped.has_bias = true;
     out.push_back({"groups 2, dilation 2,1, stride 1,2, pads 0,1,2,0", grouped, 8, 10});  // 4+5-1, 10+2-2
+    // Past the full result at both ends (ONNX's floor division puts the odd row before it): 2 rows before
+    // and 1 after, 1 column before; they get the bias alone.
+    auto beyond = base(1, 2, 3, 3, 4, 3, 3);
+    beyond.stride_h = beyond.stride_w = 2, beyond.output_size = std::array<int64_t, 2>{11, 9}, beyond.has_bias = true;
+    out.push_back({"output_size past the full result at both ends, bias", beyond, 11, 9});
     auto depthwise = base(1, 5, 4, 4, 5, 3, 3);
     depthwise.groups = 5, depthwise.stride_h = depthwise.stride_w = 2, depthwise.pad_top = depthwise.pad_left = 1;
     depthwise.has_bias = true;
@@ -112,10 +117,10 @@ TEST_CASE("conv_transpose: output sizes and pads follow ONNX ConvTranspose", "[t
         CHECK(c.p.P() == c.P);
         CHECK(c.p.Q() == c.Q);
         const auto q = c.p.convolution();
-        // Its convolution maps the output back to the input.
+        // Its convolution maps the output (or the part of it the result reaches) back to the input.
         CHECK(q.P() == c.p.H);
         CHECK(q.Q() == c.p.W);
-        CHECK(q.input_shape() == c.p.output_shape());
+        if (!c.p.output_beyond_result()) CHECK(q.input_shape() == c.p.output_shape());
         CHECK(q.filter_shape() == c.p.filter_shape());
     }
     ConvTransposeProblem same = base(1, 1, 3, 3, 2, 3, 3);
@@ -126,6 +131,14 @@ TEST_CASE("conv_transpose: output sizes and pads follow ONNX ConvTranspose", "[t
     ConvTransposeProblem shaped = base(1, 1, 3, 3, 2, 3, 3);
     shaped.stride_h = 3, shaped.stride_w = 2, shaped.output_size = std::array<int64_t, 2>{10, 8};
     CHECK(shaped.resolved_pads() == std::array<int64_t, 4>{0, -1, 0, -1});  // ONNX: floor division
+    CHECK_FALSE(shaped.output_beyond_result());  // one row past: within the stride, the convolution covers it
+    ConvTransposeProblem beyond = base(1, 2, 3, 3, 4, 3, 3);
+    beyond.stride_h = beyond.stride_w = 2, beyond.output_size = std::array<int64_t, 2>{11, 9};
+    CHECK(beyond.resolved_pads() == std::array<int64_t, 4>{-2, -2, -1, -1});
+    CHECK(beyond.output_beyond_result());
+    CHECK(beyond.convolution_origin() == std::array<int64_t, 2>{2, 1});
+    CHECK(beyond.convolution().H == 8);  // rows 2..9 of 11: the last one gets the bias alone
+    CHECK(beyond.convolution().W == 8);
 }
 
 TEST_CASE("conv_transpose: every backward-data algorithm matches ONNX's definition in both layouts",
@@ -208,8 +221,6 @@ TEST_CASE("conv_transpose: bad problems and operands are refused, naming the pro
          vkconv::ErrorCategory::InvalidArgument, "output_size and explicit pads cannot be combined"},
         {"output_size cropping beyond the kernel", [](auto& p) { p.output_size = std::array<int64_t, 2>{1, 9}; },
          vkconv::ErrorCategory::InvalidArgument, "crops more than the dilated kernel height"},
-        {"output_size before the first row", [](auto& p) { p.output_size = std::array<int64_t, 2>{11, 9}; },
-         vkconv::ErrorCategory::Unsupported, "starts 1 before the full result's first"},
         {"C not divisible by groups", [](auto& p) { p.groups = 3; }, vkconv::ErrorCategory::InvalidArgument,
          "C (=2) is not divisible by groups (=3)"},
         {"zero stride", [](auto& p) { p.stride_h = 0; }, vkconv::ErrorCategory::InvalidArgument, "stride_h (=0)"},

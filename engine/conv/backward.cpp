@@ -5,6 +5,7 @@
 #include "context/pass.hpp"
 #include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
+#include "conv/bias_add.hpp"
 #include "conv/auto_choice.hpp"
 #include "vkconv/backward.hpp"
 #include "vkconv/recording.hpp"
@@ -218,9 +219,31 @@ RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, c
     }
     detail::check_workspace(options, {&input, &filter, &output, bias});
     const PassOptions planning = detail::planning_options(impl, options);
-    return run_planned(context, target, q,
-                       detail::plan_call(context, q, Pass::BackwardData, algorithm, planning).value(), ops,
-                       {&input, &filter, &output, bias});
+    const detail::PassPlan plan = detail::plan_call(context, q, Pass::BackwardData, algorithm, planning).value();
+    if (!problem.output_beyond_result()) return run_planned(context, target, q, plan, ops, {&input, &filter, &output, bias});
+
+    // The output reaches past what the convolution covers: its input (the result) goes to a staging tensor,
+    // counted as workspace, and is placed in the output with the bias around it, in the same submission.
+    Tensor staged(context, q.input_shape());
+    const detail::Operand out = ops.input, bias_operand = ops.bias;
+    ops.input = detail::tensor_operand(impl, staged, "staged result", q.input_shape());
+    ops.bias = {};
+    RunStats stats = plan.planned_stats(q, detail::operand_bytes({&ops.output, &ops.filter, &bias_operand, &out}));
+    stats.workspace_bytes += impl.pool->round(staged.bytes());
+    if (target.recording) {
+        for (const Tensor* t : std::initializer_list<const Tensor*>{&input, &filter, &output, bias, &staged})
+            target.recording->keep(t);
+        target.recording->keep(target.workspace);
+    }
+    const auto origin = problem.convolution_origin();
+    const detail::Placement placement{problem.layout, problem.N, problem.K, problem.P(), problem.Q(),
+                                      q.H,            q.W,       origin[0], origin[1]};
+    detail::run_pass(impl, stats, plan.slots(), target,
+                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
+                         detail::record_pass(impl, stream, q, plan, ops, workspace);
+                         detail::record_place_output(impl, stream, placement, ops.input, bias_operand, out);
+                     });
+    return stats;
 }
 
 }  // namespace
@@ -229,7 +252,11 @@ uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransp
                                         Algorithm algorithm, const PassOptions& options) {
     const auto lock = detail::serialise(context);
     problem.validate();
-    return pass_workspace_query(context, problem.convolution(), Pass::BackwardData, algorithm, options);
+    const ConvProblem q = problem.convolution();
+    const uint64_t staged = problem.output_beyond_result()
+                                ? detail::impl_of(context).pool->round(uint64_t(q.input_elements()) * sizeof(float))
+                                : 0;
+    return pass_workspace_query(context, q, Pass::BackwardData, algorithm, options) + staged;
 }
 
 RunStats conv_transpose(Context& context, const ConvTransposeProblem& problem, const Tensor& input,

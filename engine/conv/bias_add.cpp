@@ -15,16 +15,31 @@ struct BiasAddPush {
 VKCONV_PUSH_SIZE(BiasAddPush, add_bias)
 VKCONV_PUSH_MEMBER(BiasAddPush, add_bias, plane)
 
+struct PlacePush {
+    uint32_t first_staged, first_bias, first_y;
+    uint32_t channels, P, Q;
+    uint32_t rows, columns, top, left;
+    uint32_t base, count;
+};
+VKCONV_PUSH_SIZE(PlacePush, place_output)
+VKCONV_PUSH_MEMBER(PlacePush, place_output, left)
+
+// Adding the bias or placing binds a whole tensor: refused past the binding limit.
+void check_bindable(ContextImpl& context, const Window& window, const char* what) {
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    if (window.range.size > range)
+        throw Error(ErrorCategory::Unsupported, std::string(what) + " binds the whole output (" +
+                                                    std::to_string(window.range.size) +
+                                                    " bytes), beyond the device's maxStorageBufferRange (" +
+                                                    std::to_string(range) + " bytes)");
+}
+
 }  // namespace
 
 void record_bias_add(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Operand& y,
                      const Operand& bias) {
-    const uint64_t range = context.device->limits().maxStorageBufferRange;
     const Window yw = y.whole(), bw = bias.whole();
-    if (yw.range.size > range)
-        throw Error(ErrorCategory::Unsupported,
-                    "adding the bias binds the whole output (" + std::to_string(yw.range.size) +
-                        " bytes), beyond the device's maxStorageBufferRange (" + std::to_string(range) + " bytes)");
+    check_bindable(context, yw, "adding the bias");
     PipelineDesc desc;
     desc.shader = "add_bias";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -38,6 +53,29 @@ void record_bias_add(ContextImpl& context, CommandStream& stream, const ConvProb
                       BiasAddPush{uint32_t(yw.delta), uint32_t(bw.delta), uint32_t(problem.C),
                                   uint32_t(problem.H * problem.W), 0, 0},
                       uint64_t(problem.input_elements()), ElementWork{1.0, 1});
+}
+
+void record_place_output(ContextImpl& context, CommandStream& stream, const Placement& placement,
+                         const Operand& staged, const Operand& bias, const Operand& y) {
+    const Window sw = staged.whole(), yw = y.whole(), bw = bias ? bias.whole() : staged.whole();
+    check_bindable(context, yw, "placing the result");
+    check_bindable(context, sw, "placing the result");
+    PipelineDesc desc;
+    desc.shader = "place_output";
+    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(PlacePush);
+    desc.specialization = Specialization<contract::place_output>()
+                              .set(contract::place_output::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                              .set(contract::place_output::spec::NHWC, placement.layout == Layout::NHWC)
+                              .set(contract::place_output::spec::HAS_BIAS, static_cast<bool>(bias))
+                              .values();
+    const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{bw.range, false}, Binding{yw.range, true}};
+    auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+    const Placement& p = placement;
+    dispatch_elements(stream, context.pipelines->get(desc), bindings,
+                      PlacePush{u(int64_t(sw.delta)), u(int64_t(bw.delta)), u(int64_t(yw.delta)), u(p.K), u(p.P),
+                                u(p.Q), u(p.rows), u(p.columns), u(p.top), u(p.left), 0, 0},
+                      uint64_t(p.N * p.K * p.P * p.Q), ElementWork{1.0, 1});
 }
 
 }  // namespace vkconv::detail

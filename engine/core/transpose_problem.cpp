@@ -51,6 +51,14 @@ struct Axis {
         const auto [b, e] = pads();
         return full() - b - e;
     }
+    // The output rows the convolution covers: [before, before + rows), where `before` rows precede the full
+    // result (a negative begin pad) and the convolution's windows reach at most stride - 1 rows past its
+    // last; the rest, before and after, get the bias alone.
+    int64_t before() const { return std::max<int64_t>(0, -pads().first); }
+    int64_t rows() const {
+        const int64_t top = std::max<int64_t>(0, pads().first);
+        return std::min(out() - before(), stride * size - 1 + extent() - top);
+    }
 };
 
 Axis height(const ConvTransposeProblem& p) {
@@ -91,19 +99,9 @@ void check_axis(const Axis& a, const char* dimension) {
     if (a.out() <= 0)
         invalid(std::string("the output ") + dimension + " " + std::to_string(a.out()) +
                 " is empty: the pads crop the whole result (" + std::to_string(a.full()) + ")");
-    if (b < 0)
-        throw Error(ErrorCategory::Unsupported,
-                    std::string("ConvTransposeProblem: an output ") + dimension + " of " + std::to_string(a.out()) +
-                        " starts " + std::to_string(-b) + " before the full result's first (" + a.begin_name +
-                        " would be " + std::to_string(b) + "): only rows and columns past its end are supported");
-    // The convolution maps output rows [0, stride*(size-1) + extent - b) to the input; up to stride - 1 rows
-    // past them map to no input row and get the bias alone.
-    const int64_t reach = a.stride * a.size - 1 + extent - b;
-    if (a.out() > reach)
-        throw Error(ErrorCategory::Unsupported,
-                    std::string("ConvTransposeProblem: an output ") + dimension + " of " + std::to_string(a.out()) +
-                        " reaches past the last row the windows give plus the stride (at most " +
-                        std::to_string(reach) + ")");
+    if (a.rows() <= 0)
+        invalid(std::string("the output ") + dimension + " " + std::to_string(a.out()) +
+                " reaches no row of the result: it ends before the full result's first");
 }
 
 }  // namespace
@@ -166,20 +164,30 @@ Shape ConvTransposeProblem::output_shape() const {
 }
 
 ConvProblem ConvTransposeProblem::convolution() const {
+    const Axis h = height(*this), w = width(*this);
     ConvProblem q;
-    q.N = N, q.C = K, q.H = P(), q.W = Q(), q.K = C, q.R = R, q.S = S;
+    q.N = N, q.C = K, q.H = h.rows(), q.W = w.rows(), q.K = C, q.R = R, q.S = S;
     q.stride_h = stride_h, q.stride_w = stride_w, q.dilation_h = dilation_h, q.dilation_w = dilation_w;
     q.groups = groups, q.layout = layout;
-    const Axis h = height(*this), w = width(*this);
-    const auto [top, bottom] = h.pads();
-    const auto [left, right] = w.pads();
-    // The end pads that make the convolution's output exactly H x W: the fewest that reach its last row.
-    auto end_pad = [](const Axis& a, int64_t begin) {
-        return std::max<int64_t>(0, a.stride * (a.size - 1) + a.extent() - a.out() - begin);
+    // Begin pads as given (none where the output starts before the full result); end pads the fewest that
+    // make the convolution's output exactly H x W.
+    auto pads = [](const Axis& a) {
+        const int64_t begin = std::max<int64_t>(0, a.pads().first);
+        return std::pair{begin, std::max<int64_t>(0, a.stride * (a.size - 1) + a.extent() - a.rows() - begin)};
     };
-    (void)bottom, (void)right;
-    q.set_padding(top, end_pad(h, top), left, end_pad(w, left));
+    const auto [top, bottom] = pads(h);
+    const auto [left, right] = pads(w);
+    q.set_padding(top, bottom, left, right);
     return q;
+}
+
+std::array<int64_t, 2> ConvTransposeProblem::convolution_origin() const {
+    return {height(*this).before(), width(*this).before()};
+}
+
+bool ConvTransposeProblem::output_beyond_result() const {
+    const ConvProblem q = convolution();
+    return q.H != P() || q.W != Q();
 }
 
 std::string ConvTransposeProblem::str() const {

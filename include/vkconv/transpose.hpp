@@ -31,7 +31,7 @@ struct ConvTransposeProblem {
     // end (SameUpper) or the start (SameLower), as ONNX defines them; the explicit pads must then be 0.
     std::optional<AutoPad> auto_pad;
     // ONNX's output_shape {rows, columns}: the pads follow from it (the explicit ones must then be 0). Rows
-    // past the full result, at either end, get the bias alone.
+    // and columns past the full result, at either end, get the bias alone.
     std::optional<std::array<int64_t, 2>> output_size;
     Layout layout = Layout::NCHW;  // NCHW activations with C x K/G x R x S filters, or NHWC with C x R x S x K/G
     bool has_bias = false;
@@ -39,8 +39,7 @@ struct ConvTransposeProblem {
     // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative pads or
     // output padding, output padding not less than the stride or the dilation, C or K not divisible by
     // groups, auto_pad or output_size together with explicit pads, a crop larger than the dilated kernel,
-    // an output_size no padding gives, counts past int64. Error(Unsupported) for an output_size that needs
-    // rows before the full result's first or past its last by more than the stride allows.
+    // an output_size that reaches no row of the result, sizes from 2^31 on.
     void validate() const;
 
     // The four pads after auto_pad and output_size (negative where the output reaches past the full result).
@@ -53,15 +52,23 @@ struct ConvTransposeProblem {
     Shape output_shape() const;  // N,K,P,Q or N,P,Q,K
     Shape bias_shape() const { return {K}; }
 
-    // The convolution whose backward-data pass this is: N images of K channels, P x Q, C filters of
-    // K/groups x R x S, with the strides, dilations and groups, and pads that make its output H x W.
+    // The convolution whose backward-data pass this is: N images of K channels, C filters of K/groups x R x S,
+    // with the strides, dilations and groups, and pads that make its output H x W. Its input is the output's
+    // rows and columns the result reaches: all P x Q unless output_size asks for more (output_beyond_result).
     ConvProblem convolution() const;
+    // Where the convolution's input sits in the output: rows and columns before it (of the output_size past
+    // the full result's start).
+    std::array<int64_t, 2> convolution_origin() const;
+    // Whether the output reaches past what the convolution covers (output_size beyond the full result): the
+    // pass then writes the convolution's input to a workspace and places it in the output with the bias.
+    bool output_beyond_result() const;
 
     // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=0,1,0,1 output_padding=1,1 stride=2,2 dilation=1,1 groups=1 nchw".
     std::string str() const;
 };
 
-// Bytes of temporary device memory conv_transpose needs: its convolution's backward-data workspace.
+// Bytes of temporary device memory conv_transpose needs: its convolution's backward-data workspace, and
+// where the output reaches past the full result, the convolution's input it places from.
 uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransposeProblem& problem,
                                         Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
 

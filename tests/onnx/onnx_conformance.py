@@ -90,50 +90,48 @@ def pair(values):
     return f"{values[0]},{values[1]}"
 
 
-def run_conv(tool, work, x, w, b, attrs):
-    """Conv through `vkconv forward`: ONNX pads [top, left, bottom, right] become --padding T,B,L,R."""
-    args = ["forward", "--input", os.path.join(work, "x.npy"), "--weight", os.path.join(work, "w.npy"),
+def run_node(tool, work, command, x, w, b, attrs, options):
+    """One node through `vkconv COMMAND`: its arrays as .npy files, its strides, dilations, group and the
+    command's own `options` as the tool's options; returns the output."""
+    args = [command, "--input", os.path.join(work, "x.npy"), "--weight", os.path.join(work, "w.npy"),
             "--output", os.path.join(work, "y.npy"), "--stride", pair(attrs.get("strides", [1, 1])),
-            "--dilation", pair(attrs.get("dilations", [1, 1])), "--groups", str(attrs.get("group", 1))]
+            "--dilation", pair(attrs.get("dilations", [1, 1])), "--groups", str(attrs.get("group", 1))] + options
     np.save(os.path.join(work, "x.npy"), x.astype(np.float32))
     np.save(os.path.join(work, "w.npy"), w.astype(np.float32))
     if b is not None:
         np.save(os.path.join(work, "b.npy"), b.astype(np.float32))
         args += ["--bias", os.path.join(work, "b.npy")]
-    auto_pad = attrs.get("auto_pad", "NOTSET")
-    if auto_pad != "NOTSET":
-        args += ["--auto-pad", auto_pad]
-    elif "pads" in attrs:
-        top, left, bottom, right = attrs["pads"]
-        args += ["--padding", f"{top},{bottom},{left},{right}"]
     run_tool(tool, args)
     return np.load(os.path.join(work, "y.npy"))
+
+
+def padding_options(attrs):
+    """auto_pad as --auto-pad, else ONNX's pads [top, left, bottom, right] as --padding T,B,L,R."""
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    if auto_pad != "NOTSET":
+        return ["--auto-pad", auto_pad]
+    if "pads" in attrs:
+        top, left, bottom, right = attrs["pads"]
+        return ["--padding", f"{top},{bottom},{left},{right}"]
+    return []
+
+
+def run_conv(tool, work, x, w, b, attrs):
+    """Conv through `vkconv forward`."""
+    return run_node(tool, work, "forward", x, w, b, attrs, padding_options(attrs))
 
 
 def run_conv_transpose(tool, work, x, w, b, attrs):
-    """ConvTranspose through `vkconv conv-transpose`: ONNX's attributes as the tool's options (pads
-    [top, left, bottom, right] as --padding T,B,L,R, output_shape as --output-shape)."""
-    args = ["conv-transpose", "--input", os.path.join(work, "x.npy"), "--weight", os.path.join(work, "w.npy"),
-            "--output", os.path.join(work, "y.npy"), "--stride", pair(attrs.get("strides", [1, 1])),
-            "--dilation", pair(attrs.get("dilations", [1, 1])), "--groups", str(attrs.get("group", 1)),
-            "--output-padding", pair(attrs.get("output_padding", [0, 0]))]
-    np.save(os.path.join(work, "x.npy"), x.astype(np.float32))
-    np.save(os.path.join(work, "w.npy"), w.astype(np.float32))
-    if b is not None:
-        np.save(os.path.join(work, "b.npy"), b.astype(np.float32))
-        args += ["--bias", os.path.join(work, "b.npy")]
-    auto_pad = attrs.get("auto_pad", "NOTSET")
+    """ConvTranspose through `vkconv conv-transpose`: output_padding, and output_shape as --output-shape
+    (with auto_pad choosing which side the odd row goes to) or the pads."""
+    options = ["--output-padding", pair(attrs.get("output_padding", [0, 0]))]
     if "output_shape" in attrs:
-        args += ["--output-shape", pair(attrs["output_shape"])]
-        if auto_pad != "NOTSET":
-            args += ["--auto-pad", auto_pad]
-    elif auto_pad != "NOTSET":
-        args += ["--auto-pad", auto_pad]
-    elif "pads" in attrs:
-        top, left, bottom, right = attrs["pads"]
-        args += ["--padding", f"{top},{bottom},{left},{right}"]
-    run_tool(tool, args)
-    return np.load(os.path.join(work, "y.npy"))
+        options += ["--output-shape", pair(attrs["output_shape"])]
+        if attrs.get("auto_pad", "NOTSET") != "NOTSET":
+            options += ["--auto-pad", attrs["auto_pad"]]
+    else:
+        options += padding_options(attrs)
+    return run_node(tool, work, "conv-transpose", x, w, b, attrs, options)
 
 
 def main():
