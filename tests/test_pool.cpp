@@ -4,6 +4,7 @@
 #include <vkconv/testing.hpp>
 #include "context/context_impl.hpp"
 #include "gpu.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -163,11 +164,17 @@ TEST_CASE("upload and download round-trip through the staging buffer, also in pi
         const auto values = vkt::random_values(count, static_cast<uint32_t>(count));
         auto t = vkconv::Tensor::from_host(*context, floats(count), values);
         CHECK(t.download() == values);
+        std::vector<float> into = vkt::poison(static_cast<int64_t>(count));  // the caller's memory
+        t.download(into);
+        CHECK(into == values);
     }
     CHECK(context->pool_stats().staging_bytes > 0);
     vkconv::Tensor t(*context, {2, 2});
     const std::vector<float> three{1, 2, 3};
     CHECK_THROWS_AS(t.upload(three), vkconv::Error);
+    std::vector<float> five(5, 7.0f);
+    CHECK_THROWS_AS(t.download(five), vkconv::Error);
+    CHECK(five == std::vector<float>(5, 7.0f));  // refused before anything was written
 }
 
 TEST_CASE("tensor shapes are validated", "[pool][gpu]") {

@@ -58,9 +58,18 @@ void Tensor::upload(std::span<const float> values) {
 std::vector<float> Tensor::download() const {
     if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
     std::vector<float> values(static_cast<size_t>(elements()));
+    download(values);
+    return values;
+}
+
+void Tensor::download(std::span<float> values) const {
+    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
+    if (static_cast<int64_t>(values.size()) != elements())
+        throw Error(ErrorCategory::InvalidArgument, "download of a tensor of shape " + shape_string(shape_) + " (" +
+                                                        std::to_string(elements()) + " elements) into " +
+                                                        std::to_string(values.size()) + " values");
     const auto lock = detail::serialise(*storage_->context);
     storage_->context->staging->download(detail::allocation_of(*this), values.data(), bytes());
-    return values;
 }
 
 bool Tensor::external() const {

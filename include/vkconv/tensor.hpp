@@ -39,6 +39,8 @@ public:
 
     void upload(std::span<const float> values);
     std::vector<float> download() const;
+    // Downloads into the caller's memory (its count must equal the element count): no copy beyond staging.
+    void download(std::span<float> values) const;
 
     bool empty() const { return !storage_; }
     const Shape& shape() const { return shape_; }

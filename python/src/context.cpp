@@ -1,0 +1,134 @@
+// Devices, Context (options, pool counters and control) and PeakScope (a context manager measuring the
+// pool's peak over a `with` block).
+#include "bindings.hpp"
+#include "keywords.hpp"
+
+namespace vkconv::python {
+
+namespace {
+
+// A Python message callback called from C++: it takes the GIL itself (passes run with it released), and an
+// exception it raises is reported as unraisable rather than thrown through the library.
+MessageCallback python_callback(py::object callback) {
+    if (callback.is_none()) return {};
+    auto shared = std::shared_ptr<py::object>(new py::object(std::move(callback)), [](py::object* object) {
+        py::gil_scoped_acquire gil;
+        delete object;
+    });
+    return [shared](MessageSeverity severity, std::string_view message) {
+        py::gil_scoped_acquire gil;
+        try {
+            (*shared)(severity, std::string(message));
+        } catch (py::error_already_set& error) {
+            error.discard_as_unraisable("vkconv message callback");
+        }
+    };
+}
+
+// ContextOptions as Python sees it: the callback kept as the Python object it was given.
+struct PyContextOptions : ContextOptions {
+    py::object message_callback = py::none();
+};
+
+}  // namespace
+
+void bind_context(py::module_& module) {
+    py::class_<DeviceInfo>(module, "DeviceInfo")
+        .def_readonly("index", &DeviceInfo::index)
+        .def_readonly("name", &DeviceInfo::name)
+        .def_readonly("type", &DeviceInfo::type)
+        .def_readonly("driver", &DeviceInfo::driver)
+        .def_readonly("api_version", &DeviceInfo::api_version)
+        .def_readonly("subgroup_size", &DeviceInfo::subgroup_size)
+        .def_readonly("compute_units", &DeviceInfo::compute_units)
+        .def_readonly("compute_units_source", &DeviceInfo::compute_units_source)
+        .def_readonly("shared_memory_bytes", &DeviceInfo::shared_memory_bytes)
+        .def_readonly("max_storage_buffer_range", &DeviceInfo::max_storage_buffer_range)
+        .def_readonly("max_workgroup_invocations", &DeviceInfo::max_workgroup_invocations)
+        .def_readonly("max_workgroup_count", &DeviceInfo::max_workgroup_count)
+        .def_readonly("max_push_constants_bytes", &DeviceInfo::max_push_constants_bytes)
+        .def_readonly("max_texel_buffer_elements", &DeviceInfo::max_texel_buffer_elements)
+        .def_readonly("fp16", &DeviceInfo::fp16)
+        .def_readonly("timestamps", &DeviceInfo::timestamps)
+        .def("summary", &DeviceInfo::summary)
+        .def("__repr__", [](const DeviceInfo& d) { return "DeviceInfo(" + d.summary() + ")"; });
+
+    py::enum_<MessageSeverity>(module, "MessageSeverity")
+        .value("Verbose", MessageSeverity::Verbose)
+        .value("Info", MessageSeverity::Info)
+        .value("Warning", MessageSeverity::Warning)
+        .value("Error", MessageSeverity::Error);
+
+    py::class_<PyContextOptions> options(module, "ContextOptions",
+                                         "How a Context is made; keyword arguments set the fields.");
+    init_from_keywords(options);
+    options.def_readwrite("device", &PyContextOptions::device)
+        .def_readwrite("validation", &PyContextOptions::validation)
+        .def_readwrite("on_message", &PyContextOptions::message_callback,
+                       "Called as on_message(severity, text) for validation messages; None: printed on stderr.")
+        .def_readwrite("device_memory_limit", &PyContextOptions::device_memory_limit)
+        .def_readwrite("pool_block_bytes", &PyContextOptions::pool_block_bytes)
+        .def_readwrite("max_workgroups_per_dispatch", &PyContextOptions::max_workgroups_per_dispatch)
+        .def_readwrite("max_storage_buffer_range", &PyContextOptions::max_storage_buffer_range)
+        .def_readwrite("find_cache_path", &PyContextOptions::find_cache_path)
+        .def_readwrite("pipeline_cache_path", &PyContextOptions::pipeline_cache_path)
+        .def_readwrite("tuning_path", &PyContextOptions::tuning_path);
+
+    py::class_<PoolStats>(module, "PoolStats")
+        .def_readonly("in_use", &PoolStats::in_use)
+        .def_readonly("peak_in_use", &PoolStats::peak_in_use)
+        .def_readonly("reserved", &PoolStats::reserved)
+        .def_readonly("peak_reserved", &PoolStats::peak_reserved)
+        .def_readonly("driver_allocations", &PoolStats::driver_allocations)
+        .def_readonly("live_blocks", &PoolStats::live_blocks)
+        .def_readonly("live_allocations", &PoolStats::live_allocations)
+        .def_readonly("alignment", &PoolStats::alignment)
+        .def_readonly("staging_bytes", &PoolStats::staging_bytes)
+        .def("rounded", &PoolStats::rounded, py::arg("bytes"))
+        .def("__repr__", [](const PoolStats& s) {
+            return "PoolStats(in_use=" + std::to_string(s.in_use) + ", peak_in_use=" + std::to_string(s.peak_in_use) +
+                   ", reserved=" + std::to_string(s.reserved) + ", peak_reserved=" + std::to_string(s.peak_reserved) +
+                   ", driver_allocations=" + std::to_string(s.driver_allocations) +
+                   ", live_blocks=" + std::to_string(s.live_blocks) +
+                   ", live_allocations=" + std::to_string(s.live_allocations) +
+                   ", alignment=" + std::to_string(s.alignment) + ", staging_bytes=" + std::to_string(s.staging_bytes) +
+                   ")";
+        });
+
+    py::class_<Context>(module, "Context",
+                        "One Vulkan device with its queue, buffer pool and pipeline cache. Thread-safe: calls on one "
+                        "context are serialised.")
+        .def(py::init([](const std::optional<PyContextOptions>& given, const py::kwargs& keywords) {
+                 if (given && keywords.size() > 0)
+                     throw py::type_error("Context: give ContextOptions or keyword arguments, not both");
+                 PyContextOptions options =
+                     given ? *given : py::cast<PyContextOptions>(py::type::of<PyContextOptions>()(**keywords));
+                 ContextOptions cpp = options;
+                 cpp.on_message = python_callback(options.message_callback);
+                 return Context(cpp);
+             }),
+             py::arg("options") = py::none())
+        .def_property_readonly("device", &Context::device)
+        .def_property_readonly("validation_enabled", &Context::validation_enabled)
+        .def_property_readonly("external_device", &Context::external_device)
+        .def("pool_stats", &Context::pool_stats)
+        .def("reset_peak", &Context::reset_peak)
+        .def("trim", &Context::trim)
+        .def("auto_workspace_limit", &Context::auto_workspace_limit)
+        .def("save_pipeline_cache", &Context::save_pipeline_cache)
+        .def("__repr__", [](const Context& c) { return "Context(" + c.device().name + ")"; });
+
+    module.def("list_devices", &list_devices, "Every physical device the Vulkan loader reports, in its order.");
+
+    py::class_<PeakScope>(module, "PeakScope",
+                          "The pool's in-use peak from construction (or `with` entry) on, nesting with others.")
+        .def(py::init<Context&>(), py::arg("context"), py::keep_alive<1, 2>())
+        .def("peak", &PeakScope::peak)
+        .def("baseline", &PeakScope::baseline)
+        .def("peak_reserved", &PeakScope::peak_reserved)
+        .def("driver_allocations", &PeakScope::driver_allocations)
+        .def("__enter__", [](PeakScope& scope) -> PeakScope& { return scope; }, py::return_value_policy::reference)
+        .def("__exit__", [](PeakScope&, py::args) { return false; });
+}
+
+}  // namespace vkconv::python

@@ -1,0 +1,252 @@
+"""vkconv's PyTorch layer: convolutions whose forward and backward passes run on a Vulkan device.
+
+    import vkconv.torch as vt
+    conv = vt.Conv2d(3, 16, 3, padding=1)          # torch.nn.Conv2d's arguments, parameters and state_dict
+    y = conv(x); y.sum().backward()                # x, y and the gradients are CPU tensors (float32)
+
+Conv2d is a torch.nn.Conv2d whose convolution is vkconv's, so a model trained with either loads in the
+other. The keyword-only arguments pick what vkconv does: `algorithm` (a name such as "auto", "direct",
+"im2col", "mec", "depthwise", "implicit-gemm", or a dict with one per pass: "forward", "backward_data",
+"backward_filter"), `layout` ("nchw" or "nhwc": the layout the device computes in; tensors keep PyTorch's
+shapes either way, and an NHWC layer returns a channels_last tensor), `context` (a vkconv.Context; None:
+the process's default context, see default_context) and `options` (vkconv.PassOptions).
+
+The autograd Function keeps the device copies of the input and filter from forward to backward (as the
+activations a framework keeps for its backward pass), so backward uploads only the output's gradient, and
+computes dx, dw and db in one submission (vkconv.layer_backward) when all are needed. Results are fp32 and
+deterministic: the same inputs give bit-identical outputs and gradients on one device.
+"""
+
+import threading
+
+import torch
+import torch.nn.functional as functional
+
+import vkconv as _vk
+
+__all__ = ["Conv2d", "conv2d", "default_context", "set_default_context", "Conv2dFunction"]
+
+_default_context = None
+_default_lock = threading.Lock()
+
+
+def default_context():
+    """The process's default vkconv.Context, made on first use (the VKCONV_DEVICE environment variable or
+    the best device), unless set_default_context gave one."""
+    global _default_context
+    with _default_lock:
+        if _default_context is None:
+            _default_context = _vk.Context()
+        return _default_context
+
+
+def set_default_context(context):
+    """Makes `context` (a vkconv.Context, or None to make a new one on next use) the default."""
+    global _default_context
+    if context is not None and not isinstance(context, _vk.Context):
+        raise TypeError("set_default_context takes a vkconv.Context or None")
+    with _default_lock:
+        _default_context = context
+
+
+_PASSES = ("forward", "backward_data", "backward_filter")
+
+
+def _pair(value, name):
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(value)
+    if len(value) != 2 or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
+    return value
+
+
+def _algorithms(algorithm):
+    """One vkconv.Algorithm per pass from a name, an Algorithm, or a dict of them by pass."""
+    if isinstance(algorithm, dict):
+        unknown = set(algorithm) - set(_PASSES)
+        if unknown:
+            raise ValueError(f"algorithm: unknown pass {sorted(unknown)}; the passes are {list(_PASSES)}")
+        return {p: _vk.Algorithm(algorithm.get(p, "auto")) if isinstance(algorithm.get(p, "auto"), str)
+                else algorithm[p] for p in _PASSES}
+    chosen = _vk.Algorithm(algorithm) if isinstance(algorithm, str) else algorithm
+    if not isinstance(chosen, _vk.Algorithm):
+        raise TypeError(f"algorithm must be a name, a vkconv.Algorithm or a dict by pass, got {algorithm!r}")
+    return {p: chosen for p in _PASSES}
+
+
+class _Config:
+    """What one convolution call needs besides its tensors: geometry, algorithms, layout, context, options;
+    and the statistics of its last passes."""
+
+    def __init__(self, stride, padding, dilation, groups, algorithm, layout, context, options):
+        self.stride = _pair(stride, "stride")
+        self.dilation = _pair(dilation, "dilation")
+        self.groups = groups
+        self.padding = padding
+        self.algorithms = _algorithms(algorithm)
+        self.layout = _vk.Layout(layout) if isinstance(layout, str) else layout
+        self.context = context
+        self.options = options
+        self.stats = {}
+
+    def device_context(self):
+        return self.context if self.context is not None else default_context()
+
+    def problem(self, x, weight, has_bias):
+        n, c, h, w = x.shape
+        k, _, r, s = weight.shape
+        problem = _vk.ConvProblem(N=n, C=c, H=h, W=w, K=k, R=r, S=s, stride_h=self.stride[0],
+                                  stride_w=self.stride[1], dilation_h=self.dilation[0],
+                                  dilation_w=self.dilation[1], groups=self.groups, layout=self.layout,
+                                  has_bias=has_bias)
+        if self.padding == "valid":
+            pass
+        elif self.padding == "same":
+            # PyTorch's "same" (stride 1): the total pad dilation * (taps - 1), the odd one at the end.
+            total_h, total_w = self.dilation[0] * (r - 1), self.dilation[1] * (s - 1)
+            problem.set_padding(total_h // 2, total_h - total_h // 2, total_w // 2, total_w - total_w // 2)
+        else:
+            pad_h, pad_w = _pair(self.padding, "padding")
+            problem.set_padding(pad_h, pad_h, pad_w, pad_w)
+        problem.validate()
+        return problem
+
+
+def _check_tensor(tensor, name):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"vkconv conv2d: {name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.dtype != torch.float32:
+        raise TypeError(f"vkconv conv2d: {name} must be float32 (vkconv computes in fp32), got {tensor.dtype}")
+    if tensor.device.type != "cpu":
+        raise ValueError(f"vkconv conv2d: {name} must be a CPU tensor (vkconv moves it to its own device), "
+                         f"got one on {tensor.device}")
+
+
+def _to_layout(tensor, layout):
+    """The tensor's values in the problem's layout as a contiguous CPU array (NCHW/OIHW as PyTorch holds
+    them, or NHWC/OHWI), without a copy where they already are."""
+    if layout == _vk.Layout.NHWC and tensor.dim() == 4:
+        tensor = tensor.permute(0, 2, 3, 1)
+    return tensor.detach().contiguous().numpy()
+
+
+def _upload(context, tensor, layout):
+    return _vk.Tensor.from_host(context, _to_layout(tensor, layout))
+
+
+def _download(device_tensor, layout):
+    """A new CPU tensor in PyTorch's dimension order holding a device tensor of the problem's layout."""
+    host = torch.empty(device_tensor.shape, dtype=torch.float32)
+    device_tensor.download(host.numpy())
+    if layout == _vk.Layout.NHWC and host.dim() == 4:
+        return host.permute(0, 3, 1, 2)  # channels_last memory, NCHW shape
+    return host
+
+
+class Conv2dFunction(torch.autograd.Function):
+    """y = conv2d(x, weight, bias) on vkconv; backward gives dx, dw and db with vkconv's backward passes."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, config):
+        context = config.device_context()
+        problem = config.problem(x, weight, bias is not None)
+        device_x = _upload(context, x, config.layout)
+        device_w = _upload(context, weight, config.layout)
+        device_b = _vk.Tensor.from_host(context, bias.detach().contiguous().numpy()) if bias is not None else None
+        device_y = _vk.Tensor(context, problem.output_shape())
+        config.stats["forward"] = _vk.forward(context, problem, device_x, device_w, device_b, device_y,
+                                              config.algorithms["forward"], config.options)
+        ctx.config, ctx.problem, ctx.device_x, ctx.device_w = config, problem, device_x, device_w
+        ctx.has_bias = bias is not None
+        return _download(device_y, config.layout)
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        config, problem = ctx.config, ctx.problem
+        context = config.device_context()
+        need_dx, need_dw, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]
+        device_dy = _vk.Tensor.from_host(context, _to_layout(grad_y, config.layout))
+        device_dx = _vk.Tensor(context, problem.input_shape()) if need_dx else None
+        device_dw = _vk.Tensor(context, problem.filter_shape()) if need_dw else None
+        device_db = _vk.Tensor(context, problem.bias_shape()) if need_db else None
+        algorithms, options = config.algorithms, config.options
+        if need_dx and need_dw and algorithms["backward_data"] == algorithms["backward_filter"]:
+            config.stats["backward"] = _vk.layer_backward(context, problem, ctx.device_x, ctx.device_w, device_dy,
+                                                          device_dx, device_dw, device_db,
+                                                          algorithms["backward_data"], options)
+        else:
+            if need_dx:
+                config.stats["backward_data"] = _vk.backward_data(context, problem, device_dy, ctx.device_w,
+                                                                  device_dx, algorithms["backward_data"], options)
+            if need_dw:
+                config.stats["backward_filter"] = _vk.backward_filter(context, problem, ctx.device_x, device_dy,
+                                                                      device_dw, device_db,
+                                                                      algorithms["backward_filter"], options)
+            elif need_db:
+                config.stats["backward_bias"] = _vk.backward_bias(context, problem, device_dy, device_db, options)
+        # The device copies are needed no longer: give their memory back to the pool now.
+        ctx.device_x = ctx.device_w = None
+        dx = _download(device_dx, config.layout) if need_dx else None
+        dw = _download(device_dw, config.layout) if need_dw else None
+        db = _download(device_db, config.layout) if need_db else None
+        return dx, dw, db, None
+
+
+def _run(x, weight, bias, config):
+    _check_tensor(x, "input")
+    _check_tensor(weight, "weight")
+    if bias is not None:
+        _check_tensor(bias, "bias")
+    if weight.dim() != 4:
+        raise ValueError(f"vkconv conv2d: weight must be 4-D (out, in/groups, kH, kW), got shape {tuple(weight.shape)}")
+    unbatched = x.dim() == 3
+    if unbatched:
+        x = x.unsqueeze(0)
+    if x.dim() != 4:
+        raise ValueError(f"vkconv conv2d: input must be 3-D or 4-D (N, C, H, W), got shape {tuple(x.shape)}")
+    y = Conv2dFunction.apply(x, weight, bias, config)
+    return y.squeeze(0) if unbatched else y
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, algorithm="auto",
+           layout="nchw", context=None, options=None):
+    """torch.nn.functional.conv2d on vkconv (the keyword-only arguments as in Conv2d)."""
+    config = _Config(stride, padding, dilation, groups, algorithm, layout, context, options)
+    return _run(input, weight, bias, config)
+
+
+class Conv2d(torch.nn.Conv2d):
+    """torch.nn.Conv2d with vkconv's convolution; `last_stats` holds the vkconv statistics of its last
+    passes by name ("forward", "backward" for the layer step, or "backward_data", "backward_filter",
+    "backward_bias" when they run apart)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None, *, algorithm="auto", layout="nchw",
+                 context=None, options=None):
+        if dtype not in (None, torch.float32):
+            raise TypeError(f"vkconv Conv2d computes in float32, not {dtype}")
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError("vkconv Conv2d keeps its parameters on the CPU; `context` picks the Vulkan device")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+        self.vkconv_algorithm = algorithm
+        self.vkconv_layout = layout
+        self.vkconv_context = context
+        self.vkconv_options = options
+        _algorithms(algorithm)  # refuses a bad algorithm now rather than at the first call
+        _vk.Layout(layout) if isinstance(layout, str) else layout
+        self.last_stats = {}
+
+    def _conv_forward(self, input, weight, bias):
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            input = functional.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            padding = (0, 0)
+        config = _Config(self.stride, padding, self.dilation, self.groups, self.vkconv_algorithm,
+                         self.vkconv_layout, self.vkconv_context, self.vkconv_options)
+        config.stats = self.last_stats
+        return _run(input, weight, bias, config)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", algorithm={self.vkconv_algorithm!r}, layout={self.vkconv_layout!r}"

@@ -1,0 +1,167 @@
+"""vkconv.torch against PyTorch's own convolution: outputs and the gradients autograd gives (dx, dw, db) on
+random odd problems with groups, strides, padding and dilation, for every algorithm and both layouts, at
+the fp32 summation bound; Conv2d as a drop-in for torch.nn.Conv2d (arguments, state_dict both ways,
+padding modes, unbatched input); determinism; bad input refused.
+Run: PYTHONPATH=<build>/python python3 -m unittest tests/python/test_torch.py"""
+
+import math
+import unittest
+
+import torch
+import torch.nn.functional as F
+
+import vkconv
+import vkconv.torch as vt
+from support import context
+
+torch.backends.cudnn.enabled = False
+ALGORITHMS = ["direct", "im2col", "mec", "implicit-gemm"]
+
+
+def bound(reduction_length, magnitude):
+    return (reduction_length + 2) * math.ldexp(1.0, -24) * magnitude + 1e-30
+
+
+class Gradients(unittest.TestCase):
+    """The exact values are PyTorch's convolution in float64; the magnitudes the same on |operands|. vkconv's
+    fp32 result must be within the summation bound of the exact one, as PyTorch's own fp32 result is."""
+
+    def check(self, name, got, exact, magnitude, reduction_length, torch_fp32):
+        self.assertFalse(torch.isnan(got).any(), f"{name}: NaN")
+        limit = bound(reduction_length, magnitude)
+        error = (got.double() - exact).abs()
+        worst = (error / limit).max().item()
+        self.assertLessEqual(worst, 1.0, f"{name}: error {worst:.3g}x the fp32 bound")
+        # PyTorch's own fp32 autograd is within the same bound, so the two differ by at most twice it.
+        self.assertLessEqual(((got.double() - torch_fp32.double()).abs() / (2 * limit)).max().item(), 1.0, name)
+
+    def run_problem(self, generator, algorithm, layout, shape):
+        n, c, h, w, k, r, s, stride, padding, dilation, groups = shape
+        x = torch.rand(n, c, h, w, generator=generator) * 2 - 1
+        weight = torch.rand(k, c // groups, r, s, generator=generator) * 2 - 1
+        bias = torch.rand(k, generator=generator) * 2 - 1
+        args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+        leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+        y = vt.conv2d(*leaves, **args, algorithm=algorithm, layout=layout)
+        dy = torch.rand(y.shape, generator=generator) * 2 - 1
+        y.backward(dy)
+
+        torch_leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+        y_torch = F.conv2d(*torch_leaves, **args)
+        y_torch.backward(dy)
+
+        exact = [t.double().requires_grad_() for t in (x, weight, bias)]
+        y_exact = F.conv2d(*exact, **args)
+        y_exact.backward(dy.double())
+        magnitude = [t.double().abs().requires_grad_() for t in (x, weight, bias)]
+        y_magnitude = F.conv2d(*magnitude, **args)
+        y_magnitude.backward(dy.double().abs())
+
+        p, q = y.shape[2], y.shape[3]
+        what = f"{algorithm} {layout} {shape}"
+        self.check(f"y {what}", y, y_exact.detach(), y_magnitude.detach(), c // groups * r * s + 1, y_torch)
+        self.check(f"dx {what}", leaves[0].grad, exact[0].grad, magnitude[0].grad, k // groups * r * s,
+                   torch_leaves[0].grad)
+        self.check(f"dw {what}", leaves[1].grad, exact[1].grad, magnitude[1].grad, n * p * q, torch_leaves[1].grad)
+        self.check(f"db {what}", leaves[2].grad, exact[2].grad, magnitude[2].grad, n * p * q, torch_leaves[2].grad)
+
+    def test_random_problems_every_algorithm_both_layouts(self):
+        generator = torch.Generator().manual_seed(1234)
+        shapes = []
+        for _ in range(4):
+            groups = int(torch.randint(1, 3, (1,), generator=generator))
+            c = groups * int(torch.randint(1, 4, (1,), generator=generator))
+            k = groups * int(torch.randint(1, 4, (1,), generator=generator))
+            r, s = (int(v) for v in torch.randint(1, 4, (2,), generator=generator))
+            stride = tuple(int(v) for v in torch.randint(1, 3, (2,), generator=generator))
+            dilation = tuple(int(v) for v in torch.randint(1, 3, (2,), generator=generator))
+            padding = (int(torch.randint(0, r, (1,), generator=generator)), int(torch.randint(0, s, (1,), generator=generator)))
+            h = dilation[0] * (r - 1) + 1 + int(torch.randint(0, 6, (1,), generator=generator))
+            w = dilation[1] * (s - 1) + 1 + int(torch.randint(0, 6, (1,), generator=generator))
+            n = int(torch.randint(1, 4, (1,), generator=generator))
+            shapes.append((n, c, h, w, k, r, s, stride, padding, dilation, groups))
+        for shape in shapes:
+            for layout in ("nchw", "nhwc"):
+                for algorithm in ALGORITHMS:
+                    with self.subTest(shape=shape, layout=layout, algorithm=algorithm):
+                        self.run_problem(generator, algorithm, layout, shape)
+
+    def test_depthwise(self):
+        generator = torch.Generator().manual_seed(5)
+        for layout in ("nchw", "nhwc"):
+            with self.subTest(layout=layout):
+                self.run_problem(generator, "depthwise", layout, (2, 4, 7, 6, 8, 3, 3, (2, 1), (1, 1), (1, 2), 4))
+
+    def test_auto_and_a_different_algorithm_per_pass(self):
+        generator = torch.Generator().manual_seed(8)
+        shape = (2, 3, 9, 8, 4, 3, 3, (1, 1), (1, 1), (1, 1), 1)
+        self.run_problem(generator, "auto", "nchw", shape)
+        self.run_problem(generator, {"forward": "mec", "backward_data": "direct", "backward_filter": "implicit-gemm"},
+                         "nhwc", shape)
+
+
+class DropIn(unittest.TestCase):
+    def test_state_dicts_load_both_ways_and_give_the_same_layer(self):
+        torch.manual_seed(0)
+        reference = torch.nn.Conv2d(3, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=1, groups=3, bias=True)
+        layer = vt.Conv2d(3, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=1, groups=3, bias=True)
+        self.assertEqual(list(layer.state_dict()), list(reference.state_dict()))
+        layer.load_state_dict(reference.state_dict())
+        x = torch.rand(2, 3, 9, 7)
+        self.assertTrue(torch.allclose(layer(x), reference(x), rtol=0, atol=1e-5))
+        back = torch.nn.Conv2d(3, 6, (3, 2), stride=(2, 1), padding=(1, 0), groups=3)
+        back.load_state_dict(layer.state_dict())
+        self.assertTrue(torch.equal(back.weight, reference.weight))
+        self.assertIn("forward", layer.last_stats)
+        self.assertGreaterEqual(layer.last_stats["forward"].peak_bytes, layer.last_stats["forward"].operand_bytes)
+
+    def test_padding_modes_same_padding_and_unbatched_input(self):
+        torch.manual_seed(1)
+        # PyTorch 1.13's circular padding needs a batch dimension; the unbatched cases use the other modes.
+        for x, kwargs in ((torch.rand(3, 8, 7), dict(padding="same", dilation=2)),
+                          (torch.rand(3, 8, 7), dict(padding=1, padding_mode="reflect")),
+                          (torch.rand(2, 3, 8, 7), dict(padding=(2, 1), padding_mode="circular")),
+                          (torch.rand(2, 3, 8, 7), dict(padding="valid", bias=False))):
+            with self.subTest(**kwargs):
+                reference = torch.nn.Conv2d(3, 4, 3, **kwargs)
+                layer = vt.Conv2d(3, 4, 3, **kwargs, algorithm="im2col", layout="nhwc")
+                layer.load_state_dict(reference.state_dict())
+                got, expected = layer(x), reference(x)
+                self.assertEqual(got.shape, expected.shape)
+                self.assertTrue(torch.allclose(got, expected, rtol=0, atol=1e-5), kwargs)
+
+    def test_runs_are_bit_identical(self):
+        torch.manual_seed(2)
+        layer = vt.Conv2d(4, 5, 3, padding=1, algorithm="implicit-gemm")
+        x = torch.rand(3, 4, 10, 9, requires_grad=True)
+        results = []
+        for _ in range(2):
+            layer.zero_grad()
+            x.grad = None
+            y = layer(x)
+            y.square().sum().backward()
+            results.append([y.detach().clone(), x.grad.clone(), layer.weight.grad.clone(), layer.bias.grad.clone()])
+        for first, second in zip(*results):
+            self.assertTrue(torch.equal(first, second))
+
+    def test_bad_input_is_refused(self):
+        layer = vt.Conv2d(2, 3, 3)
+        with self.assertRaises(TypeError):
+            layer(torch.rand(1, 2, 5, 5, dtype=torch.float64))
+        with self.assertRaises(vkconv.InvalidArgumentError):
+            layer(torch.rand(1, 3, 5, 5))  # 3 channels into a layer of 2
+        with self.assertRaises(ValueError):
+            layer(torch.rand(5, 5))
+        with self.assertRaises(vkconv.InvalidArgumentError):
+            vt.Conv2d(2, 3, 3, algorithm="winograd")
+        with self.assertRaises(TypeError):
+            vt.Conv2d(2, 3, 3, dtype=torch.float64)
+
+    def test_an_explicit_context(self):
+        layer = vt.Conv2d(1, 2, 3, context=context())
+        self.assertEqual(layer(torch.rand(1, 1, 4, 4)).shape, (1, 2, 2, 2))
+
+
+if __name__ == "__main__":
+    unittest.main()
