@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -54,5 +55,22 @@ auto native_call(Call&& call) {
     Timer timer;
     return call();
 }
+
+// Holder of the classes whose destruction can wait (a Tensor or Recording takes its context's lock, a
+// Submission waits for the GPU, a Context for its device): the GIL is released while they are destroyed, so
+// other Python threads go on, and a message callback the destructor triggers can take the GIL.
+template <class T>
+struct ReleaseGilDelete {
+    void operator()(T* object) const noexcept {
+        if (PyGILState_Check()) {
+            py::gil_scoped_release release;
+            delete object;
+        } else {
+            delete object;
+        }
+    }
+};
+template <class T>
+using GilFreeHolder = std::unique_ptr<T, ReleaseGilDelete<T>>;
 
 }  // namespace vkconv::python

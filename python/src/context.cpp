@@ -95,7 +95,8 @@ void bind_context(py::module_& module) {
                    ")";
         });
 
-    py::class_<Context>(module, "Context",
+    const auto release = py::call_guard<py::gil_scoped_release>();  // calls that take the context's lock
+    py::class_<Context, GilFreeHolder<Context>>(module, "Context",
                         "One Vulkan device with its queue, buffer pool and pipeline cache. Thread-safe: calls on one "
                         "context are serialised.")
         .def(py::init([](const std::optional<PyContextOptions>& given, const py::kwargs& keywords) {
@@ -111,11 +112,11 @@ void bind_context(py::module_& module) {
         .def_property_readonly("device", &Context::device)
         .def_property_readonly("validation_enabled", &Context::validation_enabled)
         .def_property_readonly("external_device", &Context::external_device)
-        .def("pool_stats", &Context::pool_stats)
-        .def("reset_peak", &Context::reset_peak)
-        .def("trim", &Context::trim)
-        .def("auto_workspace_limit", &Context::auto_workspace_limit)
-        .def("save_pipeline_cache", &Context::save_pipeline_cache)
+        .def("pool_stats", &Context::pool_stats, release)
+        .def("reset_peak", &Context::reset_peak, release)
+        .def("trim", &Context::trim, release)
+        .def("auto_workspace_limit", &Context::auto_workspace_limit, release)
+        .def("save_pipeline_cache", &Context::save_pipeline_cache, release)
         .def("__repr__", [](const Context& c) { return "Context(" + c.device().name + ")"; });
 
     module.def("list_devices", &list_devices, "Every physical device the Vulkan loader reports, in its order.");
@@ -123,10 +124,10 @@ void bind_context(py::module_& module) {
     py::class_<PeakScope>(module, "PeakScope",
                           "The pool's in-use peak from construction (or `with` entry) on, nesting with others.")
         .def(py::init<Context&>(), py::arg("context"), py::keep_alive<1, 2>())
-        .def("peak", &PeakScope::peak)
-        .def("baseline", &PeakScope::baseline)
-        .def("peak_reserved", &PeakScope::peak_reserved)
-        .def("driver_allocations", &PeakScope::driver_allocations)
+        .def("peak", &PeakScope::peak, release)
+        .def("baseline", &PeakScope::baseline, release)
+        .def("peak_reserved", &PeakScope::peak_reserved, release)
+        .def("driver_allocations", &PeakScope::driver_allocations, release)
         .def("__enter__", [](PeakScope& scope) -> PeakScope& { return scope; }, py::return_value_policy::reference)
         .def("__exit__", [](PeakScope&, py::args) { return false; });
 }

@@ -12,7 +12,10 @@ void init_from_keywords(py::class_<T>& cls) {
                 py::object object = py::cast(T{});
                 for (const auto& [key, value] : keywords) {
                     const std::string name = py::str(key);
-                    if (name.starts_with("_") || !py::hasattr(py::type::of(object), name.c_str()))
+                    // Fields are properties of the class; methods and unknown names are not fields.
+                    const py::object property = py::module_::import("builtins").attr("property");
+                    const py::object attribute = py::getattr(py::type::of(object), name.c_str(), py::none());
+                    if (name.starts_with("_") || !py::isinstance(attribute, property))
                         throw py::type_error(std::string(py::str(py::type::of(object).attr("__name__"))) +
                                              " has no field '" + name + "'");
                     object.attr(name.c_str()) = value;

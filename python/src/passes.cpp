@@ -95,11 +95,13 @@ void bind_option_types(py::module_& module) {
 }
 
 void bind_recording(py::module_& module) {
-    py::class_<Submission>(module, "Submission", "Work submitted on vkconv's queue; wait() blocks until it is done.")
+    const auto release = py::call_guard<py::gil_scoped_release>();
+    py::class_<Submission, GilFreeHolder<Submission>>(module, "Submission",
+                                                      "Work submitted on vkconv's queue; wait() blocks until it is done.")
         .def("wait", [](Submission& s) { native_call([&] { s.wait(); }); })
-        .def("done", &Submission::done)
+        .def("done", &Submission::done, release)
         .def("empty", &Submission::empty);
-    py::class_<Recording>(module, "Recording",
+    py::class_<Recording, GilFreeHolder<Recording>>(module, "Recording",
                           "Passes recorded now and run later in one submission: pass it instead of the Context.")
         .def(py::init<Context&>(), py::arg("context"), py::keep_alive<1, 2>())
         .def("submit", [](Recording& r) { return native_call([&] { return r.submit(); }); });

@@ -37,7 +37,7 @@ FloatArray float_array(const py::handle& object, std::string_view role, bool wri
 }
 
 void bind_tensor(py::module_& module) {
-    py::class_<Tensor>(module, "Tensor",
+    py::class_<Tensor, GilFreeHolder<Tensor>>(module, "Tensor",
                        "A float32 array in device memory from its context's pool (memory goes back to the pool "
                        "when the last reference dies).")
         .def(py::init([](Context& context, const Shape& shape) {

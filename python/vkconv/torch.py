@@ -103,6 +103,8 @@ class _Config:
         if self.padding == "valid":
             pass
         elif self.padding == "same":
+            if self.stride != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions (as in PyTorch)")
             # PyTorch's "same" (stride 1): the total pad dilation * (taps - 1), the odd one at the end.
             total_h, total_w = self.dilation[0] * (r - 1), self.dilation[1] * (s - 1)
             problem.set_padding(total_h // 2, total_h - total_h // 2, total_w // 2, total_w - total_w // 2)
@@ -157,14 +159,18 @@ class Conv2dFunction(torch.autograd.Function):
         device_y = _vk.Tensor(context, problem.output_shape())
         config.stats["forward"] = _vk.forward(context, problem, device_x, device_w, device_b, device_y,
                                               config.algorithms["forward"], config.options)
-        ctx.config, ctx.problem, ctx.device_x, ctx.device_w = config, problem, device_x, device_w
+        # Backward runs on the context forward ran on, with the device copies it needs: x for dw, w for dx.
+        # They stay on the device until autograd frees the graph (or a retained graph's last backward).
+        ctx.config, ctx.problem, ctx.context = config, problem, context
+        ctx.device_x = device_x if ctx.needs_input_grad[1] else None
+        ctx.device_w = device_w if ctx.needs_input_grad[0] else None
         ctx.has_bias = bias is not None
         return _download(device_y, config.layout)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_y):
-        config, problem = ctx.config, ctx.problem
-        context = config.device_context()
+        config, problem, context = ctx.config, ctx.problem, ctx.context
         need_dx, need_dw, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]
         device_dy = _vk.Tensor.from_host(context, _to_layout(grad_y, config.layout))
         device_dx = _vk.Tensor(context, problem.input_shape()) if need_dx else None
@@ -185,8 +191,6 @@ class Conv2dFunction(torch.autograd.Function):
                                                                       algorithms["backward_filter"], options)
             elif need_db:
                 config.stats["backward_bias"] = _vk.backward_bias(context, problem, device_dy, device_db, options)
-        # The device copies are needed no longer: give their memory back to the pool now.
-        ctx.device_x = ctx.device_w = None
         dx = _download(device_dx, config.layout) if need_dx else None
         dw = _download(device_dw, config.layout) if need_dw else None
         db = _download(device_db, config.layout) if need_db else None

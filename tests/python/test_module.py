@@ -216,6 +216,8 @@ class Errors(unittest.TestCase):
         self.assertIn("groups", str(raised.exception))
         with self.assertRaises(TypeError):
             vkconv.ConvProblem(N=1, not_a_field=3)
+        with self.assertRaises(TypeError):  # a method is no field
+            vkconv.ConvProblem(P=3)
         with self.assertRaises(vkconv.InvalidArgumentError):
             vkconv.Algorithm("winograd")
 

@@ -101,6 +101,70 @@ class Gradients(unittest.TestCase):
                          "nhwc", shape)
 
 
+class BackwardPaths(unittest.TestCase):
+    """Each subset of gradients autograd can ask for runs its own passes: dx alone (frozen weights), dw and db
+    without dx (an input that needs no gradient), db alone; a retained graph runs backward twice."""
+
+    def setUp(self):
+        generator = torch.Generator().manual_seed(17)
+        self.x = torch.rand(2, 4, 7, 6, generator=generator) - 0.5
+        self.w = torch.rand(6, 2, 3, 3, generator=generator) - 0.5
+        self.b = torch.rand(6, generator=generator) - 0.5
+        self.dy = torch.rand(2, 6, 4, 3, generator=generator) - 0.5
+        self.args = dict(stride=(2, 2), padding=(1, 1), groups=2)
+
+    def gradients(self, conv, needs, operands=None, dy=None):
+        operands = operands or (self.x, self.w, self.b)
+        leaves = [t.clone().requires_grad_(need) for t, need in zip(operands, needs)]
+        conv(*leaves, **self.args).backward(self.dy if dy is None else dy)
+        return [leaf.grad for leaf in leaves]
+
+    def test_every_subset_of_gradients(self):
+        lengths = (6 // 2 * 9, 2 * 4 * 3, 2 * 4 * 3)  # reduction lengths of dx, dw and db
+        all_needed = (True, True, True)
+        exact = self.gradients(F.conv2d, all_needed, [t.double() for t in (self.x, self.w, self.b)], self.dy.double())
+        magnitude = self.gradients(F.conv2d, all_needed, [t.double().abs() for t in (self.x, self.w, self.b)],
+                                   self.dy.double().abs())
+        for needs in ((True, False, False), (False, True, True), (False, False, True), (True, True, False),
+                      (False, True, False)):
+            for layout in ("nchw", "nhwc"):
+                with self.subTest(needs=needs, layout=layout):
+                    got = self.gradients(lambda *a, **k: vt.conv2d(*a, **k, algorithm="im2col", layout=layout), needs)
+                    for i, need in enumerate(needs):
+                        if not need:
+                            self.assertIsNone(got[i])
+                            continue
+                        self.assertFalse(torch.isnan(got[i]).any())
+                        ratio = ((got[i].double() - exact[i]).abs() / bound(lengths[i], magnitude[i])).max().item()
+                        self.assertLessEqual(ratio, 1.0, f"gradient {i}")
+
+    def test_a_retained_graph_runs_backward_twice_and_higher_order_is_refused(self):
+        x = self.x.clone().requires_grad_()
+        w = self.w.clone().requires_grad_()
+        y = vt.conv2d(x, w, **self.args)
+        y.backward(self.dy, retain_graph=True)
+        first = (x.grad.clone(), w.grad.clone())
+        y.backward(self.dy)
+        self.assertTrue(torch.equal(x.grad, 2 * first[0]))
+        self.assertTrue(torch.equal(w.grad, 2 * first[1]))
+        # vkconv's backward is not itself differentiable: asking for a second-order gradient is an error,
+        # never a silently constant one.
+        y = vt.conv2d(x, w, **self.args)
+        (grad_x,) = torch.autograd.grad(y.square().sum(), x, create_graph=True)
+        with self.assertRaises(RuntimeError):
+            grad_x.sum().backward()
+
+    def test_backward_runs_on_the_context_forward_ran_on(self):
+        x = self.x.clone().requires_grad_()
+        y = vt.conv2d(x, self.w, **self.args)
+        vt.set_default_context(None)  # the next default context is another one
+        try:
+            y.backward(self.dy)
+        finally:
+            vt.set_default_context(None)
+        self.assertIsNotNone(x.grad)
+
+
 class DropIn(unittest.TestCase):
     def test_state_dicts_load_both_ways_and_give_the_same_layer(self):
         torch.manual_seed(0)
@@ -157,6 +221,8 @@ class DropIn(unittest.TestCase):
             vt.Conv2d(2, 3, 3, algorithm="winograd")
         with self.assertRaises(TypeError):
             vt.Conv2d(2, 3, 3, dtype=torch.float64)
+        with self.assertRaises(ValueError):
+            vt.conv2d(torch.rand(1, 2, 5, 5), torch.rand(3, 2, 3, 3), stride=2, padding="same")
 
     def test_an_explicit_context(self):
         layer = vt.Conv2d(1, 2, 3, context=context())
