@@ -1021,7 +1021,8 @@ TEST_CASE("cli: plan prints an H100's plan without a device, as text and JSON", 
     // A problem by shape, as forward takes it, for a profile file of one's own.
     const std::string profile = dir.file("my device.json");
     std::ofstream(profile) << R"({"capabilities": {"device": {"properties": {"VkPhysicalDeviceProperties":
-        {"deviceName": "My GPU", "deviceType": "VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU"}}}},
+        {"deviceName": "My GPU", "deviceType": "VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU",
+         "limits": {"maxPerStageDescriptorStorageBuffers": 16}}}}},
         "vkconv": {"compute_units": 40, "compute_units_source": "data sheet"}})";
     r = run_cli(dir, {"plan", "--input-shape", "8,16,20,20", "--filter-shape", "32,16,3,3", "--padding", "1",
                       "--pass", "forward", "--algo", "implicit-gemm", "--device-profile", profile});
@@ -1029,6 +1030,15 @@ TEST_CASE("cli: plan prints an H100's plan without a device, as text and JSON", 
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("My GPU, 40 compute units (profile: data sheet)"));
     CHECK_THAT(r.out, Catch::Contains("implicit_gemm"));
+    // Without the descriptor count, the profile's device has the specification's 4 storage buffers per
+    // stage, too few for implicit GEMM: refused, naming the limit.
+    std::ofstream(profile) << R"({"capabilities": {"device": {"properties": {"VkPhysicalDeviceProperties":
+        {"deviceName": "My GPU", "deviceType": "VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU"}}}}})";
+    r = run_cli(dir, {"plan", "--input-shape", "8,16,20,20", "--filter-shape", "32,16,3,3", "--padding", "1",
+                      "--pass", "forward", "--algo", "implicit-gemm", "--device-profile", profile});
+    INFO(r.describe());
+    CHECK(r.code != 0);
+    CHECK_THAT(r.err, Catch::Contains("maxPerStageDescriptorStorageBuffers"));
 }
 
 TEST_CASE("cli: plan refuses bad input with exit 2", "[cli]") {

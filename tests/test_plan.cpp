@@ -42,7 +42,18 @@ TEST_CASE("shipped device profiles describe their devices", "[plan]") {
     CHECK(h100.info().shared_memory_bytes == 49152);
     CHECK(h100.info().max_workgroup_invocations == 1024);
     CHECK(h100.info().type == "discrete GPU");
+    // vulkan-minimum describes no device: the limits every Vulkan 1.1 device reaches, to impose on one.
+    REQUIRE(std::count(names.begin(), names.end(), "vulkan-minimum") == 1);
+    const DeviceProfile minimum = DeviceProfile::load("vulkan-minimum");
+    CHECK(minimum.info().shared_memory_bytes == 16384);
+    CHECK(minimum.info().max_workgroup_invocations == 128);
+    CHECK(minimum.info().max_storage_buffer_range == (1u << 27));
+    CHECK(minimum.info().max_texel_buffer_elements == 65536);
+    CHECK(minimum.info().max_push_constants_bytes == 128);
+    CHECK(minimum.info().max_buffer_bytes == (1ull << 30));
+    CHECK(h100.info().max_buffer_bytes == 80ull << 30);
     for (const auto& name : names) {
+        if (name == "vulkan-minimum") continue;
         INFO(name);
         const DeviceProfile profile = DeviceProfile::load(name);
         CHECK(profile.info().compute_units > 0);

@@ -79,6 +79,10 @@ ContextImpl::ContextImpl(const DeviceModel& model) {
 }
 
 void ContextImpl::finish_setup() {
+    std::string imposed = options.device_limits;
+    if (imposed.empty())
+        if (const char* env = std::getenv("VKCONV_DEVICE_LIMITS")) imposed = env;
+    if (!imposed.empty()) device->impose_limits(load_device_model(imposed));
     if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
     device->cap_workgroups(options.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.

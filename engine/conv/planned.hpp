@@ -3,6 +3,7 @@
 // exception. Only a public call that must run the plan turns a refusal into an Error, once.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -22,6 +23,13 @@ struct Refusal {
 
 inline Refusal unsupported(std::string reason) {
     return {ErrorCategory::Unsupported, std::move(reason)};
+}
+
+// The refusal of a kernel that binds more storage buffers than the device allows (vulkan/device.hpp's
+// storage_buffer_shortfall), or none when they fit.
+inline std::optional<Refusal> descriptor_refusal(const std::string& shortfall) {
+    if (shortfall.empty()) return std::nullopt;
+    return unsupported(shortfall);
 }
 
 template <typename Plan>

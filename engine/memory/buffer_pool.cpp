@@ -22,7 +22,16 @@ BufferPool::BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_lim
     : device_(device), memory_limit_(memory_limit) {
     const auto& limits = device_.limits();
     alignment_ = std::max<uint64_t>({limits.minStorageBufferOffsetAlignment, limits.minTexelBufferOffsetAlignment, 16});
-    block_bytes_ = round_up(std::max<uint64_t>(block_bytes, alignment_), alignment_);
+    // No block is larger than the device's largest buffer or allocation, whatever the block size asked for.
+    largest_block_ = device_.model().max_single_buffer_bytes() / alignment_ * alignment_;
+    block_bytes_ = std::min(round_up(std::max<uint64_t>(block_bytes, alignment_), alignment_), largest_block_);
+}
+
+std::string BufferPool::describe_limit() const {
+    const DeviceModel& model = device_.model();
+    return "this device's largest buffer of " + std::to_string(largest_block_) + " bytes (maxBufferSize " +
+           std::to_string(model.max_buffer_size) + ", maxMemoryAllocationSize " +
+           std::to_string(model.max_memory_allocation_size) + ")";
 }
 
 BufferPool::~BufferPool() {
@@ -32,6 +41,10 @@ BufferPool::~BufferPool() {
 PoolAllocation BufferPool::allocate(uint64_t bytes) {
     device_.throw_if_lost();
     const uint64_t size = round(bytes);
+    // Refused before any driver call: asking the driver for it would fail as if memory had run out.
+    if (size > largest_block_)
+        throw Error(ErrorCategory::Unsupported, "one allocation of " + std::to_string(bytes) + " bytes is above " +
+                                                    describe_limit() + "; each tensor and workspace is one buffer");
     PoolAllocation out;
     // Best fit: the smallest free range that holds the request, over every block.
     PoolBlock* best_block = nullptr;
@@ -109,6 +122,13 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
     VkMemoryRequirements requirements{};
     vk.vkGetBufferMemoryRequirements(dev, block->buffer, &requirements);
     block->memory_size = requirements.size;
+    if (requirements.size > device_.model().max_memory_allocation_size) {
+        vk.vkDestroyBuffer(dev, block->buffer, nullptr);
+        device_.note_destroyed();
+        throw Error(ErrorCategory::Unsupported, "a buffer of " + std::to_string(size) + " bytes needs " +
+                                                    std::to_string(requirements.size) + " bytes of memory, above " +
+                                                    describe_limit());
+    }
 
     auto fail = [&](const std::string& why) {
         vk.vkDestroyBuffer(dev, block->buffer, nullptr);
@@ -148,6 +168,8 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
         VKC_CHECK(device_.lost_flag(), result);
     }
     ++driver_allocations_;
+    largest_buffer_created_ = std::max(largest_buffer_created_, size);
+    largest_memory_created_ = std::max(largest_memory_created_, requirements.size);
     device_.note_created();
     result = vk.vkBindBufferMemory(dev, block->buffer, block->memory, 0);
     if (result != VK_SUCCESS) {

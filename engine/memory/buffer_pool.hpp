@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "vkconv/pool.hpp"
@@ -63,6 +64,11 @@ public:
         peak_reserved_ = reserved_;
     }
     uint64_t alignment() const { return alignment_; }
+    // The largest allocation the pool can make: the device's largest buffer and allocation, aligned down.
+    uint64_t largest_allocation() const { return largest_block_; }
+    // Tests: the largest VkBuffer and VkDeviceMemory the pool has created since it was made.
+    uint64_t largest_buffer_created() const { return largest_buffer_created_; }
+    uint64_t largest_memory_created() const { return largest_memory_created_; }
     uint64_t round(uint64_t bytes) const {
         return (std::max<uint64_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_;
     }
@@ -91,7 +97,10 @@ private:
     bool take_from(PoolBlock& block, uint64_t size, PoolAllocation& out);
 
     Device& device_;
+    std::string describe_limit() const;
     uint64_t block_bytes_;
+    uint64_t largest_block_ = UINT64_MAX;
+    uint64_t largest_buffer_created_ = 0, largest_memory_created_ = 0;
     uint64_t memory_limit_;
     uint64_t alignment_;
     uint32_t memory_type_ = UINT32_MAX;

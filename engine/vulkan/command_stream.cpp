@@ -110,6 +110,14 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
         return;
     }
     work_flops_ = work_serial_ = 0;
+    if (device_.dispatch_auditor) {
+        DispatchAudit audit{pipeline.desc.shader, {groups_x, groups_y, groups_z}, pipeline.invocations,
+                            pipeline.desc.push_constant_bytes, {}};
+        for (size_t i = 0; i < bindings.size(); ++i)
+            audit.bindings.push_back({bindings[i].range.buffer, bindings[i].range.offset, bindings[i].range.size,
+                                      pipeline.desc.bindings[i], bindings[i].texel_format});
+        device_.dispatch_auditor(audit);
+    }
     std::vector<Access> accesses;
     std::vector<VkDescriptorBufferInfo> infos(bindings.size());
     std::vector<VkBufferView> views(bindings.size(), VK_NULL_HANDLE);

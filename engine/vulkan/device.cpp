@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "vkconv/interop.hpp"
@@ -200,6 +201,35 @@ void Device::lower_binding_limits(uint64_t bytes) {
     model_.info.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
+void Device::impose_limits(const DeviceModel& imposed) {
+    VkPhysicalDeviceLimits& limits = model_.properties.limits;
+    const VkPhysicalDeviceLimits& other = imposed.properties.limits;
+    auto lower = [](auto& field, auto value) { field = std::min<std::remove_reference_t<decltype(field)>>(field, value); };
+    auto raise = [](auto& field, auto value) { field = std::max<std::remove_reference_t<decltype(field)>>(field, value); };
+    lower(limits.maxStorageBufferRange, other.maxStorageBufferRange);
+    lower(limits.maxTexelBufferElements, other.maxTexelBufferElements);
+    lower(limits.maxComputeSharedMemorySize, other.maxComputeSharedMemorySize);
+    lower(limits.maxComputeWorkGroupInvocations, other.maxComputeWorkGroupInvocations);
+    for (int i = 0; i < 3; ++i) {
+        lower(limits.maxComputeWorkGroupSize[i], other.maxComputeWorkGroupSize[i]);
+        lower(limits.maxComputeWorkGroupCount[i], other.maxComputeWorkGroupCount[i]);
+    }
+    lower(limits.maxPushConstantsSize, other.maxPushConstantsSize);
+    lower(limits.maxPerStageDescriptorStorageBuffers, other.maxPerStageDescriptorStorageBuffers);
+    lower(limits.maxDescriptorSetStorageBuffers, other.maxDescriptorSetStorageBuffers);
+    lower(limits.maxBoundDescriptorSets, other.maxBoundDescriptorSets);
+    raise(limits.minStorageBufferOffsetAlignment, other.minStorageBufferOffsetAlignment);
+    raise(limits.minTexelBufferOffsetAlignment, other.minTexelBufferOffsetAlignment);
+    lower(model_.max_buffer_size, imposed.max_buffer_size);
+    lower(model_.max_memory_allocation_size, imposed.max_memory_allocation_size);
+    // No binding reaches past a buffer: the binding limits follow a lowered buffer size.
+    lower(limits.maxStorageBufferRange, model_.max_single_buffer_bytes());
+    lower(limits.maxTexelBufferElements, model_.max_single_buffer_bytes() / 4);
+    fill_limits(model_.info, limits);
+    model_.info.max_buffer_bytes = model_.max_single_buffer_bytes();
+    model_.info.imposed_limits = imposed_ = imposed.info.name;
+}
+
 uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
                                   VkMemoryPropertyFlags preferred) const {
     uint32_t fallback = UINT32_MAX;
@@ -213,12 +243,24 @@ uint32_t Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags requ
     return fallback;
 }
 
+std::string storage_buffer_shortfall(const Device& device, const std::string& kernel, uint32_t needed) {
+    const uint32_t allowed = device.limits().maxPerStageDescriptorStorageBuffers;
+    if (needed <= allowed) return "";
+    return kernel + " binds " + std::to_string(needed) + " storage buffers, and the device allows " +
+           std::to_string(allowed) + " per shader stage (maxPerStageDescriptorStorageBuffers)";
+}
+
 std::string device_key_of(const Device& device) {
     const VkPhysicalDeviceProperties& props = device.properties();
-    char ids[128];
-    // The binding limits as this context sees them (ContextOptions can lower them): choices depend on them.
-    std::snprintf(ids, sizeof ids, " [%04x:%04x driver %u range %u texels %u] ", props.vendorID, props.deviceID,
-                  props.driverVersion, props.limits.maxStorageBufferRange, props.limits.maxTexelBufferElements);
+    char ids[256];
+    // The limits as this context sees them (ContextOptions can lower them): choices depend on them.
+    const VkPhysicalDeviceLimits& l = props.limits;
+    std::snprintf(ids, sizeof ids,
+                  " [%04x:%04x driver %u range %u texels %u shared %u invocations %u push %u align %llu buffer %llu] ",
+                  props.vendorID, props.deviceID, props.driverVersion, l.maxStorageBufferRange,
+                  l.maxTexelBufferElements, l.maxComputeSharedMemorySize, l.maxComputeWorkGroupInvocations,
+                  l.maxPushConstantsSize, static_cast<unsigned long long>(l.minStorageBufferOffsetAlignment),
+                  static_cast<unsigned long long>(device.model().max_single_buffer_bytes()));
     std::string key = std::string(props.deviceName) + ids;
     for (uint8_t byte : props.pipelineCacheUUID) {
         char hex[3];

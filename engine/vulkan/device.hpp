@@ -5,10 +5,12 @@
 #include "vulkan/vk_api.hpp"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "vkconv/context.hpp"
 #include "vulkan/device_model.hpp"
@@ -18,10 +20,31 @@ namespace vkconv::detail {
 
 class Device;
 
+// What one recorded dispatch asks of the device, as a test's auditor sees it (Device::dispatch_auditor):
+// the shader, the workgroup grid, invocations per workgroup, push-constant bytes and each binding's
+// buffer range and descriptor type.
+struct DispatchAudit {
+    struct Binding {
+        VkBuffer buffer = VK_NULL_HANDLE;
+        uint64_t offset = 0, size = 0;
+        VkDescriptorType type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        VkFormat texel_format = VK_FORMAT_UNDEFINED;  // texel-buffer descriptors: the view's format
+    };
+    std::string shader;
+    uint32_t groups[3] = {1, 1, 1};
+    uint32_t invocations = 1;
+    uint32_t push_constant_bytes = 0;
+    std::vector<Binding> bindings;
+};
+
 // A device's key for what vkconv keeps about it in files (measured choices, tuning winners): its name, PCI
 // ids, driver version, binding limits as this context sees them, and pipeline-cache UUID, so a driver
 // update (or a context with lowered limits) starts afresh. No tab or newline in it.
 std::string device_key_of(const Device& device);
+
+// "" when a kernel that binds `needed` storage buffers fits the device's maxPerStageDescriptorStorageBuffers
+// (4 on some devices); otherwise the reason, naming `kernel`, the count and the limit.
+std::string storage_buffer_shortfall(const Device& device, const std::string& kernel, uint32_t needed);
 
 class Device {
 public:
@@ -80,6 +103,15 @@ public:
     void inject_device_loss(uint64_t nth) { lose_at_ = nth ? fault_points_.load() + nth : 0; }
     const VkPhysicalDeviceLimits& limits() const { return model_.properties.limits; }
     const VkPhysicalDeviceProperties& properties() const { return model_.properties; }
+    // Tests: called for every dispatch a (non-planning) command stream records, before it is recorded, so a
+    // test checks what the engine asks of the device independently of the planner that chose it.
+    std::function<void(const DispatchAudit&)> dispatch_auditor;
+    // The limits of another device (a Vulkan Profiles model) imposed on this one: each size limit lowered
+    // to the smaller of the two, each offset alignment raised to the larger, the buffer and allocation
+    // sizes lowered (ContextOptions::device_limits). Planning, the pool and the tests then see only these.
+    void impose_limits(const DeviceModel& imposed);
+    // The name of the imposed model ("" when none).
+    const std::string& imposed_limits() const { return imposed_; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
     void lower_binding_limits(uint64_t bytes);
     // Workgroups per dimension one dispatch may use: the device limit, or a lower cap (0 = none; tests use
@@ -124,6 +156,7 @@ private:
     std::atomic<uint64_t> objects_created_{0}, objects_destroyed_{0};
     std::atomic<uint64_t> fault_points_{0}, lose_at_{0};
     uint32_t workgroup_cap_ = 0;
+    std::string imposed_;
     uint32_t timestamp_valid_bits_ = 0;
     VkPhysicalDeviceMemoryProperties memory_{};
     DeviceModel model_;

@@ -17,7 +17,8 @@ std::string DeviceInfo::summary() const {
            ", subgroup " + std::to_string(subgroup_size) +
            ", " + std::to_string(compute_units) + " compute units (" + compute_units_source + ")" + ", shared memory " +
            std::to_string(shared_memory_bytes / 1024) + " KiB, maxStorageBufferRange " + mib(max_storage_buffer_range) +
-           ", fp16 " + (fp16 ? "yes" : "no");
+           ", largest buffer " + mib(max_buffer_bytes) + ", fp16 " + (fp16 ? "yes" : "no") +
+           (imposed_limits.empty() ? "" : ", limits of " + imposed_limits + " imposed");
 }
 
 namespace detail {

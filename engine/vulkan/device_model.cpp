@@ -77,6 +77,14 @@ void fill_limits(DeviceInfo& info, const VkPhysicalDeviceLimits& limits) {
     info.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
+void set_buffer_limits(DeviceModel& model, uint64_t max_buffer_size, uint64_t max_memory_allocation_size) {
+    if (!max_buffer_size && !max_memory_allocation_size)
+        max_buffer_size = max_memory_allocation_size = DeviceModel::kMinimumAllocationBytes;
+    model.max_buffer_size = max_buffer_size ? max_buffer_size : max_memory_allocation_size;
+    model.max_memory_allocation_size = max_memory_allocation_size ? max_memory_allocation_size : max_buffer_size;
+    model.info.max_buffer_bytes = model.max_single_buffer_bytes();
+}
+
 uint32_t fallback_compute_units(VkPhysicalDeviceType type) {
     switch (type) {
         case VK_PHYSICAL_DEVICE_TYPE_CPU: {
@@ -108,6 +116,8 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
     VkPhysicalDeviceShaderCoreProperties2AMD amd2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
     VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM arm{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+    VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     void** next = &props2.pNext;
     auto chain = [&](auto& structure) {
@@ -116,6 +126,12 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
     };
     chain(subgroup);
     if (has_1_2) chain(driver);
+    const bool has_maintenance3 =
+        props.apiVersion >= VK_API_VERSION_1_1 || has(extensions, VK_KHR_MAINTENANCE_3_EXTENSION_NAME);
+    const bool has_maintenance4 =
+        props.apiVersion >= VK_API_VERSION_1_3 || has(extensions, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
+    if (has_maintenance3) chain(maintenance3);
+    if (has_maintenance4) chain(maintenance4);
     const bool has_nv = has(extensions, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
     const bool has_amd = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
     const bool has_amd2 = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
@@ -164,6 +180,8 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
                                                                                   : "fallback by device type";
     }
 
+    set_buffer_limits(model, has_maintenance4 ? maintenance4.maxBufferSize : 0,
+                      has_maintenance3 ? maintenance3.maxMemoryAllocationSize : 0);
     model.storage_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
     model.uniform_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
     return model;

@@ -6,6 +6,8 @@
 
 #include "vulkan/vk_api.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,15 @@ struct DeviceModel {
     // R32_SFLOAT and R32G32B32A32_SFLOAT both usable as storage / uniform texel buffers.
     bool storage_texel_buffers = true;
     bool uniform_texel_buffers = true;
+    // The largest VkBuffer (maxBufferSize, Vulkan 1.3 / VK_KHR_maintenance4) and the largest VkDeviceMemory
+    // (maxMemoryAllocationSize, 1.1 / VK_KHR_maintenance3). Where a device reports neither, the
+    // specification's minimum for maxMemoryAllocationSize, 2^30 bytes (docs/device_model.md); where it
+    // reports one, the other takes that figure.
+    uint64_t max_buffer_size = kMinimumAllocationBytes;
+    uint64_t max_memory_allocation_size = kMinimumAllocationBytes;
+    static constexpr uint64_t kMinimumAllocationBytes = 1ull << 30;
+    // The most bytes one VkBuffer with its own VkDeviceMemory may hold on this device.
+    uint64_t max_single_buffer_bytes() const { return std::min(max_buffer_size, max_memory_allocation_size); }
 };
 
 // The model of a physical device, from its properties (and the vendor extensions that count its cores).
@@ -31,6 +42,9 @@ const char* device_type_name(VkPhysicalDeviceType type);
 std::string api_version_string(uint32_t version);
 void fill_limits(DeviceInfo& info, const VkPhysicalDeviceLimits& limits);
 
+// Sets the model's buffer limits from what the device or profile reports (0: not reported), with the
+// fallbacks DeviceModel describes.
+void set_buffer_limits(DeviceModel& model, uint64_t max_buffer_size, uint64_t max_memory_allocation_size);
 // Compute units where the vendor does not report them: the documented fallback (docs/device_model.md).
 uint32_t fallback_compute_units(VkPhysicalDeviceType type);
 

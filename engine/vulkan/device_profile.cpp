@@ -296,6 +296,22 @@ DeviceModel model_of(const json& document, const std::string& origin) {
     }
     if (info.compute_units == 0) fail(origin, "0 compute units");
 
+    // The buffer limits: Vulkan 1.3's and 1.1's property structures or the maintenance extensions' own.
+    auto size = [&](std::initializer_list<const char*> structures, const char* field) -> uint64_t {
+        for (const char* structure : structures)
+            if (const json* s = object_at(properties, structure))
+                if (auto it = s->find(field); it != s->end()) return number<uint64_t>(*it, origin, field);
+        return 0;
+    };
+    set_buffer_limits(model,
+                      size({"VkPhysicalDeviceMaintenance4Properties", "VkPhysicalDeviceMaintenance4PropertiesKHR",
+                            "VkPhysicalDeviceVulkan13Properties"},
+                           "maxBufferSize"),
+                      size({"VkPhysicalDeviceMaintenance3Properties", "VkPhysicalDeviceMaintenance3PropertiesKHR",
+                            "VkPhysicalDeviceVulkan11Properties"},
+                           "maxMemoryAllocationSize"));
+    // Unlike the limits check_limits holds to the specification, these may be lower than its minimum: a
+    // profile imposed on a device for tests makes tensors of a few MiB too large for one buffer that way.
     model.storage_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
     model.uniform_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
     return model;

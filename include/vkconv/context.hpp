@@ -48,12 +48,17 @@ struct DeviceInfo {
     std::string compute_units_source;
     uint32_t shared_memory_bytes = 0;  // maxComputeSharedMemorySize
     uint64_t max_storage_buffer_range = 0;
+    // The largest single buffer: the smaller of maxBufferSize and maxMemoryAllocationSize (2^30, the
+    // specification's minimum, where the device reports neither).
+    uint64_t max_buffer_bytes = 0;
     uint32_t max_workgroup_invocations = 0;
     std::array<uint32_t, 3> max_workgroup_count{};
     uint32_t max_push_constants_bytes = 0;
     uint64_t max_texel_buffer_elements = 0;
     bool fp16 = false;        // shaderFloat16
     bool timestamps = false;  // the compute queue can write timestamps
+    // The device profile whose limits were imposed on this device (ContextOptions::device_limits), or "".
+    std::string imposed_limits;
 
     std::string summary() const;  // one line with everything above
 };
@@ -82,6 +87,13 @@ struct ContextOptions {
     // bytes (0 = as reported). For tests: chunking and the paths for tensors too large to bind, on small
     // problems.
     uint64_t max_storage_buffer_range = 0;
+    // Another device's limits imposed on this one: a shipped device profile's name ("vulkan-minimum",
+    // "nvidia-h100", ...; docs/device_model.md) or a Vulkan Profiles JSON file. Each limit vkconv plans by
+    // (buffer and allocation size, binding range, texel elements, shared memory, workgroup size, count and
+    // invocations, push constants, storage-buffer descriptors) becomes the smaller of the two devices', each
+    // offset alignment the larger, so this device runs what would run on both. Empty: the
+    // VKCONV_DEVICE_LIMITS environment variable, else the device's own limits.
+    std::string device_limits;
     // A file that keeps Algorithm::Auto's measured choices (find.hpp) across processes. Read when the
     // context is created (a missing file is fine; a malformed one is Error(InvalidArgument) naming its
     // line), rewritten whole (through a temporary file and a rename) after every new measurement. Entries

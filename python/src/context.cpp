@@ -44,6 +44,8 @@ void bind_context(py::module_& module) {
         .def_readonly("compute_units_source", &DeviceInfo::compute_units_source)
         .def_readonly("shared_memory_bytes", &DeviceInfo::shared_memory_bytes)
         .def_readonly("max_storage_buffer_range", &DeviceInfo::max_storage_buffer_range)
+        .def_readonly("max_buffer_bytes", &DeviceInfo::max_buffer_bytes)
+        .def_readonly("imposed_limits", &DeviceInfo::imposed_limits)
         .def_readonly("max_workgroup_invocations", &DeviceInfo::max_workgroup_invocations)
         .def_readonly("max_workgroup_count", &DeviceInfo::max_workgroup_count)
         .def_readonly("max_push_constants_bytes", &DeviceInfo::max_push_constants_bytes)
@@ -70,6 +72,7 @@ void bind_context(py::module_& module) {
         .def_readwrite("pool_block_bytes", &PyContextOptions::pool_block_bytes)
         .def_readwrite("max_workgroups_per_dispatch", &PyContextOptions::max_workgroups_per_dispatch)
         .def_readwrite("max_storage_buffer_range", &PyContextOptions::max_storage_buffer_range)
+        .def_readwrite("device_limits", &PyContextOptions::device_limits)
         .def_readwrite("find_cache_path", &PyContextOptions::find_cache_path)
         .def_readwrite("pipeline_cache_path", &PyContextOptions::pipeline_cache_path)
         .def_readwrite("tuning_path", &PyContextOptions::tuning_path);

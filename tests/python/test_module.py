@@ -248,6 +248,10 @@ class Descriptors(unittest.TestCase):
             t = vkconv.Tensor(ctx, [1000])
             del t
         self.assertEqual(scope.peak() - scope.baseline(), ctx.pool_stats().rounded(4000))
+        limited = vkconv.Context(device_limits="vulkan-minimum")
+        self.assertEqual(limited.device.imposed_limits, "Vulkan 1.1 minimum limits")
+        self.assertLessEqual(limited.device.max_buffer_bytes, 1 << 30)
+        self.assertGreaterEqual(limited.pool_stats().alignment, 256)
 
     def test_problem_fields_shapes_and_pickling(self):
         problem = vkconv.ConvProblem(N=2, C=3, H=7, W=8, K=4, R=3, S=3, layout="nhwc")

@@ -114,6 +114,10 @@ bool registers_kernel(ContextImpl& context, Pass pass) {
 
 Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                           const PassOptions& options) {
+    // x, w, dy, the bias, the residual and the output, whichever pass it runs.
+    if (auto refusal = descriptor_refusal(
+            storage_buffer_shortfall(*context.device, "implicit-gemm", registers_kernel(context, pass) ? 7 : 6)))
+        return *refusal;
     const uint64_t range = context.device->limits().maxStorageBufferRange;
     for (const auto& [elements, role] : {std::pair{p.input_elements(), "input"},
                                          {p.filter_elements(), "filter"},
