@@ -262,3 +262,30 @@ TEST_CASE("one allocation above the largest buffer is refused before any allocat
     vkconv::Tensor small(*context, {16});
     CHECK(vkconv::detail::impl_of(*context).pool->largest_buffer_created() <= (4u << 20));
 }
+
+TEST_CASE("an imposed profile's device-local heap caps what the pool may hold", "[limits][gpu]") {
+    vkt::TempDir dir("vkconv-limits");
+    const std::string path = dir.file("small-heap.json");
+    std::ofstream(path) << R"({"capabilities": {"device": {"properties": {
+        "VkPhysicalDeviceProperties": {"deviceName": "small heap", "limits": {
+            "maxPerStageDescriptorStorageBuffers": 16, "maxDescriptorSetStorageBuffers": 16}},
+        "VkPhysicalDeviceMemoryProperties": {"memoryHeaps": [
+            {"size": 8388608, "flags": ["VK_MEMORY_HEAP_MULTI_INSTANCE_BIT"]},
+            {"size": 33554432, "flags": ["VK_MEMORY_HEAP_DEVICE_LOCAL_BIT"]}]}}}}})";
+    vkconv::ContextOptions options = vkt::test_options();
+    options.device_limits = path;
+    options.pool_block_bytes = 4 << 20;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    CHECK(context->auto_workspace_limit() <= (8u << 20));  // a quarter of the 32 MiB heap at most
+    std::vector<vkconv::Tensor> held;
+    for (int i = 0; i < 8; ++i) held.emplace_back(*context, vkconv::Shape{1 << 20});  // 8 x 4 MiB: the heap
+    try {
+        vkconv::Tensor past(*context, {1 << 20});
+        FAIL("the pool held more than the imposed heap");
+    } catch (const vkconv::Error& e) {
+        CHECK(e.category() == vkconv::ErrorCategory::OutOfDeviceMemory);
+        CHECK_THAT(e.what(), Catch::Contains("imposed device heap of 33554432 bytes"));
+    }
+    CHECK(context->pool_stats().reserved <= (32u << 20));
+}

@@ -24,6 +24,9 @@ BufferPool::BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_lim
     alignment_ = std::max<uint64_t>({limits.minStorageBufferOffsetAlignment, limits.minTexelBufferOffsetAlignment, 16});
     // No block is larger than the device's largest buffer or allocation, whatever the block size asked for.
     largest_block_ = device_.model().max_single_buffer_bytes() / alignment_ * alignment_;
+    // An imposed heap (ContextOptions::device_limits) is as much as the pool may hold, as a memory limit is.
+    if (const uint64_t heap = device_.imposed_heap_bytes())
+        memory_limit_ = memory_limit_ ? std::min(memory_limit_, heap) : heap;
     block_bytes_ = std::min(round_up(std::max<uint64_t>(block_bytes, alignment_), alignment_), largest_block_);
 }
 
@@ -140,7 +143,9 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
         trim();
         if (reserved_ + requirements.size > memory_limit_)
             fail("the pool would hold " + std::to_string(reserved_ + requirements.size) +
-                 " bytes, above the context's device_memory_limit of " + std::to_string(memory_limit_) + " bytes (" +
+                 " bytes, above the context's " +
+                 (device_.imposed_heap_bytes() == memory_limit_ ? "imposed device heap" : "device_memory_limit") +
+                 " of " + std::to_string(memory_limit_) + " bytes (" +
                  std::to_string(in_use_) + " bytes in use)");
     }
     if (memory_type_ == UINT32_MAX) {

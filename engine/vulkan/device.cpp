@@ -225,6 +225,17 @@ void Device::impose_limits(const DeviceModel& imposed) {
     // No binding reaches past a buffer: the binding limits follow a lowered buffer size.
     lower(limits.maxStorageBufferRange, model_.max_single_buffer_bytes());
     lower(limits.maxTexelBufferElements, model_.max_single_buffer_bytes() / 4);
+    // A heap the profile describes caps the device-local heaps (what the pool may hold, what
+    // auto_workspace_limit sees).
+    if (imposed.device_local_heap_bytes) {
+        for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)
+            if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+                lower(memory_.memoryHeaps[i].size, imposed.device_local_heap_bytes);
+        model_.device_local_heap_bytes = model_.device_local_heap_bytes
+                                             ? std::min(model_.device_local_heap_bytes, imposed.device_local_heap_bytes)
+                                             : imposed.device_local_heap_bytes;
+        imposed_heap_ = true;
+    }
     fill_limits(model_.info, limits);
     model_.info.max_buffer_bytes = model_.max_single_buffer_bytes();
     model_.info.imposed_limits = imposed_ = imposed.info.name;

@@ -112,6 +112,8 @@ public:
     void impose_limits(const DeviceModel& imposed);
     // The name of the imposed model ("" when none).
     const std::string& imposed_limits() const { return imposed_; }
+    // The device-local heap an imposed model caps the pool at (0: none imposed).
+    uint64_t imposed_heap_bytes() const { return imposed_heap_ ? model_.device_local_heap_bytes : 0; }
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
     void lower_binding_limits(uint64_t bytes);
     // Workgroups per dimension one dispatch may use: the device limit, or a lower cap (0 = none; tests use
@@ -157,6 +159,7 @@ private:
     std::atomic<uint64_t> fault_points_{0}, lose_at_{0};
     uint32_t workgroup_cap_ = 0;
     std::string imposed_;
+    bool imposed_heap_ = false;
     uint32_t timestamp_valid_bits_ = 0;
     VkPhysicalDeviceMemoryProperties memory_{};
     DeviceModel model_;

@@ -29,6 +29,9 @@ struct DeviceModel {
     uint64_t max_buffer_size = kMinimumAllocationBytes;
     uint64_t max_memory_allocation_size = kMinimumAllocationBytes;
     static constexpr uint64_t kMinimumAllocationBytes = 1ull << 30;
+    // The largest device-local memory heap in bytes (0: not described, as in a profile without memory
+    // properties). Imposed on a device, it caps what its pool may hold.
+    uint64_t device_local_heap_bytes = 0;
     // The most bytes one VkBuffer with its own VkDeviceMemory may hold on this device.
     uint64_t max_single_buffer_bytes() const { return std::min(max_buffer_size, max_memory_allocation_size); }
 };

@@ -310,6 +310,24 @@ DeviceModel model_of(const json& document, const std::string& origin) {
                       size({"VkPhysicalDeviceMaintenance3Properties", "VkPhysicalDeviceMaintenance3PropertiesKHR",
                             "VkPhysicalDeviceVulkan11Properties"},
                            "maxMemoryAllocationSize"));
+    // The largest device-local heap (VkPhysicalDeviceMemoryProperties, as vulkaninfo writes it: heaps with
+    // a size and flags by name or value), or the largest heap where none is marked device-local.
+    if (const json* memory = object_at(properties, "VkPhysicalDeviceMemoryProperties")) {
+        uint64_t local = 0, any = 0;
+        if (auto heaps = memory->find("memoryHeaps"); heaps != memory->end() && heaps->is_array())
+            for (const json& heap : *heaps) {
+                if (!heap.is_object() || !heap.contains("size")) fail(origin, "a memory heap without a size");
+                const uint64_t size = number<uint64_t>(heap.at("size"), origin, "memoryHeaps size");
+                const json flags = heap.value("flags", json());
+                const bool device_local =
+                    (flags.is_number_unsigned() && (flags.get<uint64_t>() & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) ||
+                    (flags.is_array() && std::find(flags.begin(), flags.end(), "VK_MEMORY_HEAP_DEVICE_LOCAL_BIT") !=
+                                             flags.end());
+                any = std::max(any, size);
+                if (device_local) local = std::max(local, size);
+            }
+        model.device_local_heap_bytes = local ? local : any;
+    }
     // Unlike the limits check_limits holds to the specification, these may be lower than its minimum: a
     // profile imposed on a device for tests makes tensors of a few MiB too large for one buffer that way.
     model.storage_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
