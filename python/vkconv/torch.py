@@ -209,6 +209,12 @@ def _run(x, weight, bias, config):
         x = x.unsqueeze(0)
     if x.dim() != 4:
         raise ValueError(f"vkconv conv2d: input must be 3-D or 4-D (N, C, H, W), got shape {tuple(x.shape)}")
+    if x.shape[0] == 0:
+        # An empty batch has nothing to compute: PyTorch's own convolution gives its empty output and
+        # gradients (and checks the shapes), as torch.nn.Conv2d does.
+        padding = config.padding if isinstance(config.padding, str) else _pair(config.padding, "padding")
+        y = functional.conv2d(x, weight, bias, config.stride, padding, config.dilation, config.groups)
+        return y.squeeze(0) if unbatched else y
     y = Conv2dFunction.apply(x, weight, bias, config)
     return y.squeeze(0) if unbatched else y
 

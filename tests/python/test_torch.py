@@ -224,6 +224,15 @@ class DropIn(unittest.TestCase):
         with self.assertRaises(ValueError):
             vt.conv2d(torch.rand(1, 2, 5, 5), torch.rand(3, 2, 3, 3), stride=2, padding="same")
 
+    def test_an_empty_batch_gives_empty_results(self):
+        layer = vt.Conv2d(2, 3, 3, padding=1)
+        x = torch.rand(0, 2, 5, 4, requires_grad=True)
+        y = layer(x)
+        self.assertEqual(tuple(y.shape), (0, 3, 5, 4))
+        y.sum().backward()
+        self.assertEqual(tuple(x.grad.shape), (0, 2, 5, 4))
+        self.assertTrue(torch.equal(layer.weight.grad, torch.zeros_like(layer.weight)))
+
     def test_an_explicit_context(self):
         layer = vt.Conv2d(1, 2, 3, context=context())
         self.assertEqual(layer(torch.rand(1, 1, 4, 4)).shape, (1, 2, 2, 2))
