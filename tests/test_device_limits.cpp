@@ -289,3 +289,19 @@ TEST_CASE("an imposed profile's device-local heap caps what the pool may hold", 
     }
     CHECK(context->pool_stats().reserved <= (32u << 20));
 }
+
+TEST_CASE("imposing limits compares sizes in 64 bits", "[limits]") {
+    // A GPU whose buffers reach 80 GiB, given its own limits: 80 GiB lowers nothing, and must not wrap
+    // around 32 bits into a binding limit of 0.
+    vkconv::detail::Device device(vkconv::detail::load_device_model("nvidia-h100"));
+    const uint32_t range = device.limits().maxStorageBufferRange;
+    const uint32_t texels = device.limits().maxTexelBufferElements;
+    device.impose_limits(vkconv::detail::load_device_model("nvidia-h100"));
+    CHECK(device.limits().maxStorageBufferRange == range);
+    CHECK(device.limits().maxTexelBufferElements == texels);
+    CHECK(device.model().max_single_buffer_bytes() == 80ull << 30);
+    // Another 16 GiB GPU's limits: the smaller buffer, the binding limits unchanged below it.
+    device.impose_limits(vkconv::detail::load_device_model("intel-arc-a770"));
+    CHECK(device.model().max_single_buffer_bytes() == 17079205888ull);
+    CHECK(device.limits().maxStorageBufferRange == range);
+}

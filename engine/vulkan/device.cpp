@@ -204,8 +204,15 @@ void Device::lower_binding_limits(uint64_t bytes) {
 void Device::impose_limits(const DeviceModel& imposed) {
     VkPhysicalDeviceLimits& limits = model_.properties.limits;
     const VkPhysicalDeviceLimits& other = imposed.properties.limits;
-    auto lower = [](auto& field, auto value) { field = std::min<std::remove_reference_t<decltype(field)>>(field, value); };
-    auto raise = [](auto& field, auto value) { field = std::max<std::remove_reference_t<decltype(field)>>(field, value); };
+    // Compared in 64 bits: a 64-bit size (a buffer of 80 GiB) must not wrap when it lowers a 32-bit limit.
+    auto lower = [](auto& field, auto value) {
+        using Field = std::remove_reference_t<decltype(field)>;
+        field = static_cast<Field>(std::min<uint64_t>(field, static_cast<uint64_t>(value)));
+    };
+    auto raise = [](auto& field, auto value) {
+        using Field = std::remove_reference_t<decltype(field)>;
+        field = static_cast<Field>(std::max<uint64_t>(field, static_cast<uint64_t>(value)));
+    };
     lower(limits.maxStorageBufferRange, other.maxStorageBufferRange);
     lower(limits.maxTexelBufferElements, other.maxTexelBufferElements);
     lower(limits.maxComputeSharedMemorySize, other.maxComputeSharedMemorySize);
