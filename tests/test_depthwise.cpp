@@ -164,7 +164,7 @@ TEST_CASE("depthwise passes match the reference on a longer seeded random sweep"
 namespace {
 
 vkconv::detail::Operand operand(const vkconv::Tensor& t) {
-    return {vkconv::detail::storage_of(t)->allocation, uint64_t(t.elements())};
+    return {vkconv::detail::storage_of(t)->pages.front(), uint64_t(t.elements())};
 }
 
 }  // namespace

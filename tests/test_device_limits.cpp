@@ -3,6 +3,8 @@
 // and, independently of the planner that made it, against the imposed limits: an auditor sees every
 // dispatch the command stream records (workgroup grid, invocations, push constants, descriptors, binding
 // ranges and offsets), and the pool reports the largest buffer and memory it created.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,9 @@
 #include <sstream>
 
 #include "context/context_impl.hpp"
+#include "context/tensor_storage.hpp"
+#include "memory/paging.hpp"
+#include "vkconv/reference.hpp"
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
@@ -89,10 +94,11 @@ std::unique_ptr<vkconv::Context> context_with_limits(const std::string& profile)
     return vkt::fresh_context(options);
 }
 
-// A profile whose buffers and allocations hold 4 MiB (so no binding can be larger either), the rest at the
-// device's own or the specification's minimum.
-std::string small_buffer_profile(const vkt::TempDir& dir) {
-    const std::string path = dir.file("small-buffers.json");
+// A profile whose buffers and allocations hold `bytes` (4 MiB by default; so no binding can be larger
+// either), the rest at the device's own or the specification's minimum.
+std::string small_buffer_profile(const vkt::TempDir& dir, uint64_t bytes = 4u << 20) {
+    const std::string path = dir.file("buffers-of-" + std::to_string(bytes) + ".json");
+    const std::string size = std::to_string(bytes);
     std::ofstream(path) << R"({"capabilities": {"device": {"properties": {
         "VkPhysicalDeviceProperties": {"deviceName": "small buffers", "limits": {
             "maxComputeSharedMemorySize": 65536, "maxComputeWorkGroupInvocations": 1024,
@@ -100,8 +106,10 @@ std::string small_buffer_profile(const vkt::TempDir& dir) {
             "maxPerStageDescriptorStorageBuffers": 64, "maxDescriptorSetStorageBuffers": 64,
             "maxBoundDescriptorSets": 8,
             "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}},
-        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": 4194304},
-        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": 4194304}}}}})";
+        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": )" +
+                                size + R"(},
+        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": )" +
+                                size + R"(}}}}})";
     return path;
 }
 
@@ -237,30 +245,47 @@ TEST_CASE("every pass and algorithm in both layouts on every odd case within eac
     for (const auto& profile : profiles) run_odd_table(profile, seed += 1000, true);
 }
 
-TEST_CASE("one allocation above the largest buffer is refused before any allocation, naming sizes and limit",
+TEST_CASE("a tensor above the largest buffer is stored in pages; one row above it is refused before any allocation",
           "[limits][gpu]") {
     vkt::TempDir dir("vkconv-limits");
     auto context = context_with_limits(small_buffer_profile(dir));
     if (!context) return;
+    auto& pool = *vkconv::detail::impl_of(*context).pool;
     CHECK(context->device().max_buffer_bytes == 4u << 20);
-    vkconv::Tensor fits(*context, {1 << 20});  // exactly 4 MiB
+    vkconv::Tensor fits(*context, {1 << 20});  // exactly 4 MiB: one buffer
+    CHECK(vkconv::detail::storage_of(fits)->pages.size() == 1);
     const auto before = context->pool_stats();
+    {
+        // 4 MiB + 4 bytes: a full page and one of 16 bytes (the pool's alignment), nothing more.
+        vkconv::Tensor paged(*context, {(1 << 20) + 1});
+        CHECK(vkconv::detail::storage_of(paged)->pages.size() == 2);
+        CHECK(context->pool_stats().in_use == before.in_use + (4u << 20) + pool.round(4));
+    }
     try {
-        vkconv::Tensor too_large(*context, {(1 << 20) + 1});
-        FAIL("a tensor above the largest buffer was allocated");
+        vkconv::Tensor row_too_large(*context, {2, (1 << 20) + 1});
+        FAIL("a tensor whose rows are above the largest buffer was allocated");
     } catch (const vkconv::Error& e) {
         CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
         const std::string message = e.what();
+        CHECK(message.find("one row") != std::string::npos);
         CHECK(message.find("4194308 bytes") != std::string::npos);
-        CHECK(message.find("maxBufferSize 4194304") != std::string::npos);
-        CHECK(message.find("maxMemoryAllocationSize 4194304") != std::string::npos);
+        CHECK(message.find("4194304 bytes") != std::string::npos);
     }
     const auto after = context->pool_stats();
-    CHECK(after.driver_allocations == before.driver_allocations);
     CHECK(after.in_use == before.in_use);
+    // A workspace buffer is one allocation: above the largest it is refused by the pool, naming both limits.
+    try {
+        pool.allocate((4u << 20) + 1);
+        FAIL("an allocation above the largest buffer was made");
+    } catch (const vkconv::Error& e) {
+        CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
+        CHECK(std::string(e.what()).find("maxBufferSize 4194304") != std::string::npos);
+        CHECK(std::string(e.what()).find("maxMemoryAllocationSize 4194304") != std::string::npos);
+    }
+    CHECK(context->pool_stats().driver_allocations == after.driver_allocations);
     // The pool's blocks (64 MiB by default) shrink to the limit.
     vkconv::Tensor small(*context, {16});
-    CHECK(vkconv::detail::impl_of(*context).pool->largest_buffer_created() <= (4u << 20));
+    CHECK(pool.largest_buffer_created() <= (4u << 20));
 }
 
 TEST_CASE("an imposed profile's device-local heap caps what the pool may hold", "[limits][gpu]") {
@@ -304,4 +329,194 @@ TEST_CASE("imposing limits compares sizes in 64 bits", "[limits]") {
     device.impose_limits(vkconv::detail::load_device_model("intel-arc-a770"));
     CHECK(device.model().max_single_buffer_bytes() == 17079205888ull);
     CHECK(device.limits().maxStorageBufferRange == range);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Tensors larger than one buffer, stored in pages: every pass and algorithm under buffers of 64 KiB.
+
+namespace {
+
+constexpr uint64_t kPageBytes = 64u << 10;
+
+vkconv::ConvProblem conv_problem(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t pad, int64_t groups = 1) {
+    vkconv::ConvProblem p;
+    p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = 3, p.S = 3;
+    p.pad_h = p.pad_w = pad;
+    p.groups = groups;
+    return p;
+}
+
+// Problems whose tensors span several 64 KiB buffers, each paged in its own way.
+std::vector<vkt::NamedProblem> paged_problems() {
+    std::vector<vkt::NamedProblem> cases;
+    // x holds 3 whole images a page, y 2: pages end at different images, so slices of 1 and 2 images.
+    cases.push_back({"whole images per page", conv_problem(7, 3, 37, 37, 5, 0)});
+    // One image of x (78 KB) spans pages of channel planes (NCHW) or of rows (NHWC); y one image a page;
+    // stride 2 and an asymmetric pad on top.
+    auto split = conv_problem(3, 4, 70, 70, 3, 1);
+    split.stride_h = 2;
+    split.set_padding(2, 1, 1, 1);
+    cases.push_back({"images across pages", split});
+    // The filter (48 x 40 x 3 x 3: 69,120 bytes) over two pages.
+    cases.push_back({"filter across pages", conv_problem(2, 40, 9, 11, 48, 1)});
+    // Depthwise, one image a page, dilated.
+    auto depthwise = conv_problem(9, 6, 41, 41, 6, 2, 6);
+    depthwise.dilation_h = depthwise.dilation_w = 2;
+    cases.push_back({"depthwise, one image a page", depthwise});
+    return cases;
+}
+
+// Each paged problem through forward, backward-data, backward-filter with db, backward-bias and the layer
+// step, with one (algorithm, layout) per case in turn, or every combination; each result checked against
+// the reference, each dispatch and the pool against the 64 KiB limit.
+void run_paged_table(uint32_t seed, bool every_combination) {
+    vkt::TempDir dir("vkconv-paged");
+    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    if (!context) return;
+    LimitAuditor auditor(*context);
+    size_t case_index = 0;
+    for (const auto& named : paged_problems()) {
+        const auto algorithms = vkt::algorithms_for(named.problem);
+        const size_t chosen = (case_index++ + seed) % (algorithms.size() * 2);
+        size_t combination = 0;
+        for (Algorithm algorithm : algorithms)
+            for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+                if (!every_combination && combination++ != chosen) continue;
+                auto problem = named.problem;
+                problem.layout = layout;
+                problem.has_bias = true;
+                // At least one tensor of the case is larger than a buffer.
+                REQUIRE(uint64_t(std::max({problem.input_elements(), problem.output_elements(),
+                                           problem.filter_elements()})) * 4 > kPageBytes);
+                INFO("case '" << named.name << "' " << vkconv::to_string(algorithm) << " "
+                              << vkconv::to_string(layout));
+                vkt::check_forward(*context, problem, algorithm, seed += 3);
+                vkt::BackwardCheck check(*context, problem, seed += 3);
+                check.data(algorithm);
+                check.filter(algorithm);
+                check.bias();
+                check.step(algorithm);
+            }
+    }
+    auditor.check_pool();
+    CHECK(vkconv::detail::impl_of(*context).pool->largest_buffer_created() <= kPageBytes);
+    CHECK(auditor.dispatches() > 0);
+    for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of 64 KiB buffers was broken: " << breach);
+}
+
+}  // namespace
+
+TEST_CASE("every pass runs on tensors spread over buffers of 64 KiB", "[limits][paging][gpu]") {
+    run_paged_table(71000, false);
+    run_paged_table(72001, false);
+}
+
+TEST_CASE("every pass and algorithm in both layouts on tensors spread over buffers of 64 KiB",
+          "[limits][paging][gpu][slow]") {
+    run_paged_table(73000, true);
+}
+
+TEST_CASE("views of paged tensors: forward with a residual from one view into another, nothing else written",
+          "[limits][paging][gpu]") {
+    vkt::TempDir dir("vkconv-paged");
+    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    if (!context) return;
+    LimitAuditor auditor(*context);
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        auto p = conv_problem(7, 3, 37, 37, 5, 0);
+        p.layout = layout;
+        p.has_bias = true;
+        INFO(p.str());
+        // x: images [1, 8) of 9; y and the residual z: images [2, 9) of 9 (pages that start elsewhere than
+        // the plans for tensors of 7 images assume).
+        auto big_x_shape = p.input_shape(), big_y_shape = p.output_shape();
+        big_x_shape[0] = big_y_shape[0] = 9;
+        const int64_t x_image = p.C * p.H * p.W, y_image = p.K * p.P() * p.Q();
+        const auto x_all = vkt::random_values(size_t(9 * x_image), 81000);
+        const auto z_all = vkt::random_values(size_t(9 * y_image), 81001);
+        const auto w = vkt::random_values(size_t(p.filter_elements()), 81002);
+        const auto b = vkt::random_values(size_t(p.K), 81003);
+        vkconv::Tensor big_x = vkconv::Tensor::from_host(*context, big_x_shape, x_all);
+        vkconv::Tensor big_z = vkconv::Tensor::from_host(*context, big_y_shape, z_all);
+        vkconv::Tensor big_y = vkconv::Tensor::from_host(*context, big_y_shape, vkt::poison(9 * y_image));
+        REQUIRE(vkconv::detail::storage_of(big_x)->pages.size() > 1);
+        REQUIRE(vkconv::detail::storage_of(big_y)->pages.size() > 1);
+        vkconv::Tensor tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
+        vkconv::Tensor tb = vkconv::Tensor::from_host(*context, p.bias_shape(), b);
+        const vkconv::Tensor x = big_x.images(1, 7), z = big_z.images(2, 7);
+        vkconv::Tensor y = big_y.images(2, 7);
+        vkconv::Epilogue epilogue;
+        epilogue.alpha = 1.5f, epilogue.beta = 0.5f, epilogue.residual = &z;
+        epilogue.activation = vkconv::Activation::LeakyReLU;
+        for (Algorithm algorithm : vkt::algorithms_for(p)) {
+            INFO(vkconv::to_string(algorithm));
+            big_y.upload(vkt::poison(9 * y_image));
+            vkconv::forward(*context, p, x, tw, &tb, y, epilogue, algorithm);
+            const std::span<const float> xs(x_all.data() + x_image, size_t(7 * x_image));
+            // y = LeakyReLU(1.5 * conv(x, w) + b + 0.5 * z)
+            auto plain = p;
+            plain.has_bias = false;
+            const auto conv = vkconv::reference::forward(plain, xs, w);
+            const auto magnitude = vkconv::reference::forward(plain, vkt::absolute(xs), vkt::absolute(w));
+            std::vector<double> expected(conv.size()), bound(conv.size());
+            for (size_t i = 0; i < conv.size(); ++i) {
+                const size_t k = layout == Layout::NCHW ? i / size_t(p.P() * p.Q()) % size_t(p.K) : i % size_t(p.K);
+                const double zi = z_all[size_t(2 * y_image) + i];
+                const double v = 1.5 * conv[i] + b[k] + 0.5 * zi;
+                expected[i] = v < 0 ? 0.01 * v : v;
+                bound[i] = 1.5 * magnitude[i] + std::fabs(b[k]) + 0.5 * std::fabs(zi);
+            }
+            const auto all = big_y.download();
+            // Images 0 and 1 of big_y are not the output's: still poison.
+            CHECK(std::all_of(all.begin(), all.begin() + 2 * y_image, [](float v) { return std::isnan(v); }));
+            vkt::check_close(std::span<const float>(all).subspan(size_t(2 * y_image)), expected, bound,
+                             p.C * p.R * p.S + 3, "forward with a residual on views of paged tensors");
+        }
+    }
+    auditor.check_pool();
+    for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of 64 KiB buffers was broken: " << breach);
+}
+
+TEST_CASE("a paged tensor's views upload and download exactly their elements", "[limits][paging][gpu]") {
+    vkt::TempDir dir("vkconv-paged");
+    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    if (!context) return;
+    const auto& pool = *vkconv::detail::impl_of(*context).pool;
+    const uint64_t before = context->pool_stats().in_use;
+    // Images of 18,000 floats, above a page of 16,384: pages of 8 channel planes (16,000 floats) that end
+    // inside images.
+    const vkconv::Shape shape{5, 9, 40, 50};
+    const int64_t image = 18000;
+    const auto values = vkt::random_values(size_t(5 * image), 82000);
+    vkconv::Tensor t = vkconv::Tensor::from_host(*context, shape, values);
+    REQUIRE(vkconv::detail::storage_of(t)->pages.size() == 6);
+    // The pool holds exactly the pages: five of 16,000 floats and one of the last 10,000.
+    CHECK(context->pool_stats().in_use - before == 5 * pool.round(16000 * 4) + pool.round(10000 * 4));
+    CHECK(t.download() == values);
+    const auto view = t.images(1, 3).download();
+    CHECK(std::equal(view.begin(), view.end(), values.begin() + image));
+    // Writing a view changes only its images.
+    const auto replacement = vkt::random_values(size_t(2 * image), 82001);
+    t.images(2, 2).upload(replacement);
+    auto expected = values;
+    std::copy(replacement.begin(), replacement.end(), expected.begin() + 2 * image);
+    CHECK(t.download() == expected);
+}
+
+TEST_CASE("the paged tests notice a tensor put in one buffer whatever the limit", "[limits][paging][gpu]") {
+    vkt::TempDir dir("vkconv-paged");
+    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    if (!context) return;
+    struct Fault {
+        Fault() { vkconv::detail::testing_one_buffer_tensors = true; }
+        ~Fault() { vkconv::detail::testing_one_buffer_tensors = false; }
+    };
+    LimitAuditor auditor(*context);
+    {
+        Fault fault;
+        auto p = conv_problem(7, 3, 37, 37, 5, 0);
+        vkt::check_forward(*context, p, Algorithm::Im2col, 83000);  // right answers: only the limit is broken
+    }
+    auditor.check_pool();
+    CHECK_FALSE(auditor.breaches().empty());
 }

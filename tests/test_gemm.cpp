@@ -17,7 +17,7 @@ using vkconv::detail::GemmMatrix;
 using vkconv::detail::GemmProblem;
 
 vkconv::detail::BufferRange range_of(const vkconv::Tensor& t) {
-    const auto& a = vkconv::detail::storage_of(t)->allocation;
+    const auto& a = vkconv::detail::storage_of(t)->pages.front();
     return {a.buffer, a.offset, a.size};
 }
 

@@ -113,7 +113,7 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
                 if (j != i && detail::overlaps(t, tensors[j]))
                     throw bad(name, which + " is written and shares memory with binding " + std::to_string(j));
         operands.push_back(
-            detail::operand_of(detail::allocation_of(t), static_cast<uint64_t>(t.elements()), alignment));
+            detail::operand_of(detail::allocation_of(t, "a kernel"), static_cast<uint64_t>(t.elements()), alignment));
         const detail::Window whole = operands.back().whole();
         if (whole.delta != 0 && !s.desc.element_offsets)
             throw bad(name, which + ": the view starts at byte " + std::to_string(t.byte_offset()) +

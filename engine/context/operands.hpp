@@ -1,9 +1,14 @@
-// The device memory a pass works on (a range of a pool allocation), and windows into it.
+// The device memory a pass works on (a range of a pool allocation, or of several for a paged tensor), and
+// windows into it.
 //
 // A window binds part of a tensor (the images of one chunk) without exceeding maxStorageBufferRange:
 // its descriptor offset is rounded down to the pool alignment (which covers the storage and texel offset
 // alignments) and the shader adds the remaining `delta` floats itself.
 #pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "context/context_impl.hpp"
 #include "memory/buffer_pool.hpp"
@@ -17,16 +22,35 @@ struct Window {
     uint64_t delta = 0;  // floats from range.offset to the window's first element
 };
 
+// One page of a paged operand: elements [begin, end) of the operand lie in `allocation` (whose offset is
+// on the pool alignment), element `begin` at float `first` from its offset.
+struct OperandPage {
+    PoolAllocation allocation;
+    uint64_t first = 0, begin = 0, end = 0;
+};
+
 // A tensor (or workspace) as a pass binds it. The allocation starts on the pool alignment; a view whose
 // first byte is off the alignment (Tensor::images at any entry) keeps the aligned start and carries the
 // distance to its element 0 in `first`, which every kernel binding it adds to its indices.
+//
+// A paged operand (a tensor larger than one buffer) also lists its pages; `allocation` is its first
+// page's. It cannot be bound whole: passes bind windows of it that lie inside one page (window() refuses
+// any other), or run on slices of it that do (slice()).
 struct Operand {
     PoolAllocation allocation;
     uint64_t floats = 0;
     uint64_t first = 0;  // floats from allocation.offset to element 0
+    std::shared_ptr<const std::vector<OperandPage>> pages;  // null: one page
     explicit operator bool() const { return static_cast<bool>(allocation); }
+    bool paged() const { return pages != nullptr; }
     // The whole operand: the aligned range up to its last element, and `first` as the window's delta.
-    Window whole() const { return {{allocation.buffer, allocation.offset, (first + floats) * 4}, first}; }
+    Window whole() const {
+        if (paged())
+            throw Error(ErrorCategory::Unsupported,
+                        "a tensor of " + std::to_string(floats * 4) + " bytes spans " + std::to_string(pages->size()) +
+                            " buffers and cannot be bound whole by this kernel");
+        return {{allocation.buffer, allocation.offset, (first + floats) * 4}, first};
+    }
 };
 
 // An operand of a tensor's pool range `allocation` (allocation_of), its start aligned down to `alignment`.
@@ -41,14 +65,72 @@ inline Operand operand_of(PoolAllocation allocation, uint64_t floats, uint64_t a
     return op;
 }
 
+// The page of `operand` holding elements [first, first + count), or null when they span two pages (or
+// the operand has one page).
+inline const OperandPage* page_holding(const Operand& operand, uint64_t first, uint64_t count) {
+    if (!operand.paged()) return nullptr;
+    for (const OperandPage& page : *operand.pages)
+        if (first >= page.begin && first < page.end) return first + count <= page.end ? &page : nullptr;
+    return nullptr;
+}
+
+// True when elements [first, first + count) lie in one page of `operand` (always, for one page).
+inline bool in_one_page(const Operand& operand, uint64_t first, uint64_t count) {
+    return !operand.paged() || page_holding(operand, first, count) != nullptr;
+}
+
 // Elements [first, first + count) of `operand`, bound from the alignment at or below the first of them.
+// Of a paged operand they must lie in one page.
 inline Window window(const Operand& operand, uint64_t first, uint64_t count, uint64_t alignment) {
-    const uint64_t byte = (operand.first + first) * 4;
+    PoolAllocation allocation = operand.allocation;
+    uint64_t float_of_first = operand.first + first;
+    if (operand.paged()) {
+        const OperandPage* page = page_holding(operand, first, count);
+        if (!page)
+            throw Error(ErrorCategory::Unsupported, "elements [" + std::to_string(first) + ", " +
+                                                        std::to_string(first + count) +
+                                                        ") of a paged tensor span two of its buffers");
+        allocation = page->allocation;
+        float_of_first = page->first + (first - page->begin);
+    }
+    const uint64_t byte = float_of_first * 4;
     const uint64_t aligned = byte / alignment * alignment;
     Window w;
-    w.range = {operand.allocation.buffer, operand.allocation.offset + aligned, byte - aligned + count * 4};
+    w.range = {allocation.buffer, allocation.offset + aligned, byte - aligned + count * 4};
     w.delta = (byte - aligned) / 4;
     return w;
+}
+
+// Elements [first, first + count) of `operand` as an operand of their own: one page (starting on the
+// alignment at or below the first of them) where they lie in one, else the pages they span.
+inline Operand slice(const Operand& operand, uint64_t first, uint64_t count, uint64_t alignment) {
+    if (!operand || count == 0) return {};
+    auto one_page = [&](PoolAllocation allocation, uint64_t float_of_first, uint64_t floats) {
+        const uint64_t byte = float_of_first * 4, aligned = byte / alignment * alignment;
+        Operand op;
+        op.allocation = allocation;
+        op.allocation.offset += aligned;
+        op.allocation.size = byte - aligned + floats * 4;
+        op.first = (byte - aligned) / 4;
+        op.floats = floats;
+        return op;
+    };
+    if (!operand.paged()) return one_page(operand.allocation, operand.first + first, count);
+    if (const OperandPage* page = page_holding(operand, first, count))
+        return one_page(page->allocation, page->first + (first - page->begin), count);
+    auto pages = std::make_shared<std::vector<OperandPage>>();
+    for (const OperandPage& page : *operand.pages) {
+        const uint64_t begin = std::max(page.begin, first), end = std::min(page.end, first + count);
+        if (begin >= end) continue;
+        const Operand part = one_page(page.allocation, page.first + (begin - page.begin), end - begin);
+        pages->push_back({part.allocation, part.first, begin - first, end - first});
+    }
+    Operand op;
+    op.allocation = pages->front().allocation;
+    op.first = pages->front().first;
+    op.floats = count;
+    op.pages = std::move(pages);
+    return op;
 }
 
 }  // namespace vkconv::detail

@@ -13,7 +13,22 @@ Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_v
     if (storage_of(tensor)->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
     ConvProblem::check_shape(role, tensor.shape(), expected);
-    return operand_of(allocation_of(tensor), static_cast<uint64_t>(tensor.elements()), context.pool->alignment());
+    const uint64_t alignment = context.pool->alignment();
+    const std::vector<TensorPiece> pieces = pieces_of(tensor);
+    if (pieces.size() == 1)
+        return operand_of(pieces.front().allocation, static_cast<uint64_t>(tensor.elements()), alignment);
+    // Paged: each piece from the alignment at or below its first byte.
+    auto pages = std::make_shared<std::vector<OperandPage>>();
+    for (const TensorPiece& piece : pieces) {
+        const Operand part = operand_of(piece.allocation, piece.elements, alignment);
+        pages->push_back({part.allocation, part.first, piece.first_element, piece.first_element + piece.elements});
+    }
+    Operand op;
+    op.allocation = pages->front().allocation;
+    op.first = pages->front().first;
+    op.floats = static_cast<uint64_t>(tensor.elements());
+    op.pages = std::move(pages);
+    return op;
 }
 
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs) {
@@ -30,7 +45,7 @@ namespace {
 
 // The caller's workspace from its first byte on the pool alignment: the range passes carve slots from.
 BufferRange usable_workspace(ContextImpl& context, const Tensor& workspace) {
-    const PoolAllocation a = allocation_of(workspace);
+    const PoolAllocation a = allocation_of(workspace, "a pass's workspace (PassOptions::workspace)");
     const uint64_t align = context.pool->alignment();
     const uint64_t first = (a.offset + align - 1) / align * align;
     const uint64_t end = a.offset + workspace.bytes();

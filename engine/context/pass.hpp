@@ -27,10 +27,17 @@ void check_not_aliased(const Tensor& output, std::string_view role, std::initial
 // tensor passed twice or a tensor and a view of it, counted once).
 inline uint64_t operand_bytes(std::span<const Operand* const> operands) {
     std::vector<BufferRange> ranges;
-    for (const Operand* op : operands)
-        if (op && *op)  // from the operand's element 0 (a view off the alignment binds from below it)
+    for (const Operand* op : operands) {
+        if (!op || !*op) continue;
+        // From the operand's element 0 (a view off the alignment binds from below it); each page of a paged one.
+        if (op->paged())
+            for (const OperandPage& page : *op->pages)
+                ranges.push_back({page.allocation.buffer, page.allocation.offset + page.first * 4,
+                                  page.allocation.size - page.first * 4});
+        else
             ranges.push_back(
                 {op->allocation.buffer, op->allocation.offset + op->first * 4, op->allocation.size - op->first * 4});
+    }
     std::sort(ranges.begin(), ranges.end(), [](const BufferRange& a, const BufferRange& b) {
         return a.buffer != b.buffer ? a.buffer < b.buffer : a.offset < b.offset;
     });

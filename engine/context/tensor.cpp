@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "context/tensor_storage.hpp"
+#include "memory/paging.hpp"
 #include "memory/staging.hpp"
 #include "vkconv/interop.hpp"
 
@@ -35,7 +36,23 @@ Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
     const int64_t elements = checked_elements(shape);
     auto storage = std::make_shared<detail::TensorStorage>();
     storage->context = detail::Access::impl(context);
-    storage->allocation = impl.pool->allocate(static_cast<uint64_t>(elements) * sizeof(float));
+    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    // Larger than one buffer: pages of whole units (memory/paging.hpp), each its own pool allocation.
+    const uint64_t page_floats =
+        detail::page_floats_of(shape, detail::testing_one_buffer_tensors ? UINT64_MAX : impl.pool->largest_allocation());
+    if (!page_floats) {
+        storage->pages.push_back(impl.pool->allocate(bytes));
+    } else {
+        storage->page_bytes = page_floats * sizeof(float);
+        try {
+            for (uint64_t at = 0; at < bytes; at += storage->page_bytes)
+                storage->pages.push_back(impl.pool->allocate(std::min(storage->page_bytes, bytes - at)));
+        } catch (...) {
+            for (detail::PoolAllocation& page : storage->pages) impl.pool->release(page);
+            storage->pages.clear();
+            throw;
+        }
+    }
     storage_ = std::move(storage);
 }
 
@@ -52,7 +69,8 @@ void Tensor::upload(std::span<const float> values) {
                                                         " values to a tensor of shape " + shape_string(shape_) + " (" +
                                                         std::to_string(elements()) + " elements)");
     const auto lock = detail::serialise(*storage_->context);
-    storage_->context->staging->upload(detail::allocation_of(*this), values.data(), bytes());
+    for (const detail::TensorPiece& piece : detail::pieces_of(*this))
+        storage_->context->staging->upload(piece.allocation, values.data() + piece.first_element, piece.elements * 4);
 }
 
 std::vector<float> Tensor::download() const {
@@ -69,7 +87,9 @@ void Tensor::download(std::span<float> values) const {
                                                         std::to_string(elements()) + " elements) into " +
                                                         std::to_string(values.size()) + " values");
     const auto lock = detail::serialise(*storage_->context);
-    storage_->context->staging->download(detail::allocation_of(*this), values.data(), bytes());
+    for (const detail::TensorPiece& piece : detail::pieces_of(*this))
+        storage_->context->staging->download(piece.allocation, values.data() + piece.first_element,
+                                             piece.elements * 4);
 }
 
 bool Tensor::external() const {
@@ -103,7 +123,7 @@ Tensor wrap_buffer(Context& context, const ExternalBuffer& buffer, const Shape& 
     storage->context = detail::Access::impl(context);
     storage->external = true;
     storage->usage = buffer.usage;
-    storage->allocation = {nullptr, buffer.buffer, buffer.offset, buffer.size};
+    storage->pages = {{nullptr, buffer.buffer, buffer.offset, buffer.size}};
     impl.device->note_foreign_buffer(buffer.buffer);
     return detail::Access::tensor(std::move(storage), shape);
 }

@@ -1,9 +1,14 @@
-// The device memory behind a Tensor: a pool allocation that goes back to the pool with the last owner, or
+// The device memory behind a Tensor: pool allocations that go back to the pool with the last owner, or
 // a range of the application's buffer (wrap_buffer), which vkconv never frees.
+//
+// A tensor larger than the device's largest buffer is stored in pages (memory/paging.hpp): page i holds
+// the tensor's bytes [i * page_bytes, (i + 1) * page_bytes). Every other tensor is one page.
 #pragma once
 
 #include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "context/access.hpp"
 #include "context/context_impl.hpp"
@@ -13,38 +18,72 @@ namespace vkconv::detail {
 
 struct TensorStorage {
     std::shared_ptr<ContextImpl> context;
-    PoolAllocation allocation;  // for an external buffer: no block, the application's buffer and range
+    // For an external buffer: one page with no block, the application's buffer and range.
+    std::vector<PoolAllocation> pages;
+    uint64_t page_bytes = UINT64_MAX;  // bytes of the tensor per page (all but the last full)
     bool external = false;
     VkBufferUsageFlags usage = 0;  // external: the usage the application declared
     ~TensorStorage() {
         const auto lock = serialise(*context);  // a tensor may die on any thread
         if (external)
-            context->device->forget_foreign_buffer(allocation.buffer);
+            context->device->forget_foreign_buffer(pages.front().buffer);
         else
-            context->pool->release(allocation);
+            for (PoolAllocation& page : pages) context->pool->release(page);
     }
 };
 
-// The pool range a tensor (or a view) covers: the allocation moved to the view's first byte, its size
-// the view's bytes rounded up to the pool alignment but never past the allocation's end. Every engine
-// use of a tensor's memory goes through this, so views bind, transfer and count as their own bytes.
-inline PoolAllocation allocation_of(const Tensor& tensor) {
-    PoolAllocation a = storage_of(tensor)->allocation;
-    const uint64_t offset = tensor.byte_offset();
-    a.size = std::min(storage_of(tensor)->context->pool->round(tensor.bytes()), a.size - offset);
-    a.offset += offset;
-    return a;
+// The part of a tensor (or view) in one page: the pool range from its first byte (its size the piece's
+// bytes rounded up to the pool alignment, never past the page's end), and the elements it holds.
+struct TensorPiece {
+    PoolAllocation allocation;
+    uint64_t first_element = 0, elements = 0;
+};
+
+// The pieces of a non-empty tensor or view, in element order: one unless it spans several pages.
+inline std::vector<TensorPiece> pieces_of(const Tensor& tensor) {
+    const TensorStorage& storage = *storage_of(tensor);
+    const uint64_t begin = tensor.byte_offset(), end = begin + tensor.bytes();
+    std::vector<TensorPiece> pieces;
+    for (uint64_t byte = begin; byte < end;) {
+        const uint64_t page = storage.pages.size() == 1 ? 0 : byte / storage.page_bytes;
+        const uint64_t page_start = page * (storage.pages.size() == 1 ? 0 : storage.page_bytes);
+        const uint64_t page_end = storage.pages.size() == 1 ? end : std::min(end, page_start + storage.page_bytes);
+        PoolAllocation a = storage.pages[page];
+        const uint64_t offset = byte - page_start, bytes = page_end - byte;
+        a.size = std::min(storage.context->pool->round(bytes), a.size - offset);
+        a.offset += offset;
+        pieces.push_back({a, (byte - begin) / 4, bytes / 4});
+        byte = page_end;
+    }
+    return pieces;
+}
+
+// The pool range a tensor (or a view) in one page covers: the allocation moved to the view's first byte,
+// its size the view's bytes rounded up to the pool alignment but never past the allocation's end.
+// Error(Unsupported) for a tensor spread over several pages: `user` (a call that binds a tensor whole)
+// takes only tensors that fit one buffer.
+inline PoolAllocation allocation_of(const Tensor& tensor, const char* user = "this call") {
+    std::vector<TensorPiece> pieces = pieces_of(tensor);
+    if (pieces.size() != 1)
+        throw Error(ErrorCategory::Unsupported,
+                    std::string(user) + " takes tensors in one buffer; one of shape " + shape_string(tensor.shape()) +
+                        " (" + std::to_string(tensor.bytes()) + " bytes) spans " + std::to_string(pieces.size()) +
+                        " buffers, this device's largest holding " +
+                        std::to_string(storage_of(tensor)->context->pool->largest_allocation()) + " bytes");
+    return pieces.front().allocation;
 }
 
 // True when two non-empty tensors share at least one byte (views of one allocation may not, nor may two
 // tensors over one application buffer).
 inline bool overlaps(const Tensor& a, const Tensor& b) {
     if (a.empty() || b.empty()) return false;
-    const PoolAllocation& x = storage_of(a)->allocation;
-    const PoolAllocation& y = storage_of(b)->allocation;
-    if (x.buffer != y.buffer) return false;
-    const uint64_t a0 = x.offset + a.byte_offset(), b0 = y.offset + b.byte_offset();
-    return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+    for (const TensorPiece& x : pieces_of(a))
+        for (const TensorPiece& y : pieces_of(b)) {
+            if (x.allocation.buffer != y.allocation.buffer) continue;
+            const uint64_t a0 = x.allocation.offset, b0 = y.allocation.offset;
+            if (a0 < b0 + y.elements * 4 && b0 < a0 + x.elements * 4) return true;
+        }
+    return false;
 }
 
 }  // namespace vkconv::detail

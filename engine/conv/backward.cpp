@@ -54,11 +54,14 @@ uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass
 }
 
 // Runs (or records) one planned pass on its workspace; a recording keeps `tensors` (and the caller's workspace).
+// The plan is made for the tensors the context allocates; it is made again where the operands are paged
+// differently (detail::plan_for_operands).
 RunStats run_planned(Context& context, const detail::PassTarget& target, const ConvProblem& p,
-                     const detail::PassPlan& plan, const detail::ConvOperands& ops,
-                     std::initializer_list<const Tensor*> tensors) {
+                     const detail::PassPlan& planned, const detail::ConvOperands& ops,
+                     std::initializer_list<const Tensor*> tensors, const PassOptions& planning) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
+    const detail::PassPlan plan = detail::plan_for_operands(impl, p, planned, planning, ops);
     RunStats stats = plan.planned_stats(p, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
     if (target.recording) {
         for (const Tensor* t : tensors) target.recording->keep(t);
@@ -111,7 +114,7 @@ RunStats backward_data_to(Context& context, const detail::PassTarget& target, co
     const PassOptions planning = detail::planning_options(impl, options);
     return run_planned(context, target, problem,
                        detail::plan_call(context, problem, Pass::BackwardData, algorithm, planning).value(), ops,
-                       {&grad_output, &filter, &grad_input});
+                       {&grad_output, &filter, &grad_input}, planning);
 }
 
 RunStats backward_filter_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
@@ -126,7 +129,7 @@ RunStats backward_filter_to(Context& context, const detail::PassTarget& target, 
     const PassOptions planning = detail::planning_options(impl, options);
     return run_planned(context, target, problem,
                        detail::plan_call(context, problem, Pass::BackwardFilter, algorithm, planning).value(), ops,
-                       {&input, &grad_output, &grad_filter, grad_bias});
+                       {&input, &grad_output, &grad_filter, grad_bias}, planning);
 }
 
 RunStats backward_bias_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
@@ -143,7 +146,7 @@ RunStats backward_bias_to(Context& context, const detail::PassTarget& target, co
     const PassOptions planning = detail::planning_options(impl, options);
     return run_planned(context, target, problem,
                        detail::plan_pass(impl, problem, Pass::BackwardBias, Algorithm::Direct, planning).value(), ops,
-                       {&grad_output, &grad_bias});
+                       {&grad_output, &grad_bias}, planning);
 }
 
 }  // namespace
@@ -219,8 +222,9 @@ RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, c
     }
     detail::check_workspace(options, {&input, &filter, &output, bias});
     const PassOptions planning = detail::planning_options(impl, options);
-    const detail::PassPlan plan = detail::plan_call(context, q, Pass::BackwardData, algorithm, planning).value();
-    if (!problem.output_beyond_result()) return run_planned(context, target, q, plan, ops, {&input, &filter, &output, bias});
+    const detail::PassPlan planned = detail::plan_call(context, q, Pass::BackwardData, algorithm, planning).value();
+    if (!problem.output_beyond_result())
+        return run_planned(context, target, q, planned, ops, {&input, &filter, &output, bias}, planning);
 
     // The output reaches past what the convolution covers: its input (the result) goes to a staging tensor,
     // counted as workspace, and is placed in the output with the bias around it, in the same submission.
@@ -228,6 +232,7 @@ RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, c
     const detail::Operand out = ops.input, bias_operand = ops.bias;
     ops.input = detail::tensor_operand(impl, staged, "staged result", q.input_shape());
     ops.bias = {};
+    const detail::PassPlan plan = detail::plan_for_operands(impl, q, planned, planning, ops);
     RunStats stats = plan.planned_stats(q, detail::operand_bytes({&ops.output, &ops.filter, &bias_operand, &out}));
     stats.workspace_bytes += impl.pool->round(staged.bytes());
     if (target.recording) {
@@ -291,7 +296,8 @@ detail::Planned<StepPlan> step_plan(const Context& context, const ConvProblem& p
     auto filter_plan = detail::plan_choice(context, p, Pass::BackwardFilter, filter, options);
     if (!filter_plan) return filter_plan.refusal();
     StepPlan step{*data_plan, *filter_plan};
-    step.shared = step.data.tiled() == step.filter.tiled();
+    // (Sliced passes' slots differ in meaning: a step of them never shares.)
+    step.shared = step.data.tiled() == step.filter.tiled() && !step.data.sliced() && !step.filter.sliced();
     if (step.shared) {
         step.slots = step.data.slots();
         const std::vector<uint64_t> other = step.filter.slots();
@@ -342,10 +348,19 @@ LayerBackwardStats layer_backward_to(Context& context, const detail::PassTarget&
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
     detail::check_workspace(options, {&input, &filter, &grad_output, &grad_input, &grad_filter, grad_bias});
     const PassOptions planning = detail::planning_options(impl, options);
-    const StepPlan plan =
+    StepPlan plan =
         step_plan(context, problem, detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, planning),
                   detail::choose_algorithm(context, Pass::BackwardFilter, problem, algorithm, planning), planning)
             .value();
+    // Tensors paged otherwise than plans assume: each pass planned for them, one after the other.
+    const detail::Paging data_paging = detail::paging_of(data_ops), filter_paging = detail::paging_of(filter_ops);
+    if (!detail::plan_fits_paging(problem, plan.data, data_paging) ||
+        !detail::plan_fits_paging(problem, plan.filter, filter_paging)) {
+        plan.data = detail::plan_for_operands(impl, problem, plan.data, planning, data_ops);
+        plan.filter = detail::plan_for_operands(impl, problem, plan.filter, planning, filter_ops);
+        plan.shared = false;
+        plan.workspace_bytes = std::max(plan.data.workspace_bytes(), plan.filter.workspace_bytes());
+    }
     if (target.recording)
         for (const Tensor* t :
              {&input, &filter, &grad_output, static_cast<const Tensor*>(&grad_input),

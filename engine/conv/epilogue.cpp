@@ -51,8 +51,13 @@ std::string number(float value) {
 
 // True when two tensors cover exactly the same bytes of one buffer.
 bool same_memory(const Tensor& a, const Tensor& b) {
-    const PoolAllocation x = allocation_of(a), y = allocation_of(b);
-    return x.buffer == y.buffer && x.offset == y.offset && a.bytes() == b.bytes();
+    if (a.bytes() != b.bytes()) return false;
+    const std::vector<TensorPiece> x = pieces_of(a), y = pieces_of(b);
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+        if (x[i].allocation.buffer != y[i].allocation.buffer || x[i].allocation.offset != y[i].allocation.offset)
+            return false;
+    return true;
 }
 
 }  // namespace

@@ -120,7 +120,8 @@ RunStats forward_to(Context& context, const detail::PassTarget& target, const Co
     detail::check_workspace(options, {&input, &filter, bias, &output, residual});
     const PassOptions planning = detail::planning_options(impl, options);
 
-    const detail::PassPlan plan = detail::plan_call(context, problem, Pass::Forward, algorithm, planning).value();
+    const detail::PassPlan plan = detail::plan_for_operands(
+        impl, problem, detail::plan_call(context, problem, Pass::Forward, algorithm, planning).value(), planning, ops);
     RunStats stats = plan.planned_stats(
         problem, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output, &ops.epilogue.residual}));
     if (target.recording)

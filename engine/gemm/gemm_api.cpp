@@ -67,7 +67,8 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
     }
     // Each operand from the offset alignment at or below its first byte (a view may start at any entry).
     auto whole = [&](const Tensor& t) {
-        return detail::operand_of(detail::allocation_of(t), uint64_t(t.elements()), impl.pool->alignment()).whole();
+        return detail::operand_of(detail::allocation_of(t, "gemm"), uint64_t(t.elements()), impl.pool->alignment())
+            .whole();
     };
     const detail::Window wa = whole(a), wb = whole(b), wc = whole(c);
     detail::GemmProblem p;

@@ -83,6 +83,14 @@ void set_buffer_limits(DeviceModel& model, uint64_t max_buffer_size, uint64_t ma
     model.max_buffer_size = max_buffer_size ? max_buffer_size : max_memory_allocation_size;
     model.max_memory_allocation_size = max_memory_allocation_size ? max_memory_allocation_size : max_buffer_size;
     model.info.max_buffer_bytes = model.max_single_buffer_bytes();
+    // No binding reaches past one buffer: planning may then treat a binding's limit as a page's too.
+    VkPhysicalDeviceLimits& limits = model.properties.limits;
+    limits.maxStorageBufferRange =
+        static_cast<uint32_t>(std::min<uint64_t>(limits.maxStorageBufferRange, model.max_single_buffer_bytes()));
+    limits.maxTexelBufferElements =
+        static_cast<uint32_t>(std::min<uint64_t>(limits.maxTexelBufferElements, model.max_single_buffer_bytes() / 4));
+    model.info.max_storage_buffer_range = limits.maxStorageBufferRange;
+    model.info.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
 uint32_t fallback_compute_units(VkPhysicalDeviceType type) {

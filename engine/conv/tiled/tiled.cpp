@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <tuple>
 #include <string>
 
 #include "context/context_impl.hpp"
@@ -340,64 +341,95 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
     } else {
         row_run = std::max<int64_t>(1, std::min<int64_t>(box_h, int64_t(fit / (uint64_t(W) * C))));
     }
-    for (int64_t c = 0; c < box_c; c += channel_run)
-        for (int64_t h = 0; h < box_h; h += row_run) {
-            const int64_t count_c = std::min(channel_run, box_c - c), count_h = std::min(row_run, box_h - h);
-            // Source: the part of the run inside the source image (nothing inside: any valid float).
-            const int64_t sc0 = std::max<int64_t>(0, src_c0 + c), sc1 = std::min(src.C, src_c0 + c + count_c);
-            const int64_t sh0 = std::max<int64_t>(0, src_h0 + h), sh1 = std::min(src.H, src_h0 + h + count_h);
-            Window sw;
-            uint64_t src_lo = 0;
-            if (sc0 < sc1 && sh0 < sh1) {
-                auto [lo, hi] = span_of(layout, src, sc0, sc1, sh0, sh1);
-                sw = window(*src.operand, uint64_t(src.n) * src.image() + lo, hi - lo, align);
-                src_lo = lo;
+    // One copy of channels [c, c + count_c) and rows [h, h + count_h) of the box; halved (channels first,
+    // then rows) where a window would cross a page boundary of a paged tensor. Pages hold whole rows
+    // (memory/paging.hpp), so a copy of one row of one channel (NCHW) or of one row (NHWC) always fits one.
+    auto copy = [&](auto&& self, int64_t c, int64_t count_c, int64_t h, int64_t count_h) -> void {
+        // Source: the part of the run inside the source image (nothing inside: any valid float).
+        const int64_t sc0 = std::max<int64_t>(0, src_c0 + c), sc1 = std::min(src.C, src_c0 + c + count_c);
+        const int64_t sh0 = std::max<int64_t>(0, src_h0 + h), sh1 = std::min(src.H, src_h0 + h + count_h);
+        const bool src_inside = sc0 < sc1 && sh0 < sh1;
+        uint64_t src_lo = 0, src_hi = 1;
+        if (src_inside) std::tie(src_lo, src_hi) = span_of(layout, src, sc0, sc1, sh0, sh1);
+        const uint64_t src_first = src_inside ? uint64_t(src.n) * src.image() + src_lo : 0;
+        auto [dlo, dhi] = span_of(layout, dst, dst_c0 + c, dst_c0 + c + count_c, dst_h0 + h, dst_h0 + h + count_h);
+        const uint64_t dst_first = uint64_t(dst.n) * dst.image() + dlo;
+        const bool fits = in_one_page(*src.operand, src_first, src_hi - src_lo) &&
+                          in_one_page(*dst.operand, dst_first, dhi - dlo) &&
+                          (!epilogue.has_residual() || in_one_page(epilogue.residual, dst_first, dhi - dlo));
+        if (!fits && (count_c > 1 || count_h > 1)) {
+            if (count_c > 1) {
+                self(self, c, count_c / 2, h, count_h);
+                self(self, c + count_c / 2, count_c - count_c / 2, h, count_h);
             } else {
-                sw = window(*src.operand, 0, 1, align);
+                self(self, c, count_c, h, count_h / 2);
+                self(self, c, count_c, h + count_h / 2, count_h - count_h / 2);
             }
-            auto [dlo, dhi] = span_of(layout, dst, dst_c0 + c, dst_c0 + c + count_c, dst_h0 + h, dst_h0 + h + count_h);
-            const Window dw = window(*dst.operand, uint64_t(dst.n) * dst.image() + dlo, dhi - dlo, align);
-            // The residual over the same elements (dst's window itself, unread, without one).
-            const Window zw = residual_window(epilogue, uint64_t(dst.n) * dst.image() + dlo, dhi - dlo, align, dw);
-            BoxPush push{uint32_t(count_c),
-                         uint32_t(count_h),
-                         uint32_t(src.W),
-                         uint32_t(src.C),
-                         uint32_t(src.H),
-                         uint32_t(src.W),
-                         int32_t(src_c0 + c),
-                         int32_t(src_h0 + h),
-                         uint32_t(sw.delta - src_lo),
-                         uint32_t(dst.C),
-                         uint32_t(dst.H),
-                         uint32_t(dst.W),
-                         int32_t(dst_c0 + c),
-                         int32_t(dst_h0 + h),
-                         uint32_t(dw.delta - dlo),
-                         accumulate ? 1u : 0u,
-                         uint32_t(zw.delta - dlo),
-                         epilogue.beta,
-                         epilogue.negative_slope,
-                         0,
-                         0};
-            const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true},
-                                                  Binding{zw.range, false}};
-            dispatch_elements(stream, pipeline, bindings, push, uint64_t(count_c * count_h * src.W));
+            return;
         }
+        const Window sw = window(*src.operand, src_first, src_hi - src_lo, align);
+        const Window dw = window(*dst.operand, dst_first, dhi - dlo, align);
+        // The residual over the same elements (dst's window itself, unread, without one).
+        const Window zw = residual_window(epilogue, dst_first, dhi - dlo, align, dw);
+        BoxPush push{uint32_t(count_c),
+                     uint32_t(count_h),
+                     uint32_t(src.W),
+                     uint32_t(src.C),
+                     uint32_t(src.H),
+                     uint32_t(src.W),
+                     int32_t(src_c0 + c),
+                     int32_t(src_h0 + h),
+                     uint32_t(sw.delta - src_lo),
+                     uint32_t(dst.C),
+                     uint32_t(dst.H),
+                     uint32_t(dst.W),
+                     int32_t(dst_c0 + c),
+                     int32_t(dst_h0 + h),
+                     uint32_t(dw.delta - dlo),
+                     accumulate ? 1u : 0u,
+                     uint32_t(zw.delta - dlo),
+                     epilogue.beta,
+                     epilogue.negative_slope,
+                     0,
+                     0};
+        const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true},
+                                              Binding{zw.range, false}};
+        dispatch_elements(stream, pipeline, bindings, push, uint64_t(count_c * count_h * src.W));
+    };
+    for (int64_t c = 0; c < box_c; c += channel_run)
+        for (int64_t h = 0; h < box_h; h += row_run)
+            copy(copy, c, std::min(channel_run, box_c - c), h, std::min(row_run, box_h - h));
 }
+
+}  // namespace
 
 // dst[dst_first, + count) (+)= src[src_first, + count): a run of floats, as a box of one row.
 void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
                 uint64_t dst_first, uint64_t count, bool accumulate) {
     const uint64_t align = context.pool->alignment();
-    const Window sw = window(src, src_first, count, align), dw = window(dst, dst_first, count, align);
-    const uint32_t n = uint32_t(count);
-    const BoxPush push{
-        1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u};
-    // (No residual: the source stands in for binding 2.)
-    const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true}, Binding{sw.range, false}};
-    dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, count);
+    // A run crossing a page boundary of either operand goes in parts, each inside one page of both.
+    auto page_end = [](const Operand& op, uint64_t first) {
+        if (op.paged())
+            for (const OperandPage& page : *op.pages)
+                if (first >= page.begin && first < page.end) return page.end;
+        return UINT64_MAX;
+    };
+    for (uint64_t done = 0; done < count;) {
+        const uint64_t part = std::min({count - done, page_end(src, src_first + done) - (src_first + done),
+                                        page_end(dst, dst_first + done) - (dst_first + done)});
+        const Window sw = window(src, src_first + done, part, align), dw = window(dst, dst_first + done, part, align);
+        const uint32_t n = uint32_t(part);
+        const BoxPush push{
+            1, 1, n, 1, 1, n, 0, 0, uint32_t(sw.delta), 1, 1, n, 0, 0, uint32_t(dw.delta), accumulate ? 1u : 0u};
+        // (No residual: the source stands in for binding 2.)
+        const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true},
+                                              Binding{sw.range, false}};
+        dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, part);
+        done += part;
+    }
 }
+
+namespace {
 
 // The tile's problem run on the tile buffers, by the plan made for its shape; a forward tile applies
 // `epilogue` (alpha alone: the copy into y applies the rest).
