@@ -22,6 +22,9 @@ struct BenchArgs {
     std::string json_file;
     std::string device;
     std::string layout = "nchw";
+    // Layers also run in a second context whose buffers hold at most this many bytes (tensors above it in
+    // pages), timed in turn with the first; 0: not.
+    uint64_t paged_bytes = 0;
 };
 
 // Depthwise runs only problems with one input channel per group: on other layers it is skipped without a

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
+
 
 #include "bench.hpp"
 #include "cli_common.hpp"
@@ -132,13 +134,16 @@ double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, 
     return worst;
 }
 
-void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
+// `paged`: a second context with smaller buffers (--paged), where each layer and algorithm also runs, checked
+// and timed in turn with the first context's runs.
+void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchArgs& args,
+                  std::vector<std::string>& json_rows) {
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::vector<vkconv::Algorithm> algorithms;
     for (const auto& name : args.algorithms) algorithms.push_back(vkconv::parse_algorithm(name));
     std::printf("\nForward convolution (%s), median of %d runs\n%-17s %-9s %10s %9s %10s %10s %7s  %s\n",
                 args.layout.c_str(), args.repeat, "layer", "algo", "gpu ms", "GFLOP/s", "workspace", "peak", "chunks",
-                "check (sampled err/bound; vs direct)");
+                paged ? "paged: gpu ms, / one buffer, pages of x, check" : "check (sampled err/bound; vs direct)");
     for (auto& layer : layers) {
         const bool wanted = args.only.empty() ? true : std::count(args.only.begin(), args.only.end(), layer.name) > 0;
         if (!wanted) continue;
@@ -149,6 +154,12 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
         auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
         auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
         vkconv::Tensor output(context, p.output_shape());
+        std::optional<vkconv::Tensor> paged_input, paged_filter, paged_output;
+        if (paged) {
+            paged_input = vkconv::Tensor::from_host(*paged, p.input_shape(), x);
+            paged_filter = vkconv::Tensor::from_host(*paged, p.filter_shape(), w);
+            paged_output.emplace(*paged, p.output_shape());
+        }
         std::vector<float> direct;
         for (auto algorithm : algorithms) {
             if (!applies(algorithm, p)) continue;
@@ -183,10 +194,31 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
             } else {
                 std::snprintf(check, sizeof check, "%.2g", ratio);
             }
-            std::vector<double> times;
-            for (int r = 0; r < args.repeat; ++r)
+            std::vector<double> times, paged_times;
+            double paged_ratio = 0;
+            if (paged) {  // checked first, as the one-buffer run was
+                vkconv::forward(*paged, p, *paged_input, *paged_filter, nullptr, *paged_output, algorithm);
+                paged_ratio = sampled_error(p, x, w, paged_output->download());
+                if (!(paged_ratio <= 1))
+                    throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
+                                        layer.name + ": " + vkconv::to_string(algorithm) +
+                                            " in pages gave a result beyond the fp32 rounding bound (err/bound " +
+                                            std::to_string(paged_ratio) + ")");
+            }
+            for (int r = 0; r < args.repeat; ++r) {
                 times.push_back(vkconv::forward(context, p, input, filter, nullptr, output, algorithm).gpu_ms);
+                if (paged)
+                    paged_times.push_back(
+                        vkconv::forward(*paged, p, *paged_input, *paged_filter, nullptr, *paged_output, algorithm)
+                            .gpu_ms);
+            }
             const double ms = median(times);
+            if (paged) {
+                const double paged_ms = median(paged_times);
+                const uint64_t page = paged->device().max_buffer_bytes;
+                std::snprintf(check, sizeof check, "%.3f, %.3f, %llu, %.2g", paged_ms, paged_ms / ms,
+                              static_cast<unsigned long long>((p.input_elements() * 4 + page - 1) / page), paged_ratio);
+            }
             const double gflops = p.forward_flops() / (ms * 1e6);
             std::string name = vkconv::to_string(stats.algorithm);
             if (stats.algorithm == vkconv::Algorithm::Mec)
@@ -201,6 +233,8 @@ void bench_layers(vkconv::Context& context, const BenchArgs& args, std::vector<s
             row.add("gpu_ms", ms).add("gflops", gflops).add_memory(stats);
             row.add("chunks", static_cast<uint64_t>(stats.chunks));
             row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
+            if (paged)
+                row.add("paged_gpu_ms", median(paged_times)).add("paged_buffer_bytes", paged->device().max_buffer_bytes);
             json_rows.push_back(row.str());
         }
     }
@@ -287,12 +321,19 @@ int run_bench(const BenchArgs& args) {
     options.device = args.device;
     vkconv::Context context(options);
     std::printf("device: %s\n", context.device().summary().c_str());
+    std::optional<vkconv::Context> paged;
+    if (args.paged_bytes) {
+        vkconv::ContextOptions paged_options = options;
+        paged_options.max_buffer_bytes = args.paged_bytes;
+        paged.emplace(paged_options);
+        std::printf("paged: buffers of at most %llu bytes\n", static_cast<unsigned long long>(args.paged_bytes));
+    }
     std::vector<std::string> rows;
     if (args.overhead) {
         bench_overhead(context, rows);
     } else {
         if (!args.layers_only) bench_gemm(context, args, rows);
-        if (!args.gemm_only) bench_layers(context, args, rows);
+        if (!args.gemm_only) bench_layers(context, paged ? &*paged : nullptr, args, rows);
         if (args.backward) bench_backward(context, args, rows);
     }
     if (!args.json_file.empty()) {
@@ -332,6 +373,10 @@ Action add_bench_command(CLI::App& root) {
     command->add_flag("--all-configs", args->all_configs, "time every GEMM tile configuration of the device");
     command->add_flag("--overhead", args->overhead, "only the host overhead of blocking calls (wall - GPU time)");
     command->add_option("--gemm-shape", args->gemm_shapes, "only these GEMM shapes, by name (repeatable, e.g. 1024^3)");
+    command->add_option("--paged", args->paged_bytes,
+                        "also run each layer in a context whose buffers hold at most BYTES (tensors above it in "
+                        "pages), timed in turn with the one-buffer runs")
+        ->check(CLI::Range(uint64_t{4096}, UINT64_MAX));
     command->add_option("--json", args->json_file, "also write the results as JSON to this file");
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     return [args] { return run_bench(*args); };

@@ -13,6 +13,7 @@
 
 #include "context/context_impl.hpp"
 #include "context/tensor_storage.hpp"
+#include "gemm/gemm_config.hpp"
 #include "memory/paging.hpp"
 #include "vkconv/reference.hpp"
 #include "conv_cases.hpp"
@@ -37,6 +38,11 @@ public:
     LimitAuditor& operator=(const LimitAuditor&) = delete;
 
     uint64_t dispatches() const { return dispatches_; }
+    uint64_t dispatches_with_shared_memory() const { return with_shared_memory_; }
+    // Whether a shader whose name starts with `prefix` was dispatched.
+    bool ran(const std::string& prefix) const {
+        return std::any_of(shaders_.begin(), shaders_.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
+    }
     const std::vector<std::string>& breaches() const { return breaches_; }
     // The pool never made a buffer or memory above the device's limits.
     void check_pool() {
@@ -53,12 +59,16 @@ private:
     }
     void check(const DispatchAudit& audit) {
         ++dispatches_;
+        shaders_.insert(audit.shader);
         const VkPhysicalDeviceLimits& limits = impl_.device->limits();
         for (int i = 0; i < 3; ++i)
             if (audit.groups[i] > limits.maxComputeWorkGroupCount[i] || audit.groups[i] == 0)
                 breach(audit.shader, "workgroups " + std::to_string(audit.groups[i]) + " in dimension " + std::to_string(i));
         if (audit.invocations > limits.maxComputeWorkGroupInvocations)
             breach(audit.shader, std::to_string(audit.invocations) + " invocations per workgroup");
+        if (audit.shared_memory_bytes > limits.maxComputeSharedMemorySize)
+            breach(audit.shader, std::to_string(audit.shared_memory_bytes) + " bytes of shared memory");
+        if (audit.shared_memory_bytes) ++with_shared_memory_;
         if (audit.push_constant_bytes > limits.maxPushConstantsSize)
             breach(audit.shader, std::to_string(audit.push_constant_bytes) + " bytes of push constants");
         uint32_t storage_buffers = 0;
@@ -84,7 +94,8 @@ private:
     }
 
     vkconv::detail::ContextImpl& impl_;
-    uint64_t dispatches_ = 0;
+    uint64_t dispatches_ = 0, with_shared_memory_ = 0;
+    std::set<std::string> shaders_;
     std::vector<std::string> breaches_;
 };
 
@@ -113,25 +124,6 @@ std::string small_buffer_profile(const vkt::TempDir& dir, uint64_t bytes = 4u <<
     return path;
 }
 
-// On a device that allows fewer storage buffers per shader than a kernel binds, its plans are refused: the
-// direct forward kernel binds 5 (x, w, bias, y, residual), implicit GEMM 6 or 7 in every pass.
-bool refused_here(vkconv::Context& context, Algorithm algorithm, vkconv::Pass pass) {
-    const uint32_t allowed = vkconv::detail::impl_of(context).device->limits().maxPerStageDescriptorStorageBuffers;
-    if (algorithm == Algorithm::ImplicitGemm) return allowed < 7;
-    return algorithm == Algorithm::Direct && pass == vkconv::Pass::Forward && allowed < 5;
-}
-
-template <class Run>
-void expect_descriptor_refusal(Run run) {
-    try {
-        run();
-        FAIL_CHECK("a kernel that binds more storage buffers than the device allows was run");
-    } catch (const vkconv::Error& e) {
-        CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
-        CHECK(std::string(e.what()).find("maxPerStageDescriptorStorageBuffers") != std::string::npos);
-    }
-}
-
 // The odd-shape table through every pass under `profile`: each case with one algorithm and one layout in
 // turn (every algorithm and layout is reached across the table), or with every combination. `share` and
 // `shares` run every shares-th case from the share-th on (profiles that split the table between them).
@@ -155,23 +147,20 @@ void run_odd_table(const std::string& profile, uint32_t seed, bool every_combina
                 problem.layout = layout;
                 problem.has_bias = (seed & 1) != 0;
                 INFO("case '" << named.name << "' " << vkconv::to_string(algorithm) << " " << vkconv::to_string(layout));
-                if (refused_here(*context, algorithm, vkconv::Pass::Forward))
-                    expect_descriptor_refusal([&] { vkt::check_forward(*context, problem, algorithm, seed += 3); });
-                else
-                    vkt::check_forward(*context, problem, algorithm, seed += 3);
-                if (refused_here(*context, algorithm, vkconv::Pass::BackwardData)) {
-                    vkt::BackwardCheck check(*context, problem, seed += 3);
-                    expect_descriptor_refusal([&] { check.data(algorithm); });
-                    expect_descriptor_refusal([&] { check.filter(algorithm); });
-                    check.bias();
-                } else {
-                    vkt::check_backward(*context, problem, algorithm, seed += 3);
-                }
+                vkt::check_forward(*context, problem, algorithm, seed += 3);
+                vkt::check_backward(*context, problem, algorithm, seed += 3);
             }
         }
     }
     auditor.check_pool();
     CHECK(auditor.dispatches() > 0);
+    CHECK(auditor.dispatches_with_shared_memory() > 0);  // the SPIR-V reader saw the kernels' shared memory
+    // Where the device allows 4 storage buffers per stage, the direct forward and implicit-GEMM kernels ran
+    // as their 4-binding variants (the table reaches both on every profile when every combination runs).
+    if (every_combination && vkconv::detail::impl_of(*context).device->limits().maxPerStageDescriptorStorageBuffers < 5) {
+        CHECK(auditor.ran("conv2d_direct_4"));
+        CHECK(auditor.ran("implicit_gemm_4_t"));
+    }
     for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of " << profile << " was broken: " << breach);
 }
 
@@ -519,4 +508,84 @@ TEST_CASE("the paged tests notice a tensor put in one buffer whatever the limit"
     }
     auditor.check_pool();
     CHECK_FALSE(auditor.breaches().empty());
+}
+
+TEST_CASE("the shared memory read from each GEMM kernel's SPIR-V is what its configuration plans",
+          "[limits][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    auto& impl = vkconv::detail::impl_of(*context);
+    std::vector<DispatchAudit> audits;
+    impl.device->dispatch_auditor = [&](const DispatchAudit& audit) { audits.push_back(audit); };
+    struct Restore {
+        vkconv::detail::ContextImpl& impl;
+        ~Restore() { impl.device->dispatch_auditor = nullptr; }
+    } restore{impl};
+    const auto a = vkconv::Tensor::from_host(*context, {64, 64}, vkt::random_values(64 * 64, 84000));
+    const auto b = vkconv::Tensor::from_host(*context, {64, 64}, vkt::random_values(64 * 64, 84001));
+    vkconv::Tensor c(*context, {64, 64});
+    size_t shared_kernels = 0;
+    for (const auto& config : impl.gemm_configs().all) {
+        if (!vkconv::detail::gemm_config_problem(*impl.device, config).empty()) continue;
+        INFO("configuration " << config.name);
+        audits.clear();
+        vkconv::GemmOptions options;
+        options.configuration = config.name;
+        const auto stats = vkconv::gemm(*context, a, b, c, options);
+        if (stats.configuration != config.name) continue;  // ran as its storage-buffer twin
+        REQUIRE(!audits.empty());
+        CHECK(audits.back().shared_memory_bytes == config.shared_bytes());
+        shared_kernels += config.shared_bytes() > 0;
+    }
+    CHECK(shared_kernels > 0);
+}
+
+TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gemm run their 4-binding kernels, "
+          "the residual read from the output",
+          "[limits][gpu]") {
+    auto context = context_with_limits("vulkan-minimum");
+    if (!context) return;
+    REQUIRE(vkconv::detail::impl_of(*context).device->limits().maxPerStageDescriptorStorageBuffers == 4);
+    LimitAuditor auditor(*context);
+    auto p = conv_problem(2, 6, 11, 13, 8, 1, 2);
+    p.stride_w = 2;
+    p.has_bias = true;
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+        for (Algorithm algorithm : {Algorithm::Direct, Algorithm::ImplicitGemm})
+            for (bool in_place : {false, true}) {
+                p.layout = layout;
+                INFO(p.str() << " " << vkconv::to_string(algorithm) << (in_place ? ", residual in place" : ""));
+                const auto xs = vkt::random_values(size_t(p.input_elements()), 85000);
+                const auto w = vkt::random_values(size_t(p.filter_elements()), 85001);
+                const auto b = vkt::random_values(size_t(p.K), 85002);
+                const auto zs = vkt::random_values(size_t(p.output_elements()), 85003);
+                const auto x = vkconv::Tensor::from_host(*context, p.input_shape(), xs);
+                const auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
+                const auto tb = vkconv::Tensor::from_host(*context, p.bias_shape(), b);
+                const auto z = vkconv::Tensor::from_host(*context, p.output_shape(), zs);
+                vkconv::Tensor y = in_place ? vkconv::Tensor::from_host(*context, p.output_shape(), zs)
+                                            : vkconv::Tensor::from_host(*context, p.output_shape(),
+                                                                        vkt::poison(p.output_elements()));
+                vkconv::Epilogue epilogue;
+                epilogue.alpha = 0.75f, epilogue.beta = -1.25f, epilogue.residual = in_place ? &y : &z;
+                epilogue.activation = vkconv::Activation::ReLU6;
+                const auto stats = vkconv::forward(*context, p, x, tw, &tb, y, epilogue, algorithm);
+                CHECK(stats.algorithm == algorithm);
+                auto plain = p;
+                plain.has_bias = false;
+                const auto conv = vkconv::reference::forward(plain, xs, w);
+                const auto magnitude = vkconv::reference::forward(plain, vkt::absolute(xs), vkt::absolute(w));
+                std::vector<double> expected(conv.size()), bound(conv.size());
+                for (size_t i = 0; i < conv.size(); ++i) {
+                    const size_t k =
+                        layout == Layout::NCHW ? i / size_t(p.P() * p.Q()) % size_t(p.K) : i % size_t(p.K);
+                    const double v = 0.75 * conv[i] + b[k] - 1.25 * zs[i];
+                    expected[i] = std::min(std::max(v, 0.0), 6.0);
+                    bound[i] = 0.75 * magnitude[i] + std::fabs(b[k]) + 1.25 * std::fabs(zs[i]);
+                }
+                vkt::check_close(y.download(), expected, bound, p.channels_per_group() * p.R * p.S + 3,
+                                 "forward with a residual under 4 storage buffers");
+            }
+    CHECK(auditor.ran("conv2d_direct_4"));
+    CHECK(auditor.ran("implicit_gemm_4_t"));
+    for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
 }

@@ -83,6 +83,13 @@ void ContextImpl::finish_setup() {
     if (imposed.empty())
         if (const char* env = std::getenv("VKCONV_DEVICE_LIMITS")) imposed = env;
     if (!imposed.empty()) device->impose_limits(load_device_model(imposed));
+    if (options.max_buffer_bytes) {
+        if (options.max_buffer_bytes < 4096)
+            throw Error(ErrorCategory::InvalidArgument, "ContextOptions::max_buffer_bytes of " +
+                                                            std::to_string(options.max_buffer_bytes) +
+                                                            " is below 4096 bytes (0: the device's own)");
+        device->lower_buffer_limits(options.max_buffer_bytes);
+    }
     if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
     device->cap_workgroups(options.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.

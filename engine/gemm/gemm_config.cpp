@@ -57,7 +57,7 @@ std::string GemmConfig::shader() const {
     return "";
 }
 
-std::string gemm_config_problem(const Device& device, const GemmConfig& config) {
+std::string gemm_config_problem(const Device& device, const GemmConfig& config, bool for_gemm) {
     const auto& limits = device.limits();
     if (config.wg_m * config.wg_n > limits.maxComputeWorkGroupInvocations)
         return "workgroup of " + std::to_string(config.wg_m * config.wg_n) + " invocations exceeds the device limit";
@@ -78,7 +78,7 @@ std::string gemm_config_problem(const Device& device, const GemmConfig& config) 
     if (!texels)
         return "the device cannot use R32/R32G32B32A32_SFLOAT texel buffers this way";
     // Storage-buffer access binds A and B twice (scalar and vec4 views), C, the bias and the residual.
-    if (config.access == GemmAccess::StorageBuffer)
+    if (config.access == GemmAccess::StorageBuffer && for_gemm)
         if (std::string shortfall = storage_buffer_shortfall(device, "the storage-buffer GEMM", 7); !shortfall.empty())
             return shortfall;
     return "";
@@ -148,7 +148,10 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     for (const auto& configs : families) {
         size_t valid = 0;
         for (const auto& config : configs)
-            if (gemm_config_problem(device, config).empty()) table.all.push_back(config), ++valid;
+            if (gemm_config_problem(device, config).empty())
+                table.all.push_back(config), ++valid;
+            else if (gemm_config_problem(device, config, false).empty())
+                table.kernels_only.push_back(config);
         if (table.preferred == 0) table.preferred = valid;
     }
     // The fallback fits every device the spec allows but those with fewer than 7 storage buffers per stage

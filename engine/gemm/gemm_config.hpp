@@ -39,6 +39,12 @@ struct GemmConfig {
 
 struct GemmConfigTable {
     std::vector<GemmConfig> all;  // every configuration valid on this device, the preferred family first
+    // Configurations the GEMM cannot run here only because its storage-buffer form binds more storage
+    // buffers than the device allows (7); kernels that bind fewer (implicit GEMM) use their tile shapes.
+    std::vector<GemmConfig> kernels_only;
+    // `all`, then `kernels_only`: the index space of kernels that take either.
+    size_t any_count() const { return all.size() + kernels_only.size(); }
+    const GemmConfig& any(size_t i) const { return i < all.size() ? all[i] : kernels_only.at(i - all.size()); }
     // How many of `all`, from the front, form the preferred family (one kernel and access path in several
     // tile shapes); choose_gemm_config picks among them by problem shape.
     size_t preferred = 0;
@@ -64,6 +70,7 @@ const GemmConfig& pick_gemm_config(const GemmConfigTable& table, uint64_t M, uin
 const GemmConfig& storage_buffer_twin(const GemmConfigTable& table, const GemmConfig& config);
 
 // Why `config` cannot run on `device`, or an empty string when it can.
-std::string gemm_config_problem(const Device& device, const GemmConfig& config);
+// `for_gemm`: including the GEMM's own storage-buffer count (false: only what the tile shape needs).
+std::string gemm_config_problem(const Device& device, const GemmConfig& config, bool for_gemm = true);
 
 }  // namespace vkconv::detail

@@ -112,7 +112,7 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
     work_flops_ = work_serial_ = 0;
     if (device_.dispatch_auditor) {
         DispatchAudit audit{pipeline.desc.shader, {groups_x, groups_y, groups_z}, pipeline.invocations,
-                            pipeline.desc.push_constant_bytes, {}};
+                            pipeline.desc.push_constant_bytes, pipeline.shared_bytes, {}};
         for (size_t i = 0; i < bindings.size(); ++i)
             audit.bindings.push_back({bindings[i].range.buffer, bindings[i].range.offset, bindings[i].range.size,
                                       pipeline.desc.bindings[i], bindings[i].texel_format});

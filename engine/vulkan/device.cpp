@@ -201,6 +201,13 @@ void Device::lower_binding_limits(uint64_t bytes) {
     model_.info.max_texel_buffer_elements = limits.maxTexelBufferElements;
 }
 
+void Device::lower_buffer_limits(uint64_t bytes) {
+    model_.max_buffer_size = std::min(model_.max_buffer_size, bytes);
+    model_.max_memory_allocation_size = std::min(model_.max_memory_allocation_size, bytes);
+    model_.info.max_buffer_bytes = model_.max_single_buffer_bytes();
+    lower_binding_limits(model_.max_single_buffer_bytes());
+}
+
 void Device::impose_limits(const DeviceModel& imposed) {
     VkPhysicalDeviceLimits& limits = model_.properties.limits;
     const VkPhysicalDeviceLimits& other = imposed.properties.limits;

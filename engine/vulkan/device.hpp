@@ -34,6 +34,7 @@ struct DispatchAudit {
     uint32_t groups[3] = {1, 1, 1};
     uint32_t invocations = 1;
     uint32_t push_constant_bytes = 0;
+    uint64_t shared_memory_bytes = 0;  // as the pipeline's SPIR-V declares it (0: unknown)
     std::vector<Binding> bindings;
 };
 
@@ -114,6 +115,9 @@ public:
     const std::string& imposed_limits() const { return imposed_; }
     // The device-local heap an imposed model caps the pool at (0: none imposed).
     uint64_t imposed_heap_bytes() const { return imposed_heap_ ? model_.device_local_heap_bytes : 0; }
+    // ContextOptions::max_buffer_bytes: the largest buffer and allocation at most `bytes` (and no binding
+    // past them).
+    void lower_buffer_limits(uint64_t bytes);
     // Tests: report at most `bytes` as maxStorageBufferRange and bytes / 4 texels as maxTexelBufferElements.
     void lower_binding_limits(uint64_t bytes);
     // Workgroups per dimension one dispatch may use: the device limit, or a lower cap (0 = none; tests use

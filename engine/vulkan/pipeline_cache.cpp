@@ -1,5 +1,8 @@
 #include "vulkan/pipeline_cache.hpp"
 
+#include "vulkan/spirv_reflect.hpp"
+
+#include <algorithm>
 #include <string>
 
 #include "vulkan/pipeline_cache_file.hpp"
@@ -87,16 +90,36 @@ uint32_t workgroup_invocations(const PipelineDesc& desc) {
 const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
     if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
     device_.throw_if_lost();
+    // What no device may be asked for, checked on every pipeline whatever planned it: the storage-buffer
+    // descriptors, push constants and shared memory (as the SPIR-V itself declares it) it needs against
+    // this device's limits (imposed ones included).
+    const VkPhysicalDeviceLimits& limits = device_.limits();
+    const auto storage_buffers = static_cast<uint32_t>(
+        std::count(desc.bindings.begin(), desc.bindings.end(), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER));
+    if (const std::string shortfall = storage_buffer_shortfall(device_, "shader '" + desc.shader + "'", storage_buffers);
+        !shortfall.empty())
+        throw Error(ErrorCategory::Unsupported, shortfall);
+    const uint32_t push_limit = std::min<uint32_t>(128, limits.maxPushConstantsSize);
+    if (desc.push_constant_bytes > push_limit)
+        throw Error(ErrorCategory::Unsupported, "shader '" + desc.shader + "' needs " +
+                                                    std::to_string(desc.push_constant_bytes) +
+                                                    " bytes of push constants; the limit is " +
+                                                    std::to_string(push_limit) + " (maxPushConstantsSize, portable 128)");
+    const auto user = user_spirv_.find(desc.shader);
+    const auto code = user != user_spirv_.end() ? std::span<const uint32_t>(user->second) : find_spirv(desc.shader);
+    const uint64_t shared = workgroup_memory_bytes(code, desc.specialization).value_or(0);
+    if (shared > limits.maxComputeSharedMemorySize)
+        throw Error(ErrorCategory::Unsupported, "shader '" + desc.shader + "' declares " + std::to_string(shared) +
+                                                    " bytes of shared memory; this device allows " +
+                                                    std::to_string(limits.maxComputeSharedMemorySize) +
+                                                    " (maxComputeSharedMemorySize)");
     if (device_.modelled()) {  // a plan's dispatches need the description, never the pipeline
         auto p = std::make_unique<Pipeline>();
         p->desc = desc;
         p->invocations = workgroup_invocations(desc);
+        p->shared_bytes = shared;
         return *pipelines_.emplace(desc, std::move(p)).first->second;
     }
-    if (desc.push_constant_bytes > 128)
-        throw Error(ErrorCategory::Unsupported, "shader '" + desc.shader + "' needs " +
-                                                    std::to_string(desc.push_constant_bytes) +
-                                                    " bytes of push constants (portable limit 128)");
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
     VkShaderModule shader_module = module(desc.shader);
@@ -104,6 +127,7 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
     auto p = std::make_unique<Pipeline>();
     p->desc = desc;
     p->invocations = workgroup_invocations(desc);
+    p->shared_bytes = shared;
     std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings.size());
     for (uint32_t i = 0; i < bindings.size(); ++i) {
         bindings[i].binding = i;

@@ -80,6 +80,8 @@ struct Pipeline {
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     PipelineDesc desc;
     uint32_t invocations = 1;  // per workgroup, from the specialization constants that size it
+    // Shared memory its SPIR-V declares with its specialization (spirv_reflect.hpp); 0 where unknown.
+    uint64_t shared_bytes = 0;
 };
 
 // Invocations per workgroup of the pipeline `desc` describes (an embedded shader's; 1 for an unknown one).

@@ -87,6 +87,12 @@ struct ContextOptions {
     // bytes (0 = as reported). For tests: chunking and the paths for tensors too large to bind, on small
     // problems.
     uint64_t max_storage_buffer_range = 0;
+    // Lower the largest buffer and memory allocation the pool makes (the device's maxBufferSize and
+    // maxMemoryAllocationSize as vkconv reads them) to this many bytes, at least 4096 (0 = as reported; no
+    // binding is then larger either). Tensors above it are stored in pages (several buffers), as on a
+    // device whose limit it is: for drivers whose allocation limit is lower in practice than reported, and
+    // to measure what paging costs.
+    uint64_t max_buffer_bytes = 0;
     // Another device's limits imposed on this one: a shipped device profile's name ("vulkan-minimum",
     // "nvidia-h100", ...; docs/device_model.md) or a Vulkan Profiles JSON file. Each limit vkconv plans by
     // (buffer and allocation size, binding range, texel elements, shared memory, workgroup size, count and

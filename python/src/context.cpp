@@ -72,6 +72,7 @@ void bind_context(py::module_& module) {
         .def_readwrite("pool_block_bytes", &PyContextOptions::pool_block_bytes)
         .def_readwrite("max_workgroups_per_dispatch", &PyContextOptions::max_workgroups_per_dispatch)
         .def_readwrite("max_storage_buffer_range", &PyContextOptions::max_storage_buffer_range)
+        .def_readwrite("max_buffer_bytes", &PyContextOptions::max_buffer_bytes)
         .def_readwrite("device_limits", &PyContextOptions::device_limits)
         .def_readwrite("find_cache_path", &PyContextOptions::find_cache_path)
         .def_readwrite("pipeline_cache_path", &PyContextOptions::pipeline_cache_path)

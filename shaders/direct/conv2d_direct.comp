@@ -14,7 +14,8 @@
 //  12 HAS_RESIDUAL     the epilogue reads the residual z (binding 4), in the first piece
 // Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write),
 //   4 the residual z (readonly; any buffer when HAS_RESIDUAL is 0; may be y's own memory, read before the
-//   value is written).
+//   value is written). Built with RESIDUAL_IN_OUTPUT (the variant for devices that allow 4 storage buffers
+//   per stage), binding 4 is left out: the host has copied z into y, and the first piece reads it there.
 // Push constants (with first0..first4: element 0 of each binding, in floats from its start): sizes N C H W K P
 //   Q, channels and filters per group, the piece of the reduction [reduce_begin, reduce_end) (channels within
 //   the group) and accumulate (long reductions run in pieces, see engine/vulkan/shader_limits.hpp), the
@@ -50,7 +51,12 @@ layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer FilterBuffer { float w[]; };
 layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
 layout(std430, binding = 3) buffer OutputBuffer { float y[]; };
+#ifndef RESIDUAL_IN_OUTPUT
 layout(std430, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
+#define RESIDUAL_AT(i) residual[pc.first4 + (i)]
+#else
+#define RESIDUAL_AT(i) y[pc.first3 + (i)]
+#endif
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
@@ -80,7 +86,7 @@ void main() {
         start = y[pc.first3 + index];
     } else {
         start = HAS_BIAS ? bias[pc.first2 + k] : 0.0;
-        if (HAS_RESIDUAL) start += pc.beta * residual[pc.first4 + index];
+        if (HAS_RESIDUAL) start += pc.beta * RESIDUAL_AT(index);
     }
     const bool unscaled = pc.alpha == 1.0;
     float acc = unscaled ? start : 0.0;

@@ -29,6 +29,9 @@
 //   25 A_K_FAST, 26 B_N_FAST  staging order
 // Bindings: 0 x, 1 w, 2 dy (read only; what a pass does not read is bound to any buffer), 3 bias, 4 the
 //   residual z (may be y's own memory), 5 out: what the pass writes (y, dx, dw, or dw's partial products).
+//   Built with FOUR_BINDINGS (the variant for devices that allow 4 storage buffers per stage): 0 x, 1 w,
+//   2 dy in the backward passes and the bias in forward (which never reads dy), 3 out; the host has copied
+//   the residual z into y, where forward's first piece reads it.
 // Push constants: first_x, first_w, first_y, first_bias, first_z, first_out (element 0 of each binding, in floats),
 //   N, col_base (the dispatch's first column: grids past the workgroup-count limit), k_begin, k_end, piece
 //   (the reduction this dispatch covers, and each slice's share of it), slice_floats (backward-filter:
@@ -82,9 +85,16 @@ layout(constant_id = 26) const bool B_N_FAST = true;
 layout(std430, binding = 0) readonly buffer XBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer WBuffer { float w[]; };
 layout(std430, binding = 2) readonly buffer YBuffer { float y[]; };
+#ifndef FOUR_BINDINGS
 layout(std430, binding = 3) readonly buffer BiasBuffer { float bias[]; };
 layout(std430, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
 layout(std430, binding = 5) buffer OutBuffer { float out_values[]; };
+#define RESIDUAL_AT(i) residual[pc.first_z + (i)]
+#else
+layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
+layout(std430, binding = 3) buffer OutBuffer { float out_values[]; };
+#define RESIDUAL_AT(i) out_values[pc.first_out + (i)]
+#endif
 
 layout(push_constant) uniform Params {
     uint first_x, first_w, first_y, first_bias, first_z, first_out;
@@ -171,7 +181,7 @@ void store(uint g, uint slice, uint m, uint col, float value) {
             start = out_values[pc.first_out + index];
         } else {
             start = HAS_BIAS ? bias[pc.first_bias + g * KG + m] : 0.0;
-            if (HAS_RESIDUAL) start += pc.beta * residual[pc.first_z + index];
+            if (HAS_RESIDUAL) start += pc.beta * RESIDUAL_AT(index);
         }
         const float result = start + pc.alpha * value;
         out_values[pc.first_out + index] = pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result;

@@ -6,6 +6,7 @@
 
 #include "conv/constants.hpp"
 #include "conv/epilogue.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -43,9 +44,14 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
                            const ConvOperands& operands) {
     using Id = contract::conv2d_direct::spec;
     const FusedEpilogue& epilogue = operands.epilogue;
+    // A device that allows fewer than 5 storage buffers per stage runs the variant without the residual's
+    // binding: z is copied into y first, and the kernel reads it there (in place, nothing to copy).
+    const bool four = context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
+    if (four && epilogue.has_residual() && !residual_in_place(epilogue, operands.output))
+        record_run(context, stream, epilogue.residual, 0, operands.output, 0, uint64_t(problem.output_elements()), false);
     PipelineDesc desc;
-    desc.shader = "conv2d_direct";
-    desc.bindings.assign(5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.shader = four ? "conv2d_direct_4" : "conv2d_direct";
+    desc.bindings.assign(four ? 4 : 5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(DirectForwardPush);
     Specialization<contract::conv2d_direct> spec;
     set_geometry(spec, problem);
@@ -59,8 +65,9 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     const Window x = operands.input.whole(), w = operands.filter.whole(), b = operands.bias_or(operands.filter),
                  y = operands.output.whole();
     const Window z = epilogue.has_residual() ? epilogue.residual.whole() : w;
-    const std::array<Binding, 5> bindings{Binding{x.range, false}, Binding{w.range, false}, Binding{b.range, false},
-                                          Binding{y.range, true}, Binding{z.range, false}};
+    const std::array<Binding, 5> all{Binding{x.range, false}, Binding{w.range, false}, Binding{b.range, false},
+                                     Binding{y.range, true}, Binding{z.range, false}};
+    const std::span<const Binding> bindings(all.data(), four ? 4 : 5);
     const DirectSizes sizes = direct_sizes(problem);
     DirectForwardPush push{};
     push.N = sizes.N, push.C = sizes.C, push.H = sizes.H, push.W = sizes.W, push.K = sizes.K;

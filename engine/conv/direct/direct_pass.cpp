@@ -30,8 +30,9 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
 
 Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions&) {
     if (auto refusal = direct_binding_refusal(context, p)) return *refusal;
-    // The forward kernel binds x, w, the bias, y and the epilogue's residual; the backward ones three.
-    const uint32_t storage_buffers = pass == Pass::Forward ? 5 : 3;
+    // The forward kernel binds x, w, the bias and y (and the epilogue's residual where the device allows
+    // more than 4 storage buffers; else it reads z from y); the backward ones three.
+    const uint32_t storage_buffers = pass == Pass::Forward ? 4 : 3;
     if (auto refusal = descriptor_refusal(storage_buffer_shortfall(
             *context.device, "the direct " + std::string(to_string(pass)) + " kernel", storage_buffers)))
         return *refusal;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "conv/epilogue.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
 #include "gemm/tuning.hpp"
@@ -82,8 +83,8 @@ Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass p
     const GemmConfigTable& table = context.gemm_configs();
     int best = -1;
     double best_score = -1;
-    for (size_t i = 0; i < table.all.size(); ++i) {
-        const GemmConfig& c = table.all[i];
+    for (size_t i = 0; i < table.any_count(); ++i) {
+        const GemmConfig& c = table.any(i);
         if (!implicit_candidate(context, pass, c, p)) continue;
         const uint64_t tiles_m = ceil_div(product.rows, c.tile_m()), tiles_n = ceil_div(product.columns, c.tile_n());
         const double used = double(product.rows * product.columns) / double(tiles_m * c.tile_m() * tiles_n * c.tile_n());
@@ -102,21 +103,31 @@ Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass p
     return static_cast<uint32_t>(best);
 }
 
-std::string shader_of(const GemmConfig& c) {
-    if (c.kernel == GemmKernel::Registers)
-        return c.access == GemmAccess::UniformTexel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
-    return "implicit_gemm_t" + std::to_string(c.tm) + "x" + std::to_string(c.tn);
+// Whether the device allows fewer storage buffers per stage than the shared kernel's 6: it then runs the
+// variant with 4 (implicit_gemm.comp's FOUR_BINDINGS).
+bool four_bindings(const ContextImpl& context) {
+    return context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
 }
 
+std::string shader_of(const ContextImpl& context, const GemmConfig& c) {
+    if (c.kernel == GemmKernel::Registers)
+        return c.access == GemmAccess::UniformTexel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
+    return std::string(four_bindings(context) ? "implicit_gemm_4_t" : "implicit_gemm_t") + std::to_string(c.tm) + "x" +
+           std::to_string(c.tn);
+}
+
+// The CPU-device kernel binds 7 storage buffers; a device that allows fewer runs the shared kernel.
 bool registers_kernel(ContextImpl& context, Pass pass) {
-    return pass != Pass::BackwardData && context.device->info().type == "CPU";
+    return pass != Pass::BackwardData && context.device->info().type == "CPU" &&
+           context.device->limits().maxPerStageDescriptorStorageBuffers >= 7;
 }
 
 Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                           const PassOptions& options) {
-    // x, w, dy, the bias, the residual and the output, whichever pass it runs.
-    if (auto refusal = descriptor_refusal(
-            storage_buffer_shortfall(*context.device, "implicit-gemm", registers_kernel(context, pass) ? 7 : 6)))
+    // x, w, dy, the bias, the residual and the output, whichever pass it runs; 4 in the variant for devices
+    // that allow fewer (dy or the bias on one binding, the residual read from the output).
+    if (auto refusal = descriptor_refusal(storage_buffer_shortfall(
+            *context.device, "implicit-gemm", registers_kernel(context, pass) ? 7 : four_bindings(context) ? 4 : 6)))
         return *refusal;
     const uint64_t range = context.device->limits().maxStorageBufferRange;
     for (const auto& [elements, role] : {std::pair{p.input_elements(), "input"},
@@ -135,13 +146,13 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     // A winner `vkconv tune` stored for this pass and problem, where the device still has it.
     if (context.tuning)
         if (auto name = context.tuning->implicit(pass, p))
-            for (size_t i = 0; i < context.gemm_configs().all.size(); ++i) {
-                const GemmConfig& c = context.gemm_configs().all[i];
+            for (size_t i = 0; i < context.gemm_configs().any_count(); ++i) {
+                const GemmConfig& c = context.gemm_configs().any(i);
                 if (c.name == *name && implicit_candidate(context, pass, c, p)) config_index = static_cast<uint32_t>(i);
             }
     if (!config_index) return config_index.refusal();
     const GemmConfigTable& table = context.gemm_configs();
-    const GemmConfig& config = table.all[*config_index];
+    const GemmConfig& config = table.any(*config_index);
     if (ceil_div(product.rows, config.tile_m()) > context.device->max_workgroups(1))
         return unsupported("implicit-gemm: " + std::to_string(product.rows) +
                            " rows per group need more workgroups than one dispatch may have (" + p.str() + ")");
@@ -321,9 +332,9 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
                           const ConvOperands& ops, Workspace workspace) {
     const ImplicitPlan& ip = plan.implicit;
     if (ip.registers)
-        return record_registers(context, stream, p, plan.pass, ip, context.gemm_configs().all.at(ip.config), ops,
+        return record_registers(context, stream, p, plan.pass, ip, context.gemm_configs().any(ip.config), ops,
                                 workspace);
-    const GemmConfig& config = context.gemm_configs().all.at(ip.config);
+    const GemmConfig& config = context.gemm_configs().any(ip.config);
     const Pass pass = plan.pass;
     const bool nhwc = p.layout == Layout::NHWC;
     const FusedEpilogue& epilogue = ops.epilogue;
@@ -345,9 +356,10 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     const bool a_k_fast = pass == Pass::Forward ? true : pass == Pass::BackwardData ? !nhwc : !nhwc;
     const bool b_n_fast = pass == Pass::BackwardFilter ? nhwc : !nhwc;
     spec.set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
+    const bool four = four_bindings(context);
     PipelineDesc desc;
-    desc.shader = shader_of(config);
-    desc.bindings.assign(6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.shader = shader_of(context, config);
+    desc.bindings.assign(four ? 4 : 6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(ImplicitPush);
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
@@ -361,12 +373,23 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     const Window y_read = forward ? w : y;
     const Window b = forward && p.has_bias ? ops.bias.whole() : w;
     const Window z = forward && epilogue.has_residual() ? epilogue.residual.whole() : w;
-    const std::array<Binding, 6> bindings{Binding{x_read.range, false}, Binding{w_read.range, false},
-                                          Binding{y_read.range, false}, Binding{b.range, false},
-                                          Binding{z.range, false},      Binding{out.range, true}};
+    std::array<Binding, 6> all{Binding{x_read.range, false}, Binding{w_read.range, false},
+                               Binding{y_read.range, false}, Binding{b.range, false},
+                               Binding{z.range, false},      Binding{out.range, true}};
     ImplicitPush push{};
     push.first_x = uint32_t(x_read.delta), push.first_w = uint32_t(w_read.delta), push.first_y = uint32_t(y_read.delta);
     push.first_bias = uint32_t(b.delta), push.first_z = uint32_t(z.delta), push.first_out = uint32_t(out.delta);
+    if (four) {
+        // Binding 2 holds dy (backward) or the bias (forward), binding 3 the output; the residual is copied
+        // into y first (nothing to copy in place), where the kernel reads it.
+        const Window& shared = forward ? b : y_read;
+        all[2] = Binding{shared.range, false};
+        all[3] = Binding{out.range, true};
+        push.first_y = push.first_bias = uint32_t(shared.delta);
+        if (forward && epilogue.has_residual() && !residual_in_place(epilogue, ops.output))
+            record_run(context, stream, epilogue.residual, 0, ops.output, 0, uint64_t(p.output_elements()), false);
+    }
+    const std::span<const Binding> bindings(all.data(), four ? 4 : 6);
     push.N = uint32_t(p.N);
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;

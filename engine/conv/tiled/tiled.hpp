@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conv/algorithm_plan.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "vkconv/find.hpp"
 
 namespace vkconv::detail {
@@ -87,10 +88,5 @@ void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvPr
 // (or added) back into place. Operands by role as the pass reads and writes them (conv/operands.hpp).
 void record_tiled(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const TiledPlan& plan,
                   const ConvOperands& operands, std::span<const Operand> workspace);
-
-// dst[dst_first, + count) (+)= src[src_first, + count) (accumulate: added): a run of floats, in parts that
-// each lie in one page of a paged operand.
-void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
-                uint64_t dst_first, uint64_t count, bool accumulate);
 
 }  // namespace vkconv::detail

@@ -1,0 +1,250 @@
+// vkconv_large_tensor: forward, backward-data and backward-filter of a convolution whose input is larger
+// than one device buffer (stored by vkconv in pages), each pass with each algorithm that applies, checked
+// at sampled points against double-precision sums, with GPU time and the pool's peak.
+//
+// The input, filter and output gradient are a hash of each element's index, so the reference at a sampled
+// point recomputes the values it needs and the host never holds a second copy of the large tensors.
+// Defaults: a 1 x 17 x 8192 x 8192 input (4.56 GB), 4 filters of 3 x 3, stride 2, padding 1.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "vkconv/vkconv.hpp"
+
+namespace {
+
+// Values in [-1, 1) with 24 significant bits (exact in fp32) from an element's index.
+float value_at(uint64_t index, uint64_t seed) {
+    uint64_t z = index + seed * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return float(int64_t(z >> 40) - (int64_t{1} << 23)) / float(1 << 23);
+}
+
+constexpr uint64_t kInputSeed = 1, kFilterSeed = 2, kGradSeed = 3;
+
+std::vector<float> values(int64_t count, uint64_t seed) {
+    std::vector<float> v(static_cast<size_t>(count));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = value_at(i, seed);
+    return v;
+}
+
+// Flat indices of the four tensors in either layout.
+struct Indexer {
+    vkconv::ConvProblem p;
+    bool nhwc() const { return p.layout == vkconv::Layout::NHWC; }
+    uint64_t x(int64_t n, int64_t c, int64_t h, int64_t w) const {
+        return uint64_t(nhwc() ? ((n * p.H + h) * p.W + w) * p.C + c : ((n * p.C + c) * p.H + h) * p.W + w);
+    }
+    uint64_t y(int64_t n, int64_t k, int64_t i, int64_t j) const {
+        return uint64_t(nhwc() ? ((n * p.P() + i) * p.Q() + j) * p.K + k : ((n * p.K + k) * p.P() + i) * p.Q() + j);
+    }
+    uint64_t w(int64_t k, int64_t c, int64_t r, int64_t s) const {  // c within the group
+        const int64_t Cg = p.channels_per_group();
+        return uint64_t(nhwc() ? ((k * p.R + r) * p.S + s) * Cg + c : ((k * Cg + c) * p.R + r) * p.S + s);
+    }
+};
+
+struct Sum {
+    double value = 0, magnitude = 0;
+    int64_t terms = 0;
+    void add(double a, double b) { value += a * b, magnitude += std::fabs(a * b), ++terms; }
+    // |gpu - value| over the worst-case bound of recursive fp32 summation of these terms.
+    double error_over_bound(float gpu) const {
+        const double bound = double(terms + 2) * std::ldexp(1.0, -24) * magnitude;
+        const double error = std::fabs(double(gpu) - value);
+        return bound > 0 ? error / bound : (error == 0 ? 0 : INFINITY);
+    }
+};
+
+Sum forward_at(const Indexer& ix, int64_t n, int64_t k, int64_t i, int64_t j) {
+    const auto& p = ix.p;
+    const int64_t Cg = p.channels_per_group(), g = k / p.filters_per_group();
+    Sum sum;
+    for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t r = 0; r < p.R; ++r)
+            for (int64_t s = 0; s < p.S; ++s) {
+                const int64_t h = i * p.stride_h - p.pad_top() + r * p.dilation_h;
+                const int64_t w = j * p.stride_w - p.pad_left() + s * p.dilation_w;
+                if (h < 0 || h >= p.H || w < 0 || w >= p.W) continue;
+                sum.add(value_at(ix.x(n, g * Cg + c, h, w), kInputSeed), value_at(ix.w(k, c, r, s), kFilterSeed));
+            }
+    return sum;
+}
+
+Sum backward_data_at(const Indexer& ix, int64_t n, int64_t c, int64_t h, int64_t w) {
+    const auto& p = ix.p;
+    const int64_t Cg = p.channels_per_group(), Kg = p.filters_per_group(), g = c / Cg;
+    Sum sum;
+    for (int64_t k = g * Kg; k < (g + 1) * Kg; ++k)
+        for (int64_t r = 0; r < p.R; ++r)
+            for (int64_t s = 0; s < p.S; ++s) {
+                const int64_t hi = h + p.pad_top() - r * p.dilation_h, wj = w + p.pad_left() - s * p.dilation_w;
+                if (hi < 0 || wj < 0 || hi % p.stride_h || wj % p.stride_w) continue;
+                const int64_t i = hi / p.stride_h, j = wj / p.stride_w;
+                if (i >= p.P() || j >= p.Q()) continue;
+                sum.add(value_at(ix.y(n, k, i, j), kGradSeed), value_at(ix.w(k, c - g * Cg, r, s), kFilterSeed));
+            }
+    return sum;
+}
+
+Sum backward_filter_at(const Indexer& ix, int64_t k, int64_t c, int64_t r, int64_t s) {
+    const auto& p = ix.p;
+    const int64_t Cg = p.channels_per_group(), g = k / p.filters_per_group();
+    Sum sum;
+    for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t i = 0; i < p.P(); ++i) {
+            const int64_t h = i * p.stride_h - p.pad_top() + r * p.dilation_h;
+            if (h < 0 || h >= p.H) continue;
+            for (int64_t j = 0; j < p.Q(); ++j) {
+                const int64_t w = j * p.stride_w - p.pad_left() + s * p.dilation_w;
+                if (w < 0 || w >= p.W) continue;
+                sum.add(value_at(ix.y(n, k, i, j), kGradSeed), value_at(ix.x(n, g * Cg + c, h, w), kInputSeed));
+            }
+        }
+    return sum;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void report(const char* pass, vkconv::Algorithm algorithm, const vkconv::RunStats& stats, double wall_s, int points,
+            double worst) {
+    std::printf("%-16s %-14s %10.1f %9.1f %12.2f %12.2f %8u %8d %10.3g\n", pass, vkconv::to_string(algorithm),
+                stats.gpu_ms, wall_s, stats.peak_bytes / 1e9, stats.workspace_bytes / 1e6, stats.chunks, points, worst);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Forward and backward passes of a convolution whose input is larger than one device buffer, checked "
+                 "at sampled points"};
+    std::vector<int64_t> shape{1, 17, 8192, 8192};
+    int64_t filters = 4, kernel = 3, stride = 2, pad = 1;
+    std::vector<std::string> algorithms;
+    std::string layout = "nchw", device;
+    int samples = 2000, filter_samples = 24;
+    uint64_t max_buffer_bytes = 0;
+    app.add_option("--shape", shape, "input N C H W")->expected(4)->capture_default_str();
+    app.add_option("--filters", filters, "filters K")->capture_default_str();
+    app.add_option("--kernel", kernel, "filter size R = S")->capture_default_str();
+    app.add_option("--stride", stride, "stride")->capture_default_str();
+    app.add_option("--pad", pad, "padding on every side")->capture_default_str();
+    app.add_option("--algo", algorithms, "algorithms (repeatable; default: every one that applies)");
+    app.add_option("--layout", layout, "nchw or nhwc")->check(CLI::IsMember({"nchw", "nhwc"}))->capture_default_str();
+    app.add_option("--samples", samples, "sampled outputs checked per forward and backward-data run")
+        ->capture_default_str();
+    app.add_option("--filter-samples", filter_samples, "sampled filter-gradient entries checked per run")
+        ->capture_default_str();
+    app.add_option("--max-buffer-bytes", max_buffer_bytes, "lower the device's largest buffer (0: its own)");
+    app.add_option("--device", device, "device index or name substring");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        vkconv::ConvProblem p;
+        p.N = shape[0], p.C = shape[1], p.H = shape[2], p.W = shape[3];
+        p.K = filters, p.R = p.S = kernel;
+        p.stride_h = p.stride_w = stride;
+        p.pad_h = p.pad_w = pad;
+        p.layout = vkconv::parse_layout(layout);
+        p.validate();
+        std::vector<vkconv::Algorithm> chosen;
+        for (const auto& name : algorithms) chosen.push_back(vkconv::parse_algorithm(name));
+        if (chosen.empty()) {
+            chosen = {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
+                      vkconv::Algorithm::ImplicitGemm};
+            if (p.channels_per_group() == 1) chosen.push_back(vkconv::Algorithm::Depthwise);
+        }
+        vkconv::ContextOptions options;
+        options.device = device;
+        options.max_buffer_bytes = max_buffer_bytes;
+        vkconv::Context context(options);
+        const uint64_t largest = context.device().max_buffer_bytes;
+        std::printf("device: %s\n%s\ninput %.2f GB in %llu buffers of at most %llu bytes; output %.2f GB\n\n",
+                    context.device().summary().c_str(), p.str().c_str(), p.input_elements() * 4 / 1e9,
+                    static_cast<unsigned long long>((p.input_elements() * 4 + largest - 1) / largest),
+                    static_cast<unsigned long long>(largest), p.output_elements() * 4 / 1e9);
+        std::printf("%-16s %-14s %10s %9s %12s %12s %8s %8s %10s\n", "pass", "algorithm", "gpu ms", "wall s",
+                    "peak GB", "workspace MB", "chunks", "checked", "err/bound");
+
+        const Indexer ix{p};
+        std::mt19937_64 rng(7);
+        auto pick = [&](int64_t extent) { return std::uniform_int_distribution<int64_t>(0, extent - 1)(rng); };
+        const auto w_host = values(p.filter_elements(), kFilterSeed);
+        const auto dy_host = values(p.output_elements(), kGradSeed);
+        vkconv::Tensor w = vkconv::Tensor::from_host(context, p.filter_shape(), w_host);
+        vkconv::Tensor dy = vkconv::Tensor::from_host(context, p.output_shape(), dy_host);
+        vkconv::Tensor y(context, p.output_shape()), dw(context, p.filter_shape());
+        double worst_overall = 0;
+        {
+            std::optional<vkconv::Tensor> x;
+            {
+                const auto x_host = values(p.input_elements(), kInputSeed);  // freed once on the device
+                x = vkconv::Tensor::from_host(context, p.input_shape(), x_host);
+            }
+            std::vector<float> out;
+            for (vkconv::Algorithm algorithm : chosen) {
+                y.upload(std::vector<float>(size_t(p.output_elements()), NAN));
+                auto start = std::chrono::steady_clock::now();
+                const auto stats = vkconv::forward(context, p, *x, w, nullptr, y, algorithm);
+                const double wall = seconds_since(start);
+                out = y.download();
+                double worst = 0;
+                for (int t = 0; t < samples; ++t) {
+                    const int64_t n = pick(p.N), k = pick(p.K), i = pick(p.P()), j = pick(p.Q());
+                    worst = std::max(worst, forward_at(ix, n, k, i, j).error_over_bound(out[ix.y(n, k, i, j)]));
+                }
+                worst_overall = std::max(worst_overall, worst);
+                report("forward", algorithm, stats, wall, samples, worst);
+            }
+            for (vkconv::Algorithm algorithm : chosen) {
+                dw.upload(std::vector<float>(size_t(p.filter_elements()), NAN));
+                auto start = std::chrono::steady_clock::now();
+                const auto stats = vkconv::backward_filter(context, p, *x, dy, dw, nullptr, algorithm);
+                const double wall = seconds_since(start);
+                out = dw.download();
+                double worst = 0;
+                const int64_t Cg = p.channels_per_group();
+                for (int t = 0; t < filter_samples; ++t) {
+                    const int64_t k = pick(p.K), c = pick(Cg), r = pick(p.R), s = pick(p.S);
+                    worst = std::max(worst, backward_filter_at(ix, k, c, r, s).error_over_bound(out[ix.w(k, c, r, s)]));
+                }
+                worst_overall = std::max(worst_overall, worst);
+                report("backward-filter", algorithm, stats, wall, filter_samples, worst);
+            }
+        }  // x freed: backward-data writes a tensor of x's size
+        vkconv::Tensor dx(context, p.input_shape());
+        std::vector<float> out(size_t(p.input_elements()));
+        for (vkconv::Algorithm algorithm : chosen) {
+            std::fill(out.begin(), out.end(), NAN);
+            dx.upload(out);
+            auto start = std::chrono::steady_clock::now();
+            const auto stats = vkconv::backward_data(context, p, dy, w, dx, algorithm);
+            const double wall = seconds_since(start);
+            dx.download(out);
+            double worst = 0;
+            for (int t = 0; t < samples; ++t) {
+                const int64_t n = pick(p.N), c = pick(p.C), h = pick(p.H), wi = pick(p.W);
+                worst = std::max(worst, backward_data_at(ix, n, c, h, wi).error_over_bound(out[ix.x(n, c, h, wi)]));
+            }
+            worst_overall = std::max(worst_overall, worst);
+            report("backward-data", algorithm, stats, wall, samples, worst);
+        }
+        std::printf("\nworst sampled error / fp32 bound: %.3g (%s)\n", worst_overall,
+                    worst_overall <= 1 ? "within the bound" : "BEYOND THE BOUND");
+        return worst_overall <= 1 ? 0 : 1;
+    } catch (const vkconv::Error& e) {
+        std::fprintf(stderr, "vkconv_large_tensor: error (%s): %s\n", vkconv::to_string(e.category()), e.what());
+        return 2;
+    }
+}
