@@ -1111,3 +1111,45 @@ TEST_CASE("cli: tune refuses bad input with exit 2", "[cli]") {
         CHECK_THAT(r.err, Catch::Contains(mention));
     }
 }
+
+TEST_CASE("cli: forward and backward-data read and write .npy tensors larger than the device's largest buffer",
+          "[cli][gpu][paging]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    // Buffers of 64 KiB (VKCONV_DEVICE_LIMITS): x (114 KB) and dx span two pages each, y and dy three.
+    const std::string profile = dir.file("buffers.json");
+    std::ofstream(profile) << R"({"capabilities": {"device": {"properties": {
+        "VkPhysicalDeviceProperties": {"deviceName": "small buffers", "limits": {
+            "maxComputeSharedMemorySize": 65536, "maxComputeWorkGroupInvocations": 1024,
+            "maxComputeWorkGroupSize": [1024, 1024, 64], "maxPushConstantsSize": 256,
+            "maxPerStageDescriptorStorageBuffers": 64, "maxDescriptorSetStorageBuffers": 64,
+            "maxBoundDescriptorSets": 8,
+            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}},
+        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": 65536},
+        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": 65536}}}}})";
+    struct Limits {
+        explicit Limits(const std::string& path) { ::setenv("VKCONV_DEVICE_LIMITS", path.c_str(), 1); }
+        ~Limits() { ::unsetenv("VKCONV_DEVICE_LIMITS"); }
+    } limits(profile);
+    const vkconv::ConvProblem p = vkt::problem().batch(7).channels(3).image(37, 37).filters(5).kernel(3, 3).pad(1);
+    REQUIRE(uint64_t(p.input_elements()) * 4 > 65536);
+    const auto operands = write_operands(dir, p, 91);
+    for (const char* algorithm : {"im2col", "direct"}) {
+        auto r = run_cli(dir, with(forward_args(dir, p), {"--padding", "1", "--algo", algorithm}));
+        check_success(r);
+        REQUIRE(r.code == 0);
+        check_output(dir, p, operands, std::string("forward in pages, ") + algorithm);
+    }
+    const auto dy = vkt::random_values(p.output_elements(), 92);
+    vkconv::write_npy(dir.file("dy.npy"), p.output_shape(), dy);
+    auto r = run_cli(dir, {"backward-data", "--grad-output", dir.file("dy.npy"), "--weight", dir.file("w.npy"),
+                           "--input-shape", shape_arg(p.input_shape()), "--output", dir.file("dx.npy"), "--padding",
+                           "1"});
+    check_success(r);
+    REQUIRE(r.code == 0);
+    const auto dx = vkconv::read_npy(dir.file("dx.npy"));
+    REQUIRE(dx.shape == p.input_shape());
+    vkt::check_close(dx.data, vkconv::reference::backward_data(p, dy, operands.w),
+                     vkconv::reference::backward_data(p, absolute(dy), absolute(operands.w)),
+                     p.filters_per_group() * p.R * p.S, "backward-data in pages");
+}

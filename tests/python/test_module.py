@@ -157,6 +157,31 @@ class Passes(unittest.TestCase):
         assert_within_bound(self, y.download(), expected, magnitude, 3 * 9 + 3, "forward with an epilogue")
 
 
+class Pages(unittest.TestCase):
+    def test_tensors_larger_than_a_buffer_run_every_pass(self):
+        # A context whose buffers hold 64 KiB: x (7 x 3 x 37 x 37) and y span several, stored in pages.
+        options = vkconv.ContextOptions()
+        options.max_buffer_bytes = 65536
+        ctx = vkconv.Context(options)
+        self.assertEqual(ctx.device.max_buffer_bytes, 65536)
+        problem = vkconv.ConvProblem(N=7, C=3, H=37, W=37, K=5, R=3, S=3, pad_h=1, pad_w=1, has_bias=True)
+        rng = np.random.default_rng(11)
+        x, w, b = (random_array(rng, s) for s in (problem.input_shape(), problem.filter_shape(), problem.bias_shape()))
+        tx, tw, tb = (vkconv.Tensor.from_host(ctx, a) for a in (x, w, b))
+        np.testing.assert_array_equal(tx.download(), x)
+        np.testing.assert_array_equal(tx.images(2, 3).download(), x[2:5])
+        ty = poisoned(ctx, problem.output_shape())
+        for algorithm in (A.Direct, A.Im2col, A.ImplicitGemm):
+            vkconv.forward(ctx, problem, tx, tw, tb, ty, algorithm)
+            assert_within_bound(self, ty.download(), vkconv.reference.forward(problem, x, w, b),
+                                vkconv.reference.forward(problem, np.abs(x), np.abs(w), np.abs(b)),
+                                problem.C * 9 + 1, f"forward in pages, {algorithm}")
+        self.assertLessEqual(ctx.pool_stats().peak_in_use, 10 * 2**20)
+        options.max_buffer_bytes = 100
+        with self.assertRaises(vkconv.InvalidArgumentError):
+            vkconv.Context(options)
+
+
 class Arrays(unittest.TestCase):
     def test_download_writes_into_the_callers_array(self):
         ctx = context()
