@@ -1116,17 +1116,8 @@ TEST_CASE("cli: forward and backward-data read and write .npy tensors larger tha
           "[cli][gpu][paging]") {
     VKT_REQUIRE_CONTEXT(context);
     TempDir dir;
-    // Buffers of 64 KiB (VKCONV_DEVICE_LIMITS): x (114 KB) and dx span two pages each, y and dy three.
-    const std::string profile = dir.file("buffers.json");
-    std::ofstream(profile) << R"({"capabilities": {"device": {"properties": {
-        "VkPhysicalDeviceProperties": {"deviceName": "small buffers", "limits": {
-            "maxComputeSharedMemorySize": 65536, "maxComputeWorkGroupInvocations": 1024,
-            "maxComputeWorkGroupSize": [1024, 1024, 64], "maxPushConstantsSize": 256,
-            "maxPerStageDescriptorStorageBuffers": 64, "maxDescriptorSetStorageBuffers": 64,
-            "maxBoundDescriptorSets": 8,
-            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}},
-        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": 65536},
-        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": 65536}}}}})";
+    // Buffers of 64 KiB (VKCONV_DEVICE_LIMITS): x, dx, y and dy span two or more each.
+    const std::string profile = vkt::small_buffer_profile(dir, 65536);
     struct Limits {
         explicit Limits(const std::string& path) { ::setenv("VKCONV_DEVICE_LIMITS", path.c_str(), 1); }
         ~Limits() { ::unsetenv("VKCONV_DEVICE_LIMITS"); }

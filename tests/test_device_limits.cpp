@@ -105,24 +105,7 @@ std::unique_ptr<vkconv::Context> context_with_limits(const std::string& profile)
     return vkt::fresh_context(options);
 }
 
-// A profile whose buffers and allocations hold `bytes` (4 MiB by default; so no binding can be larger
-// either), the rest at the device's own or the specification's minimum.
-std::string small_buffer_profile(const vkt::TempDir& dir, uint64_t bytes = 4u << 20) {
-    const std::string path = dir.file("buffers-of-" + std::to_string(bytes) + ".json");
-    const std::string size = std::to_string(bytes);
-    std::ofstream(path) << R"({"capabilities": {"device": {"properties": {
-        "VkPhysicalDeviceProperties": {"deviceName": "small buffers", "limits": {
-            "maxComputeSharedMemorySize": 65536, "maxComputeWorkGroupInvocations": 1024,
-            "maxComputeWorkGroupSize": [1024, 1024, 64], "maxPushConstantsSize": 256,
-            "maxPerStageDescriptorStorageBuffers": 64, "maxDescriptorSetStorageBuffers": 64,
-            "maxBoundDescriptorSets": 8,
-            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}},
-        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": )" +
-                                size + R"(},
-        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": )" +
-                                size + R"(}}}}})";
-    return path;
-}
+using vkt::small_buffer_profile;
 
 // The odd-shape table through every pass under `profile`: each case with one algorithm and one layout in
 // turn (every algorithm and layout is reached across the table), or with every combination. `share` and
@@ -327,6 +310,12 @@ namespace {
 
 constexpr uint64_t kPageBytes = 64u << 10;
 
+// A context whose buffers hold 64 KiB (null without a device), with the profile file it was made from.
+struct PagedContext {
+    vkt::TempDir dir{"vkconv-paged"};
+    std::unique_ptr<vkconv::Context> context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+};
+
 vkconv::ConvProblem conv_problem(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t pad, int64_t groups = 1) {
     vkconv::ConvProblem p;
     p.N = N, p.C = C, p.H = H, p.W = W, p.K = K, p.R = 3, p.S = 3;
@@ -359,8 +348,8 @@ std::vector<vkt::NamedProblem> paged_problems() {
 // step, with one (algorithm, layout) per case in turn, or every combination; each result checked against
 // the reference, each dispatch and the pool against the 64 KiB limit.
 void run_paged_table(uint32_t seed, bool every_combination) {
-    vkt::TempDir dir("vkconv-paged");
-    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    PagedContext paged;
+    auto& context = paged.context;
     if (!context) return;
     LimitAuditor auditor(*context);
     size_t case_index = 0;
@@ -407,8 +396,8 @@ TEST_CASE("every pass and algorithm in both layouts on tensors spread over buffe
 
 TEST_CASE("views of paged tensors: forward with a residual from one view into another, nothing else written",
           "[limits][paging][gpu]") {
-    vkt::TempDir dir("vkconv-paged");
-    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    PagedContext paged;
+    auto& context = paged.context;
     if (!context) return;
     LimitAuditor auditor(*context);
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
@@ -467,8 +456,8 @@ TEST_CASE("views of paged tensors: forward with a residual from one view into an
 }
 
 TEST_CASE("a paged tensor's views upload and download exactly their elements", "[limits][paging][gpu]") {
-    vkt::TempDir dir("vkconv-paged");
-    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    PagedContext paged;
+    auto& context = paged.context;
     if (!context) return;
     const auto& pool = *vkconv::detail::impl_of(*context).pool;
     const uint64_t before = context->pool_stats().in_use;
@@ -493,8 +482,8 @@ TEST_CASE("a paged tensor's views upload and download exactly their elements", "
 }
 
 TEST_CASE("the paged tests notice a tensor put in one buffer whatever the limit", "[limits][paging][gpu]") {
-    vkt::TempDir dir("vkconv-paged");
-    auto context = context_with_limits(small_buffer_profile(dir, kPageBytes));
+    PagedContext paged;
+    auto& context = paged.context;
     if (!context) return;
     struct Fault {
         Fault() { vkconv::detail::testing_one_buffer_tensors = true; }
@@ -588,4 +577,52 @@ TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gem
     CHECK(auditor.ran("conv2d_direct_4"));
     CHECK(auditor.ran("implicit_gemm_4_t"));
     for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
+}
+
+TEST_CASE("a transposed convolution with a bias into an output spread over buffers of 64 KiB",
+          "[limits][paging][gpu]") {
+    PagedContext paged;
+    auto& context = paged.context;
+    if (!context) return;
+    LimitAuditor auditor(*context);
+    vkconv::ConvTransposeProblem t;
+    t.N = 5, t.C = 4, t.H = 20, t.R = 3, t.S = 3;
+    t.stride_h = t.stride_w = 2;
+    t.pad_top = t.pad_bottom = t.pad_left = t.pad_right = 1;
+    t.output_padding_h = 1;
+    t.has_bias = true;
+    // Output images of 3 x 40 x 37 floats (3 a page), then of 6 x 40 x 79 (more than a page each: pages of
+    // channel planes or rows that end inside images).
+    for (const auto& [K, W] : {std::pair<int64_t, int64_t>{3, 19}, {6, 40}})
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            t.K = K, t.W = W;
+            t.layout = layout;
+            const vkconv::ConvProblem q = t.convolution();  // the convolution whose backward-data it is
+            REQUIRE(uint64_t(q.input_elements()) * 4 > kPageBytes);
+            const auto in = vkt::random_values(size_t(q.output_elements()), 86000);
+            const auto w = vkt::random_values(size_t(q.filter_elements()), 86001);
+            const auto b = vkt::random_values(size_t(t.K), 86002);
+            const auto tin = vkconv::Tensor::from_host(*context, t.input_shape(), in);
+            const auto tw = vkconv::Tensor::from_host(*context, t.filter_shape(), w);
+            const auto tb = vkconv::Tensor::from_host(*context, t.bias_shape(), b);
+            vkconv::Tensor out(*context, t.output_shape());
+            const auto conv = vkconv::reference::backward_data(q, in, w);
+            const auto magnitude = vkconv::reference::backward_data(q, vkt::absolute(in), vkt::absolute(w));
+            std::vector<double> expected(conv.size()), bound(conv.size());
+            for (size_t i = 0; i < conv.size(); ++i) {
+                const size_t k = layout == Layout::NCHW ? i / size_t(q.H * q.W) % size_t(q.C) : i % size_t(q.C);
+                expected[i] = conv[i] + b[k];
+                bound[i] = magnitude[i] + std::fabs(b[k]);
+            }
+            for (Algorithm algorithm :
+                 {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm}) {
+                INFO(q.str() << " " << vkconv::to_string(algorithm));
+                out.upload(vkt::poison(q.input_elements()));
+                vkconv::conv_transpose(*context, t, tin, tw, &tb, out, algorithm);
+                vkt::check_close(out.download(), expected, bound, q.filters_per_group() * q.R * q.S + 1,
+                                 "conv_transpose in pages");
+            }
+        }
+    auditor.check_pool();
+    for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of 64 KiB buffers was broken: " << breach);
 }

@@ -105,4 +105,24 @@ inline bool all_written(const std::vector<float>& values) {
     return std::none_of(values.begin(), values.end(), [](float v) { return std::isnan(v); });
 }
 
+// A device profile (a file in `dir`) whose buffers and allocations hold `bytes`, so no binding can be larger
+// either; its other limits at the device's own or the specification's minimum. Imposed with
+// ContextOptions::device_limits or VKCONV_DEVICE_LIMITS, tensors above `bytes` are stored in pages.
+inline std::string small_buffer_profile(const TempDir& dir, uint64_t bytes = 4u << 20) {
+    const std::string path = dir.file("buffers-of-" + std::to_string(bytes) + ".json");
+    const std::string size = std::to_string(bytes);
+    std::ofstream(path) << R"({"capabilities": {"device": {"properties": {
+        "VkPhysicalDeviceProperties": {"deviceName": "small buffers", "limits": {
+            "maxComputeSharedMemorySize": 65536, "maxComputeWorkGroupInvocations": 1024,
+            "maxComputeWorkGroupSize": [1024, 1024, 64], "maxPushConstantsSize": 256,
+            "maxPerStageDescriptorStorageBuffers": 64, "maxDescriptorSetStorageBuffers": 64,
+            "maxBoundDescriptorSets": 8,
+            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}},
+        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": )" +
+                                size + R"(},
+        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": )" +
+                                size + R"(}}}}})";
+    return path;
+}
+
 }  // namespace vkt

@@ -1,6 +1,9 @@
 #include "conv/bias_add.hpp"
 
+#include <algorithm>
 #include <array>
+#include <utility>
+#include <vector>
 
 #include "context/context_impl.hpp"
 #include "vulkan/dispatch.hpp"
@@ -9,11 +12,11 @@ namespace vkconv::detail {
 namespace {
 
 struct BiasAddPush {
-    uint32_t first_y, first_bias, channels, plane;
+    uint32_t first_y, first_bias, channels, plane, origin;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(BiasAddPush, add_bias)
-VKCONV_PUSH_MEMBER(BiasAddPush, add_bias, plane)
+VKCONV_PUSH_MEMBER(BiasAddPush, add_bias, origin)
 
 struct PlacePush {
     uint32_t first_staged, first_bias, first_y;
@@ -38,8 +41,7 @@ void check_bindable(ContextImpl& context, const Window& window, const char* what
 
 void record_bias_add(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Operand& y,
                      const Operand& bias) {
-    const Window yw = y.whole(), bw = bias.whole();
-    check_bindable(context, yw, "adding the bias");
+    const Window bw = bias.whole();
     PipelineDesc desc;
     desc.shader = "add_bias";
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -48,11 +50,29 @@ void record_bias_add(ContextImpl& context, CommandStream& stream, const ConvProb
                               .set(contract::add_bias::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
                               .set(contract::add_bias::spec::NHWC, problem.layout == Layout::NHWC)
                               .values();
-    const std::array<Binding, 2> bindings{Binding{bw.range, false}, Binding{yw.range, true}};
-    dispatch_elements(stream, context.pipelines->get(desc), bindings,
-                      BiasAddPush{uint32_t(yw.delta), uint32_t(bw.delta), uint32_t(problem.C),
-                                  uint32_t(problem.H * problem.W), 0, 0},
-                      uint64_t(problem.input_elements()), ElementWork{1.0, 1});
+    const Pipeline& pipeline = context.pipelines->get(desc);
+    // In parts that each lie in one page of a paged output and fit one binding; the shader finds each
+    // element's channel from its index in the tensor.
+    const uint64_t align = context.pool->alignment();
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    const uint64_t most = range > 2 * align ? (range - align) / 4 : 1;
+    std::vector<std::pair<uint64_t, uint64_t>> pages;  // [begin, end) of y's elements
+    if (y.paged())
+        for (const OperandPage& page : *y.pages) pages.push_back({page.begin, page.end});
+    else
+        pages.push_back({0, uint64_t(problem.input_elements())});
+    std::vector<std::pair<uint64_t, uint64_t>> parts;
+    for (const auto& [first, last] : pages)
+        for (uint64_t at = first; at < last; at += most) parts.push_back({at, std::min(last, at + most)});
+    for (const auto& [begin, end] : parts) {
+        const Window yw = window(y, begin, end - begin, align);
+        check_bindable(context, yw, "adding the bias");
+        const std::array<Binding, 2> bindings{Binding{bw.range, false}, Binding{yw.range, true}};
+        dispatch_elements(stream, pipeline, bindings,
+                          BiasAddPush{uint32_t(yw.delta), uint32_t(bw.delta), uint32_t(problem.C),
+                                      uint32_t(problem.H * problem.W), uint32_t(begin), 0, 0},
+                          end - begin, ElementWork{1.0, 1});
+    }
 }
 
 void record_place_output(ContextImpl& context, CommandStream& stream, const Placement& placement,

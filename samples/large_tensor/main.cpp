@@ -186,60 +186,55 @@ int main(int argc, char** argv) {
         vkconv::Tensor dy = vkconv::Tensor::from_host(context, p.output_shape(), dy_host);
         vkconv::Tensor y(context, p.output_shape()), dw(context, p.filter_shape());
         double worst_overall = 0;
+        // One pass with one algorithm: its output poisoned (NaN), the pass run and timed, the output downloaded
+        // into `out` and `points` sampled values checked; the row printed.
+        auto run_checked = [&](const char* pass, vkconv::Algorithm algorithm, vkconv::Tensor& output,
+                               std::vector<float>& out, int points, auto&& run, auto&& error_at_sample) {
+            std::fill(out.begin(), out.end(), NAN);
+            output.upload(out);
+            const auto start = std::chrono::steady_clock::now();
+            const vkconv::RunStats stats = run(algorithm);
+            const double wall = seconds_since(start);
+            output.download(out);
+            double worst = 0;
+            for (int t = 0; t < points; ++t) worst = std::max(worst, error_at_sample());
+            worst_overall = std::max(worst_overall, worst);
+            report(pass, algorithm, stats, wall, points, worst);
+        };
         {
             std::optional<vkconv::Tensor> x;
             {
                 const auto x_host = values(p.input_elements(), kInputSeed);  // freed once on the device
                 x = vkconv::Tensor::from_host(context, p.input_shape(), x_host);
             }
-            std::vector<float> out;
-            for (vkconv::Algorithm algorithm : chosen) {
-                y.upload(std::vector<float>(size_t(p.output_elements()), NAN));
-                auto start = std::chrono::steady_clock::now();
-                const auto stats = vkconv::forward(context, p, *x, w, nullptr, y, algorithm);
-                const double wall = seconds_since(start);
-                out = y.download();
-                double worst = 0;
-                for (int t = 0; t < samples; ++t) {
-                    const int64_t n = pick(p.N), k = pick(p.K), i = pick(p.P()), j = pick(p.Q());
-                    worst = std::max(worst, forward_at(ix, n, k, i, j).error_over_bound(out[ix.y(n, k, i, j)]));
-                }
-                worst_overall = std::max(worst_overall, worst);
-                report("forward", algorithm, stats, wall, samples, worst);
-            }
-            for (vkconv::Algorithm algorithm : chosen) {
-                dw.upload(std::vector<float>(size_t(p.filter_elements()), NAN));
-                auto start = std::chrono::steady_clock::now();
-                const auto stats = vkconv::backward_filter(context, p, *x, dy, dw, nullptr, algorithm);
-                const double wall = seconds_since(start);
-                out = dw.download();
-                double worst = 0;
-                const int64_t Cg = p.channels_per_group();
-                for (int t = 0; t < filter_samples; ++t) {
-                    const int64_t k = pick(p.K), c = pick(Cg), r = pick(p.R), s = pick(p.S);
-                    worst = std::max(worst, backward_filter_at(ix, k, c, r, s).error_over_bound(out[ix.w(k, c, r, s)]));
-                }
-                worst_overall = std::max(worst_overall, worst);
-                report("backward-filter", algorithm, stats, wall, filter_samples, worst);
-            }
+            std::vector<float> y_out(size_t(p.output_elements())), dw_out(size_t(p.filter_elements()));
+            for (vkconv::Algorithm algorithm : chosen)
+                run_checked(
+                    "forward", algorithm, y, y_out, samples,
+                    [&](vkconv::Algorithm a) { return vkconv::forward(context, p, *x, w, nullptr, y, a); },
+                    [&] {
+                        const int64_t n = pick(p.N), k = pick(p.K), i = pick(p.P()), j = pick(p.Q());
+                        return forward_at(ix, n, k, i, j).error_over_bound(y_out[ix.y(n, k, i, j)]);
+                    });
+            for (vkconv::Algorithm algorithm : chosen)
+                run_checked(
+                    "backward-filter", algorithm, dw, dw_out, filter_samples,
+                    [&](vkconv::Algorithm a) { return vkconv::backward_filter(context, p, *x, dy, dw, nullptr, a); },
+                    [&] {
+                        const int64_t k = pick(p.K), c = pick(p.channels_per_group()), r = pick(p.R), s = pick(p.S);
+                        return backward_filter_at(ix, k, c, r, s).error_over_bound(dw_out[ix.w(k, c, r, s)]);
+                    });
         }  // x freed: backward-data writes a tensor of x's size
         vkconv::Tensor dx(context, p.input_shape());
-        std::vector<float> out(size_t(p.input_elements()));
-        for (vkconv::Algorithm algorithm : chosen) {
-            std::fill(out.begin(), out.end(), NAN);
-            dx.upload(out);
-            auto start = std::chrono::steady_clock::now();
-            const auto stats = vkconv::backward_data(context, p, dy, w, dx, algorithm);
-            const double wall = seconds_since(start);
-            dx.download(out);
-            double worst = 0;
-            for (int t = 0; t < samples; ++t) {
-                const int64_t n = pick(p.N), c = pick(p.C), h = pick(p.H), wi = pick(p.W);
-                worst = std::max(worst, backward_data_at(ix, n, c, h, wi).error_over_bound(out[ix.x(n, c, h, wi)]));
-            }
-            worst_overall = std::max(worst_overall, worst);
-            report("backward-data", algorithm, stats, wall, samples, worst);
-        }
+        std::vector<float> dx_out(size_t(p.input_elements()));
+        for (vkconv::Algorithm algorithm : chosen)
+            run_checked(
+                "backward-data", algorithm, dx, dx_out, samples,
+                [&](vkconv::Algorithm a) { return vkconv::backward_data(context, p, dy, w, dx, a); },
+                [&] {
+                    const int64_t n = pick(p.N), c = pick(p.C), h = pick(p.H), wi = pick(p.W);
+                    return backward_data_at(ix, n, c, h, wi).error_over_bound(dx_out[ix.x(n, c, h, wi)]);
+                });
         std::printf("\nworst sampled error / fp32 bound: %.3g (%s)\n", worst_overall,
                     worst_overall <= 1 ? "within the bound" : "BEYOND THE BOUND");
         return worst_overall <= 1 ? 0 : 1;

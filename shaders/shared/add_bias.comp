@@ -4,8 +4,9 @@
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (channels innermost; else NCHW, planes of PLANE).
 // Bindings: 0 bias (readonly), 1 y (read and written).
-// Push constants: first_y, first_bias (element 0 of each binding, in floats), channels, plane, then the
-//   dispatch's slice [base, base + count) of y's elements.
+// Push constants: first_y, first_bias (element 0 of each binding, in floats), channels, plane, origin (the
+//   tensor index of the bound part's element 0: a paged tensor is added to one page at a time), then the
+//   dispatch's slice [base, base + count) of the bound part's elements.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
 layout(local_size_x_id = 0) in;
@@ -16,7 +17,7 @@ layout(std430, binding = 1) buffer Y { float y[]; };
 
 layout(push_constant) uniform Params {
     uint first_y, first_bias;
-    uint channels, plane;
+    uint channels, plane, origin;
     uint base, count;
 } pc;
 
@@ -24,6 +25,7 @@ void main() {
     const uint i = gl_GlobalInvocationID.x;
     if (i >= pc.count) return;
     const uint index = pc.base + i;
-    const uint channel = NHWC ? index % pc.channels : (index / pc.plane) % pc.channels;
+    const uint at = pc.origin + index;
+    const uint channel = NHWC ? at % pc.channels : (at / pc.plane) % pc.channels;
     y[pc.first_y + index] += bias[pc.first_bias + channel];
 }
