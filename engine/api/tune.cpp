@@ -32,7 +32,7 @@ double median(std::vector<double> times) {
 }
 
 detail::BufferRange range_of(const Tensor& t) {
-    const auto& a = detail::storage_of(t)->pages.front();  // tuning tensors are small: one page
+    const detail::PoolAllocation a = detail::allocation_of(t, "tuning");
     return {a.buffer, a.offset, a.size};
 }
 

@@ -1,5 +1,6 @@
 #include "vulkan/spirv_reflect.hpp"
 
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
@@ -30,29 +31,36 @@ constexpr uint32_t kDecorationSpecId = 1, kStorageClassWorkgroup = 4;
 
 // The integer value of a spec-constant operation, or nothing for an operation not evaluated here.
 std::optional<int64_t> evaluate(uint32_t opcode, const std::vector<int64_t>& a) {
-    auto at = [&](size_t i) { return i < a.size() ? a[i] : 0; };
+    // In unsigned 64-bit arithmetic, which wraps rather than overflows; shifts past the width are not
+    // evaluated.
+    auto u = [&](size_t i) { return uint64_t(i < a.size() ? a[i] : 0); };
+    auto s = [&](size_t i) { return i < a.size() ? a[i] : 0; };
+    auto wrap = [](uint64_t v) { return int64_t(v); };
     switch (opcode) {
-        case 126: return -at(0);                                      // SNegate
-        case 128: return at(0) + at(1);                               // IAdd
-        case 130: return at(0) - at(1);                               // ISub
-        case 132: return at(0) * at(1);                               // IMul
-        case 134: case 135: return at(1) ? at(0) / at(1) : 0;         // UDiv, SDiv
-        case 137: case 138: case 139: return at(1) ? at(0) % at(1) : 0;  // UMod, SRem, SMod
-        case 166: return int64_t(at(0) || at(1));                     // LogicalOr
-        case 167: return int64_t(at(0) && at(1));                     // LogicalAnd
-        case 168: return int64_t(!at(0));                             // LogicalNot
-        case 169: return at(0) ? at(1) : at(2);                       // Select
-        case 170: return int64_t(at(0) == at(1));                     // IEqual
-        case 171: return int64_t(at(0) != at(1));                     // INotEqual
-        case 172: case 173: return int64_t(at(0) > at(1));            // UGreaterThan, SGreaterThan
-        case 174: case 175: return int64_t(at(0) >= at(1));           // UGreaterThanEqual, SGreaterThanEqual
-        case 176: case 177: return int64_t(at(0) < at(1));            // ULessThan, SLessThan
-        case 178: case 179: return int64_t(at(0) <= at(1));           // ULessThanEqual, SLessThanEqual
-        case 194: case 195: return at(0) >> at(1);                    // ShiftRightLogical, ShiftRightArithmetic
-        case 196: return at(0) << at(1);                              // ShiftLeftLogical
-        case 197: return at(0) | at(1);                               // BitwiseOr
-        case 198: return at(0) ^ at(1);                               // BitwiseXor
-        case 199: return at(0) & at(1);                               // BitwiseAnd
+        case 126: return wrap(0 - u(0));                                // SNegate
+        case 128: return wrap(u(0) + u(1));                             // IAdd
+        case 130: return wrap(u(0) - u(1));                             // ISub
+        case 132: return wrap(u(0) * u(1));                             // IMul
+        case 134: return u(1) ? wrap(u(0) / u(1)) : 0;                  // UDiv
+        case 135: return s(1) && !(s(0) == INT64_MIN && s(1) == -1) ? s(0) / s(1) : 0;  // SDiv
+        case 137: return u(1) ? wrap(u(0) % u(1)) : 0;                  // UMod
+        case 138: case 139: return s(1) && s(1) != -1 ? s(0) % s(1) : 0;  // SRem, SMod
+        case 166: return int64_t(s(0) || s(1));                         // LogicalOr
+        case 167: return int64_t(s(0) && s(1));                         // LogicalAnd
+        case 168: return int64_t(!s(0));                                // LogicalNot
+        case 169: return s(0) ? s(1) : s(2);                            // Select
+        case 170: return int64_t(s(0) == s(1));                         // IEqual
+        case 171: return int64_t(s(0) != s(1));                         // INotEqual
+        case 172: case 173: return int64_t(s(0) > s(1));                // UGreaterThan, SGreaterThan
+        case 174: case 175: return int64_t(s(0) >= s(1));               // UGreaterThanEqual, SGreaterThanEqual
+        case 176: case 177: return int64_t(s(0) < s(1));                // ULessThan, SLessThan
+        case 178: case 179: return int64_t(s(0) <= s(1));               // ULessThanEqual, SLessThanEqual
+        case 194: case 195: case 196:                                   // shifts
+            if (u(1) >= 64) return std::nullopt;
+            return opcode == 196 ? wrap(u(0) << u(1)) : wrap(u(0) >> u(1));
+        case 197: return wrap(u(0) | u(1));                             // BitwiseOr
+        case 198: return wrap(u(0) ^ u(1));                             // BitwiseXor
+        case 199: return wrap(u(0) & u(1));                             // BitwiseAnd
         default: return std::nullopt;
     }
 }
@@ -91,8 +99,11 @@ std::optional<uint64_t> workgroup_memory_bytes(std::span<const uint32_t> spirv,
             case OpTypeArray: {
                 auto s = size_of(word(2));
                 auto n = constant.find(word(3));
-                size[word(1)] = s && n != constant.end() && n->second >= 0 ? std::optional(*s * uint64_t(n->second))
-                                                                           : std::nullopt;
+                // (A length past 2^32 is no real shared array: left unknown rather than overflowed.)
+                size[word(1)] = s && n != constant.end() && n->second >= 0 && n->second < (int64_t{1} << 32) &&
+                                        *s < (uint64_t{1} << 32)
+                                    ? std::optional(*s * uint64_t(n->second))
+                                    : std::nullopt;
                 break;
             }
             case OpTypeStruct: {

@@ -126,7 +126,9 @@ Planned<SlicedPlan> plan_sliced(ContextImpl& context, const ConvProblem& problem
         inner.workspace_limit = options.workspace_limit - accumulator_bytes;
     }
     static const Paging unpaged;
-    for (const auto& [slice, tiled] : cut) {
+    for (const auto& entry : cut) {
+        const Slice& slice = entry.first;
+        const bool tiled = entry.second;  // (not a structured binding: lambdas below capture it)
         const int64_t images = slice.n1 - slice.n0;
         auto same = [&](const SliceShape& s) { return s.images == images && s.tiled == tiled; };
         auto found = std::find_if(plan.shapes.begin(), plan.shapes.end(), same);
