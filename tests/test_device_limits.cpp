@@ -528,18 +528,14 @@ TEST_CASE("the shared memory read from each GEMM kernel's SPIR-V is what its con
     CHECK(shared_kernels > 0);
 }
 
-TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gemm run their 4-binding kernels, "
-          "the residual read from the output",
-          "[limits][gpu]") {
-    auto context = context_with_limits("vulkan-minimum");
-    if (!context) return;
-    REQUIRE(vkconv::detail::impl_of(*context).device->limits().maxPerStageDescriptorStorageBuffers == 4);
-    LimitAuditor auditor(*context);
-    auto p = conv_problem(2, 6, 11, 13, 8, 1, 2);
-    p.stride_w = 2;
+namespace {
+
+// Forward with a bias, a residual (separate, then the output's own memory) and an activation, on a context
+// with 4 storage buffers per stage (vulkan-minimum), checked against the reference.
+void check_residual_forward(vkconv::Context& context, vkconv::ConvProblem p, std::initializer_list<Algorithm> algorithms) {
     p.has_bias = true;
     for (Layout layout : {Layout::NCHW, Layout::NHWC})
-        for (Algorithm algorithm : {Algorithm::Direct, Algorithm::ImplicitGemm})
+        for (Algorithm algorithm : algorithms)
             for (bool in_place : {false, true}) {
                 p.layout = layout;
                 INFO(p.str() << " " << vkconv::to_string(algorithm) << (in_place ? ", residual in place" : ""));
@@ -547,17 +543,17 @@ TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gem
                 const auto w = vkt::random_values(size_t(p.filter_elements()), 85001);
                 const auto b = vkt::random_values(size_t(p.K), 85002);
                 const auto zs = vkt::random_values(size_t(p.output_elements()), 85003);
-                const auto x = vkconv::Tensor::from_host(*context, p.input_shape(), xs);
-                const auto tw = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
-                const auto tb = vkconv::Tensor::from_host(*context, p.bias_shape(), b);
-                const auto z = vkconv::Tensor::from_host(*context, p.output_shape(), zs);
-                vkconv::Tensor y = in_place ? vkconv::Tensor::from_host(*context, p.output_shape(), zs)
-                                            : vkconv::Tensor::from_host(*context, p.output_shape(),
+                const auto x = vkconv::Tensor::from_host(context, p.input_shape(), xs);
+                const auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
+                const auto tb = vkconv::Tensor::from_host(context, p.bias_shape(), b);
+                const auto z = vkconv::Tensor::from_host(context, p.output_shape(), zs);
+                vkconv::Tensor y = in_place ? vkconv::Tensor::from_host(context, p.output_shape(), zs)
+                                            : vkconv::Tensor::from_host(context, p.output_shape(),
                                                                         vkt::poison(p.output_elements()));
                 vkconv::Epilogue epilogue;
                 epilogue.alpha = 0.75f, epilogue.beta = -1.25f, epilogue.residual = in_place ? &y : &z;
                 epilogue.activation = vkconv::Activation::ReLU6;
-                const auto stats = vkconv::forward(*context, p, x, tw, &tb, y, epilogue, algorithm);
+                const auto stats = vkconv::forward(context, p, x, tw, &tb, y, epilogue, algorithm);
                 CHECK(stats.algorithm == algorithm);
                 auto plain = p;
                 plain.has_bias = false;
@@ -574,8 +570,40 @@ TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gem
                 vkt::check_close(y.download(), expected, bound, p.channels_per_group() * p.R * p.S + 3,
                                  "forward with a residual under 4 storage buffers");
             }
+}
+
+}  // namespace
+
+TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gemm run their 4-binding kernels, "
+          "the residual read from the output",
+          "[limits][gpu]") {
+    auto context = context_with_limits("vulkan-minimum");
+    if (!context) return;
+    REQUIRE(vkconv::detail::impl_of(*context).device->limits().maxPerStageDescriptorStorageBuffers == 4);
+    LimitAuditor auditor(*context);
+    auto p = conv_problem(2, 6, 11, 13, 8, 1, 2);
+    p.stride_w = 2;
+    check_residual_forward(*context, p, {Algorithm::Direct, Algorithm::ImplicitGemm});
     CHECK(auditor.ran("conv2d_direct_4"));
     CHECK(auditor.ran("implicit_gemm_4_t"));
+    for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
+}
+
+TEST_CASE("on a device with 4 storage buffers per stage, a GEMM too large for texel views runs its 4-binding "
+          "build, with a bias and a residual in two products",
+          "[limits][gpu]") {
+    auto context = context_with_limits("vulkan-minimum");
+    if (!context) return;
+    LimitAuditor auditor(*context);
+    // im2col's lowered matrix (288 x 800 floats) and MEC's are above vulkan-minimum's 65,536 texel elements.
+    const auto p = conv_problem(2, 32, 20, 20, 40, 1);
+    REQUIRE(uint64_t(p.C * p.R * p.S) * uint64_t(p.N * p.P() * p.Q()) > 65536);
+    check_residual_forward(*context, p, {Algorithm::Im2col, Algorithm::Mec});
+    auto with_bias = p;
+    with_bias.has_bias = true;
+    vkt::check_backward(*context, with_bias, Algorithm::Im2col, 87000);
+    vkt::check_backward(*context, with_bias, Algorithm::Mec, 87100);
+    CHECK((auditor.ran("gemm_registers_ssbo4") || auditor.ran("gemm_shared_ssbo4")));
     for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
 }
 

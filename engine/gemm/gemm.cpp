@@ -4,6 +4,7 @@
 #include "gemm/tuning.hpp"
 
 #include <algorithm>
+#include <span>
 #include <array>
 #include <string>
 
@@ -128,9 +129,25 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                                : forced->access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, p)
                                    ? *forced
                                    : storage_buffer_twin(context.gemm_configs(), *forced);
-    // (The storage-buffer path binds 7 storage buffers: A and B twice, as scalars and vec4, C, the bias and
-    // the residual. A device that allows fewer runs a product only where texel views fit: the configuration
-    // choice knows it, and the pipeline cache refuses any pipeline that binds more than the device allows.)
+    // The storage-buffer path binds 7 storage buffers: A and B twice (as scalars and vec4), C, the bias and
+    // the residual. A device that allows fewer runs its 4-binding build (gemm_common.glsl's FOUR_BINDINGS:
+    // A, B, C and one of the bias and the residual). A product that needs both runs as two: the first, over
+    // K = 0, writes beta * z into C; the second reads it back as 1 * C. Each value is the same fp32 sum of
+    // the same terms in the same order as the fused form's.
+    const bool four = config.access == GemmAccess::StorageBuffer &&
+                      context.device->limits().maxPerStageDescriptorStorageBuffers < 7;
+    if (four && p.bias.size > 0 && p.residual.size > 0) {
+        GemmProblem first = p;
+        first.K = 0;
+        first.bias = {};
+        first.activation = Activation::None;
+        record_gemm(context, stream, first, &config);
+        GemmProblem second = p;
+        second.residual = {};
+        second.beta = 1.0f;
+        record_gemm(context, stream, second, &config);
+        return;
+    }
     const bool has_bias = p.bias.size > 0;
     stream.note_gemm({p.M, p.N, p.K, p.batch_i * p.batch_j});
     const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);
@@ -152,6 +169,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
 
     PipelineDesc desc;
     desc.shader = config.shader();
+    if (four) desc.shader.replace(desc.shader.find("_ssbo"), 5, "_ssbo4");
     const bool texel = config.access != GemmAccess::StorageBuffer;
     const VkDescriptorType operand_type =
         config.access == GemmAccess::StorageTexel   ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
@@ -164,6 +182,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    if (four) desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(GemmPush);
     if (config.kernel == GemmKernel::Registers) {
         using Id = contract::gemm_registers::spec;
@@ -188,10 +207,14 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     // (read-only use).
     const BufferRange bias = has_bias ? p.bias : p.c.range;
     const BufferRange residual = p.residual.size > 0 ? p.residual : p.c.range;
-    const std::array<Binding, 7> bindings{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
-                                          Binding{b.range, false, vec4}, Binding{b.range, false, scalar},
-                                          Binding{p.c.range, true},      Binding{bias, false},
-                                          Binding{residual, false}};
+    const std::array<Binding, 7> all{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
+                                     Binding{b.range, false, vec4}, Binding{b.range, false, scalar},
+                                     Binding{p.c.range, true},      Binding{bias, false},
+                                     Binding{residual, false}};
+    // The 4-binding build: A, B, C, and the bias or the residual (whichever the product has).
+    const std::array<Binding, 4> compact{Binding{a.range, false}, Binding{b.range, false}, Binding{p.c.range, true},
+                                         Binding{p.bias.size > 0 ? bias : residual, false}};
+    const std::span<const Binding> bindings = four ? std::span<const Binding>(compact) : std::span<const Binding>(all);
 
     GemmPush push{};
     push.K = p.K;

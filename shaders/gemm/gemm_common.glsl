@@ -22,6 +22,9 @@
 // B_VEC4_K, B_VEC4_N); both views are always bound because both are statically used.
 // Binding 4: C (storage buffer, read only when beta != 0 without a residual). Binding 5: bias (storage
 // buffer). Binding 6: the residual (storage buffer, read only with HAS_RESIDUAL; it may be C's own memory).
+// Built with ACCESS_SSBO and FOUR_BINDINGS (for devices that allow 4 storage buffers per stage): A's two
+// views share binding 0 and B's binding 1, C is binding 2, and binding 3 holds the bias or the residual,
+// never both (the host splits a product that needs both into two, engine/gemm/gemm.cpp).
 //
 // The epilogue, for each stored value v = (A * B)(m, n):
 //   C(m, n) = act(alpha * v + beta * (HAS_RESIDUAL ? residual(m, n) : C(m, n)) + bias[n])
@@ -47,7 +50,16 @@ layout(constant_id = 6) const bool M_SEGMENTED = false;
 layout(constant_id = 7) const uint ACTIVATION = 0;
 layout(constant_id = 8) const bool HAS_RESIDUAL = false;
 
-#if defined(ACCESS_SSBO)
+#if defined(ACCESS_SSBO) && defined(FOUR_BINDINGS)
+layout(std430, binding = 0) readonly buffer AVec4 { vec4 a4[]; };
+layout(std430, binding = 0) readonly buffer AScalar { float a1[]; };
+layout(std430, binding = 1) readonly buffer BVec4 { vec4 b4[]; };
+layout(std430, binding = 1) readonly buffer BScalar { float b1[]; };
+#define LOAD_A4(i) a4[i]
+#define LOAD_A1(i) a1[i]
+#define LOAD_B4(i) b4[i]
+#define LOAD_B1(i) b1[i]
+#elif defined(ACCESS_SSBO)
 layout(std430, binding = 0) readonly buffer AVec4 { vec4 a4[]; };
 layout(std430, binding = 1) readonly buffer AScalar { float a1[]; };
 layout(std430, binding = 2) readonly buffer BVec4 { vec4 b4[]; };
@@ -78,9 +90,15 @@ layout(binding = 3) uniform samplerBuffer b1;
 #error "define one of ACCESS_SSBO, ACCESS_STORAGE_TEXEL, ACCESS_UNIFORM_TEXEL"
 #endif
 
+#if defined(FOUR_BINDINGS)
+layout(std430, binding = 2) buffer CBuffer { float c[]; };
+layout(std430, binding = 3) readonly buffer BiasBuffer { float bias[]; };
+layout(std430, binding = 3) readonly buffer ResidualBuffer { float residual[]; };
+#else
 layout(std430, binding = 4) buffer CBuffer { float c[]; };
 layout(std430, binding = 5) readonly buffer BiasBuffer { float bias[]; };
 layout(std430, binding = 6) readonly buffer ResidualBuffer { float residual[]; };
+#endif
 
 layout(push_constant) uniform GemmParams {
     uint M, N, K;
