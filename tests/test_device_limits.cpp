@@ -607,6 +607,24 @@ TEST_CASE("on a device with 4 storage buffers per stage, a GEMM too large for te
     for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
 }
 
+TEST_CASE("on a device with 4 storage buffers per stage, depthwise runs its 4-binding builds where its chunks "
+          "are too large for texel views",
+          "[limits][gpu]") {
+    auto context = context_with_limits("vulkan-minimum");
+    if (!context) return;
+    LimitAuditor auditor(*context);
+    // One image of x (16 x 70 x 70 floats) is above vulkan-minimum's 65,536 texel elements.
+    const auto p = conv_problem(2, 16, 70, 70, 16, 1, 16);
+    REQUIRE(p.C * p.H * p.W > 65536);
+    check_residual_forward(*context, p, {Algorithm::Depthwise});
+    auto with_bias = p;
+    with_bias.has_bias = true;
+    vkt::check_backward(*context, with_bias, Algorithm::Depthwise, 88000);
+    CHECK((auditor.ran("depthwise_forward_ssbo4") || auditor.ran("depthwise_forward_c4_ssbo4")));
+    CHECK((auditor.ran("depthwise_backward_filter_ssbo4") || auditor.ran("depthwise_backward_filter_c4_ssbo4")));
+    for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
+}
+
 TEST_CASE("a transposed convolution with a bias into an output spread over buffers of 64 KiB",
           "[limits][paging][gpu]") {
     PagedContext paged;

@@ -29,11 +29,21 @@
 layout(constant_id = 20) const uint TAP_ROWS = 1;
 layout(constant_id = 21) const uint COLUMN_PARTS = 1;
 
+#ifdef FOUR_BINDINGS
+// The build for devices that allow few storage buffers per stage (storage buffers only): each operand's two
+// views share one binding.
+DECLARE_READ4(0, x4)
+DECLARE_READ1(0, x1)
+DECLARE_READ4(1, dy4)
+DECLARE_READ1(1, dy1)
+layout(std430, binding = 2) writeonly buffer Partial { float partial[]; };
+#else
 DECLARE_READ4(0, x4)
 DECLARE_READ1(1, x1)
 DECLARE_READ4(2, dy4)
 DECLARE_READ1(3, dy1)
 layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
+#endif
 
 layout(push_constant) uniform Params {
     uint x_offset, dy_offset;

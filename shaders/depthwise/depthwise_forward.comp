@@ -36,6 +36,17 @@ layout(constant_id = 20) const bool HAS_BIAS = false;
 layout(constant_id = 21) const uint ACTIVATION = 0;
 layout(constant_id = 22) const bool HAS_RESIDUAL = false;
 
+#ifdef FOUR_BINDINGS
+// The build for devices that allow 4 storage buffers per stage (storage buffers only): x's two views share
+// binding 0, then w, the bias and y; the host has copied the residual into y, where it is read.
+DECLARE_READ4(0, x4)
+DECLARE_READ1(0, x1)
+DECLARE_READ1(1, w1)
+DECLARE_READ1(2, bias1)
+layout(std430, binding = 3) buffer Output4 { vec4 y4[]; };
+layout(std430, binding = 3) buffer Output1 { float y1[]; };
+#define Z1(i) y1[i]
+#else
 DECLARE_READ4(0, x4)
 DECLARE_READ1(1, x1)
 DECLARE_READ1(2, w1)
@@ -43,6 +54,8 @@ DECLARE_READ1(3, bias1)
 layout(std430, binding = 4) writeonly buffer Output4 { vec4 y4[]; };
 layout(std430, binding = 4) writeonly buffer Output1 { float y1[]; };
 layout(std430, binding = 5) readonly buffer Residual1 { float z1[]; };
+#define Z1(i) z1[i]
+#endif
 
 layout(push_constant) uniform Params {
     uint x_offset, y_offset;
@@ -88,9 +101,9 @@ uint y_index(uint n, uint k, uint p, uint q) {
 VAL residual_of(uint n, uint k, uint p, uint q) {
     const uint i = pc.z_offset + tensor_offset(NHWC, n, k, p, q, K, P, Q);
 #ifdef CHANNELS4
-    return vec4(z1[i], z1[i + 1], z1[i + 2], z1[i + 3]);
+    return vec4(Z1(i), Z1(i + 1), Z1(i + 2), Z1(i + 3));
 #else
-    return z1[i];
+    return Z1(i);
 #endif
 }
 

@@ -1,6 +1,7 @@
 // Depthwise backward-data and backward-filter recording (see depthwise/depthwise.hpp).
 #include <algorithm>
 #include <array>
+#include <span>
 
 #include "conv/depthwise/depthwise_kernels.hpp"
 #include "gemm/splitk_reduce.hpp"
@@ -133,9 +134,13 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
                                       const DepthwisePlan& plan, const Operand& workspace) {
     const DepthwiseTiles tiles = vec4_safe(filter_tiles(p), {&input, &grad_output});
     const VkDescriptorType read = read_descriptor(plan.texel);
+    // Reading storage buffers on a device that allows fewer than their 5: the build with each operand's two
+    // views on one binding.
+    const bool four = !plan.texel && context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
     PipelineDesc desc;
-    desc.shader = depthwise_shader("backward_filter", tiles, plan.texel);
+    desc.shader = depthwise_shader("backward_filter", tiles, plan.texel) + (four ? "4" : "");
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    if (four) desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(FilterPush);
     auto spec = depthwise_specialization<contract::depthwise_backward_filter>(p, tiles);
     spec.set(contract::depthwise_backward_filter::spec::COLUMN_PARTS, plan.column_parts);
@@ -150,9 +155,12 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         const uint64_t pieces = ceil_div(units, per_piece);
         const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset,
                                    pieces * filter_floats * 4};
-        const std::array<Binding, 5> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
-                                              read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
-                                              Binding{partials, true}};
+        const std::array<Binding, 5> all{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
+                                         read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
+                                         Binding{partials, true}};
+        const std::array<Binding, 3> compact{Binding{chunk.x.range, false}, Binding{chunk.y.range, false},
+                                             Binding{partials, true}};
+        const std::span<const Binding> bindings = four ? std::span<const Binding>(compact) : std::span<const Binding>(all);
         const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(units), u32(per_piece), 0, 0};
         const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);
         dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes, macs_over(macs, pieces * lanes));

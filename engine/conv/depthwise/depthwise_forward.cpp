@@ -2,11 +2,13 @@
 // the backward passes are in depthwise/depthwise_backward.cpp.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <string>
 
 #include "conv/constants.hpp"
 #include "conv/depthwise/depthwise_kernels.hpp"
 #include "conv/epilogue.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "vulkan/shader_limits.hpp"
 
@@ -122,10 +124,16 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
         vec4_safe(forward_tiles(p, context.gemm_configs().wanted_invocations), {&ops.input, &ops.output});
     const FusedEpilogue& epilogue = ops.epilogue;
     using Id = contract::depthwise_forward::spec;
+    // Reading storage buffers on a device that allows fewer than their 6: the 4-binding build, which reads
+    // the residual from y (copied there first; nothing to copy in place).
+    const bool four = !plan.texel && context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
+    if (four && epilogue.has_residual() && !residual_in_place(epilogue, ops.output))
+        record_run(context, stream, epilogue.residual, 0, ops.output, 0, uint64_t(p.output_elements()), false);
     PipelineDesc desc;
-    desc.shader = depthwise_shader("forward", tiles, plan.texel);
+    desc.shader = depthwise_shader("forward", tiles, plan.texel) + (four ? "4" : "");
     const VkDescriptorType read = read_descriptor(plan.texel);
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
+    if (four) desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(ForwardPush);
     auto spec = depthwise_specialization<contract::depthwise_forward>(p, tiles);
     spec.set(Id::HAS_BIAS, p.has_bias).set(Id::ACTIVATION, activation_constant(epilogue.activation));
@@ -140,14 +148,17 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
     for_each_image_chunk(context, p, plan, ops.input, ops.output, [&](const ImageChunk& chunk) {
         const Window z = residual_window(epilogue, uint64_t(chunk.n0) * y_image, uint64_t(chunk.images) * y_image,
                                          context.pool->alignment(), chunk.y);
-        const std::array<Binding, 6> bindings{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
-                                              read1(w.range, plan.texel),       read1(b.range, plan.texel),
-                                              Binding{chunk.y.range, true},     Binding{z.range, false}};
+        const std::array<Binding, 6> all{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
+                                         read1(w.range, plan.texel),       read1(b.range, plan.texel),
+                                         Binding{chunk.y.range, true},     Binding{z.range, false}};
+        const std::array<Binding, 4> compact{Binding{chunk.x.range, false}, Binding{w.range, false},
+                                             Binding{b.range, false}, Binding{chunk.y.range, true}};
+        const std::span<const Binding> bindings = four ? std::span<const Binding>(compact) : std::span<const Binding>(all);
         const ForwardPush push{u32(chunk.x.delta),
                                u32(chunk.y.delta),
                                u32(w.delta),
                                u32(b.delta),
-                               u32(z.delta),
+                               u32(four ? chunk.y.delta : z.delta),
                                epilogue.alpha,
                                epilogue.beta,
                                epilogue.negative_slope,

@@ -1,7 +1,5 @@
 #include "conv/depthwise/depthwise_pass.hpp"
 
-#include <string>
-
 namespace vkconv::detail {
 namespace {
 
@@ -9,13 +7,6 @@ Planned<AlgorithmPlan> plan_depthwise_pass(ContextImpl& context, const ConvProbl
                                            const PassOptions& options) {
     auto depthwise = plan_depthwise(context, p, pass, options);
     if (!depthwise) return depthwise.refusal();
-    // Reading through storage buffers (chunks too large for texel views), forward binds 6 of them and
-    // backward-filter 5: more than a device may allow.
-    if (!depthwise->texel && pass != Pass::BackwardData)
-        if (auto refusal = descriptor_refusal(storage_buffer_shortfall(
-                *context.device, "the depthwise " + std::string(to_string(pass)) + " kernel reading storage buffers",
-                pass == Pass::Forward ? 6 : 5)))
-            return *refusal;
     AlgorithmPlan plan;
     plan.pass = pass;
     plan.algorithm = Algorithm::Depthwise;
