@@ -572,6 +572,15 @@ void check_residual_forward(vkconv::Context& context, vkconv::ConvProblem p, std
             }
 }
 
+// check_residual_forward, then backward-data, backward-filter with db and backward-bias, for each algorithm.
+void check_every_pass(vkconv::Context& context, const vkconv::ConvProblem& p,
+                      std::initializer_list<Algorithm> algorithms, uint32_t seed) {
+    check_residual_forward(context, p, algorithms);
+    auto with_bias = p;
+    with_bias.has_bias = true;
+    for (Algorithm algorithm : algorithms) vkt::check_backward(context, with_bias, algorithm, seed += 100);
+}
+
 }  // namespace
 
 TEST_CASE("on a device with 4 storage buffers per stage, direct and implicit-gemm run their 4-binding kernels, "
@@ -598,11 +607,7 @@ TEST_CASE("on a device with 4 storage buffers per stage, a GEMM too large for te
     // im2col's lowered matrix (288 x 800 floats) and MEC's are above vulkan-minimum's 65,536 texel elements.
     const auto p = conv_problem(2, 32, 20, 20, 40, 1);
     REQUIRE(uint64_t(p.C * p.R * p.S) * uint64_t(p.N * p.P() * p.Q()) > 65536);
-    check_residual_forward(*context, p, {Algorithm::Im2col, Algorithm::Mec});
-    auto with_bias = p;
-    with_bias.has_bias = true;
-    vkt::check_backward(*context, with_bias, Algorithm::Im2col, 87000);
-    vkt::check_backward(*context, with_bias, Algorithm::Mec, 87100);
+    check_every_pass(*context, p, {Algorithm::Im2col, Algorithm::Mec}, 87000);
     CHECK((auditor.ran("gemm_registers_ssbo4") || auditor.ran("gemm_shared_ssbo4")));
     for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
 }
@@ -616,10 +621,7 @@ TEST_CASE("on a device with 4 storage buffers per stage, depthwise runs its 4-bi
     // One image of x (16 x 70 x 70 floats) is above vulkan-minimum's 65,536 texel elements.
     const auto p = conv_problem(2, 16, 70, 70, 16, 1, 16);
     REQUIRE(p.C * p.H * p.W > 65536);
-    check_residual_forward(*context, p, {Algorithm::Depthwise});
-    auto with_bias = p;
-    with_bias.has_bias = true;
-    vkt::check_backward(*context, with_bias, Algorithm::Depthwise, 88000);
+    check_every_pass(*context, p, {Algorithm::Depthwise}, 88000);
     CHECK((auditor.ran("depthwise_forward_ssbo4") || auditor.ran("depthwise_forward_c4_ssbo4")));
     CHECK((auditor.ran("depthwise_backward_filter_ssbo4") || auditor.ran("depthwise_backward_filter_c4_ssbo4")));
     for (const auto& breach : auditor.breaches()) FAIL_CHECK("a limit of vulkan-minimum was broken: " << breach);
