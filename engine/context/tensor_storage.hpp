@@ -45,9 +45,9 @@ inline std::vector<TensorPiece> pieces_of(const Tensor& tensor) {
     const uint64_t begin = tensor.byte_offset(), end = begin + tensor.bytes();
     std::vector<TensorPiece> pieces;
     for (uint64_t byte = begin; byte < end;) {
-        const uint64_t page = storage.pages.size() == 1 ? 0 : byte / storage.page_bytes;
-        const uint64_t page_start = page * (storage.pages.size() == 1 ? 0 : storage.page_bytes);
-        const uint64_t page_end = storage.pages.size() == 1 ? end : std::min(end, page_start + storage.page_bytes);
+        // (One page: page_bytes is UINT64_MAX, so page 0 from byte 0 to the end.)
+        const uint64_t page = byte / storage.page_bytes, page_start = page * storage.page_bytes;
+        const uint64_t page_end = std::min(end, page_start + storage.page_bytes);
         PoolAllocation a = storage.pages[page];
         const uint64_t offset = byte - page_start, bytes = page_end - byte;
         a.size = std::min(storage.context->pool->round(bytes), a.size - offset);

@@ -8,6 +8,7 @@
 
 #include "context/pass.hpp"
 #include "context/tensor_storage.hpp"
+#include "conv/tiled/copy_run.hpp"
 
 namespace vkconv {
 
@@ -95,6 +96,12 @@ FusedEpilogue fused_epilogue(ContextImpl& context, const ConvProblem& problem, c
         if (tensor && overlaps(*tensor, z))
             invalid(std::string("the residual tensor shares memory with the ") + role + " tensor");
     return fused;
+}
+
+void copy_residual_into_output(ContextImpl& context, CommandStream& stream, const FusedEpilogue& epilogue,
+                               const Operand& output) {
+    if (epilogue.has_residual() && !residual_in_place(epilogue, output))
+        record_run(context, stream, epilogue.residual, 0, output, 0, output.floats, false);
 }
 
 }  // namespace vkconv::detail

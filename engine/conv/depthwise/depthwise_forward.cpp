@@ -8,7 +8,6 @@
 #include "conv/constants.hpp"
 #include "conv/depthwise/depthwise_kernels.hpp"
 #include "conv/epilogue.hpp"
-#include "conv/tiled/copy_run.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "vulkan/shader_limits.hpp"
 
@@ -127,8 +126,7 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
     // Reading storage buffers on a device that allows fewer than their 6: the 4-binding build, which reads
     // the residual from y (copied there first; nothing to copy in place).
     const bool four = !plan.texel && context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
-    if (four && epilogue.has_residual() && !residual_in_place(epilogue, ops.output))
-        record_run(context, stream, epilogue.residual, 0, ops.output, 0, uint64_t(p.output_elements()), false);
+    if (four) copy_residual_into_output(context, stream, epilogue, ops.output);
     PipelineDesc desc;
     desc.shader = depthwise_shader("forward", tiles, plan.texel) + (four ? "4" : "");
     const VkDescriptorType read = read_descriptor(plan.texel);

@@ -6,7 +6,6 @@
 
 #include "conv/constants.hpp"
 #include "conv/epilogue.hpp"
-#include "conv/tiled/copy_run.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -47,8 +46,7 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     // A device that allows fewer than 5 storage buffers per stage runs the variant without the residual's
     // binding: z is copied into y first, and the kernel reads it there (in place, nothing to copy).
     const bool four = context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
-    if (four && epilogue.has_residual() && !residual_in_place(epilogue, operands.output))
-        record_run(context, stream, epilogue.residual, 0, operands.output, 0, uint64_t(problem.output_elements()), false);
+    if (four) copy_residual_into_output(context, stream, epilogue, operands.output);
     PipelineDesc desc;
     desc.shader = four ? "conv2d_direct_4" : "conv2d_direct";
     desc.bindings.assign(four ? 4 : 5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "conv/epilogue.hpp"
-#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
 #include "gemm/tuning.hpp"
@@ -386,8 +385,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
         all[2] = Binding{shared.range, false};
         all[3] = Binding{out.range, true};
         push.first_y = push.first_bias = uint32_t(shared.delta);
-        if (forward && epilogue.has_residual() && !residual_in_place(epilogue, ops.output))
-            record_run(context, stream, epilogue.residual, 0, ops.output, 0, uint64_t(p.output_elements()), false);
+        if (forward) copy_residual_into_output(context, stream, epilogue, ops.output);
     }
     const std::span<const Binding> bindings(all.data(), four ? 4 : 6);
     push.N = uint32_t(p.N);

@@ -409,10 +409,8 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
     const uint64_t align = context.pool->alignment();
     // A run crossing a page boundary of either operand goes in parts, each inside one page of both.
     auto page_end = [](const Operand& op, uint64_t first) {
-        if (op.paged())
-            for (const OperandPage& page : *op.pages)
-                if (first >= page.begin && first < page.end) return page.end;
-        return UINT64_MAX;
+        const OperandPage* page = page_holding(op, first, 1);
+        return page ? page->end : UINT64_MAX;
     };
     for (uint64_t done = 0; done < count;) {
         const uint64_t part = std::min({count - done, page_end(src, src_first + done) - (src_first + done),
