@@ -260,6 +260,88 @@ TEST_CASE("a tensor above the largest buffer is stored in pages; one row above i
     CHECK(pool.largest_buffer_created() <= (4u << 20));
 }
 
+namespace {
+
+// Profiles whose two buffer limits differ, each way round, or where only one is reported: the largest buffer
+// is always `kSmallerBuffer` bytes, never the larger figure.
+constexpr uint64_t kSmallerBuffer = 64u << 10, kLargerBuffer = 1u << 20;
+struct BufferLimitCase {
+    const char* name;
+    vkt::ProfileLimits limits;
+};
+const std::vector<BufferLimitCase>& buffer_limit_cases() {
+    static const std::vector<BufferLimitCase> cases = {
+        {"maxBufferSize below maxMemoryAllocationSize",
+         {.max_buffer_size = kSmallerBuffer, .max_memory_allocation_size = kLargerBuffer}},
+        {"maxMemoryAllocationSize below maxBufferSize",
+         {.max_buffer_size = kLargerBuffer, .max_memory_allocation_size = kSmallerBuffer}},
+        {"maxBufferSize alone", {.max_buffer_size = kSmallerBuffer, .max_memory_allocation_size = 0}},
+        {"maxMemoryAllocationSize alone", {.max_buffer_size = 0, .max_memory_allocation_size = kSmallerBuffer}},
+    };
+    return cases;
+}
+
+}  // namespace
+
+TEST_CASE("the largest buffer is the smaller of maxBufferSize and maxMemoryAllocationSize, either way round, "
+          "and no binding is larger",
+          "[limits]") {
+    // The profiles as read for planning, with no device: the binding limits (the specification's minimum range
+    // of 2^27 bytes and 65,536 texel elements, as these profiles leave them out) follow the smaller buffer too.
+    vkt::TempDir dir("vkconv-buffer-limits");
+    for (const auto& [name, limits] : buffer_limit_cases()) {
+        INFO(name);
+        const std::string path = vkt::profile_with_limits(dir, limits);
+        const vkconv::DeviceInfo info = vkconv::DeviceProfile::load(path).info();
+        CHECK(info.max_buffer_bytes == kSmallerBuffer);
+        CHECK(info.max_storage_buffer_range == kSmallerBuffer);
+        CHECK(info.max_texel_buffer_elements == kSmallerBuffer / 4);
+        // Imposed on a device whose own buffers are larger (a modelled H100).
+        vkconv::detail::Device device(vkconv::detail::load_device_model("nvidia-h100"));
+        device.impose_limits(vkconv::detail::load_device_model(path));
+        CHECK(device.model().max_single_buffer_bytes() == kSmallerBuffer);
+        CHECK(device.limits().maxStorageBufferRange == kSmallerBuffer);
+        CHECK(device.limits().maxTexelBufferElements == kSmallerBuffer / 4);
+    }
+}
+
+TEST_CASE("imposed buffer limits, either way round: tensors paged at the smaller, every pass within it",
+          "[limits][paging][gpu]") {
+    vkt::TempDir dir("vkconv-buffer-limits");
+    uint32_t seed = 93000;
+    size_t case_index = 0;
+    for (const auto& [name, limits] : buffer_limit_cases()) {
+        INFO(name);
+        auto context = context_with_limits(vkt::profile_with_limits(dir, limits));
+        if (!context) return;
+        CHECK(context->device().max_buffer_bytes == kSmallerBuffer);
+        CHECK(context->device().max_storage_buffer_range <= kSmallerBuffer);
+        LimitAuditor auditor(*context);
+        // x (120,000 bytes) and y (150,000 bytes) over pages of at most 64 KiB; one algorithm a case, in turn.
+        const Layout layout = case_index % 2 ? Layout::NHWC : Layout::NCHW;
+        const vkconv::ConvProblem p =
+            vkt::problem().batch(3).channels(4).image(50, 50).filters(5).kernel(3, 3).pad(1).layout(layout).bias();
+        const auto algorithms = vkt::algorithms_for(p);
+        const Algorithm algorithm = algorithms[case_index++ % algorithms.size()];
+        INFO(vkconv::to_string(algorithm) << " " << p.str());
+        vkconv::Tensor x(*context, p.input_shape()), y(*context, p.output_shape());
+        for (const vkconv::Tensor* t : {&x, &y}) {
+            CHECK(vkconv::detail::storage_of(*t)->pages.size() == 3);  // an image (40,000 or 50,000 bytes) a page
+            for (const auto& page : vkconv::detail::storage_of(*t)->pages) CHECK(page.size <= kSmallerBuffer);
+        }
+        vkt::check_forward(*context, p, algorithm, seed += 3);
+        vkt::BackwardCheck check(*context, p, seed += 3);
+        check.data(algorithm);
+        check.filter(algorithm);
+        // Against the figure itself, not the device model's reading of it (which these cases test).
+        const auto& pool = *vkconv::detail::impl_of(*context).pool;
+        CHECK(pool.largest_buffer_created() <= kSmallerBuffer);
+        CHECK(pool.largest_memory_created() <= kSmallerBuffer);
+        auditor.check_pool();
+        for (const auto& breach : auditor.breaches()) FAIL_CHECK(name << ": " << breach);
+    }
+}
+
 TEST_CASE("an imposed profile's device-local heap caps what the pool may hold", "[limits][gpu]") {
     vkt::TempDir dir("vkconv-limits");
     const std::string path = dir.file("small-heap.json");

@@ -338,12 +338,40 @@ TEST_CASE("epilogue: chunks, bands, tiles and split reductions apply it exactly 
     }
 }
 
-TEST_CASE("epilogue: reductions split past the loop limit apply it exactly once", "[epilogue][gpu]") {
-    // C*R*S = 73728: direct runs its reduction in pieces and the GEMM its K in pieces, each piece after the
-    // first adding into y. Small integers, alpha 2, beta -1, leaky slope 0.5 keep every value exact in fp32:
-    // the comparison is equality, so one residual read after y was overwritten, or an activation applied to a
-    // partial sum, fails.
-    VKT_REQUIRE_CONTEXT(context);
+namespace {
+
+// How many dispatches of shaders whose names start with `prefix` `algorithm`'s forward of `p` records.
+size_t planned_dispatches(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm,
+                          const std::string& prefix) {
+    const vkconv::Plan plan = vkconv::plan_pass(vkconv::DeviceProfile::of(context), p, vkconv::Pass::Forward,
+                                                algorithm, {});
+    return size_t(std::count_if(plan.dispatches.begin(), plan.dispatches.end(), [&](const vkconv::PlannedDispatch& d) {
+        return d.name.rfind(prefix, 0) == 0;
+    }));
+}
+
+// The shader of each algorithm's reduction, which runs it in pieces past the loop limit.
+std::string reduction_shader(Algorithm algorithm) {
+    switch (algorithm) {
+        case Algorithm::Direct:
+            return "conv2d_direct";
+        case Algorithm::ImplicitGemm:
+            return "implicit_gemm";
+        default:
+            return "gemm_";  // im2col and MEC: the GEMM over the lowered matrix
+    }
+}
+
+// C*R*S = 73728, four times what one invocation may loop over (shader_limits.hpp): direct and implicit GEMM run
+// their reduction in pieces and the GEMM its K in pieces, each piece after the first adding into y. Every
+// algorithm, both layouts, a residual of its own and one in y. Small integers, alpha 2, beta -1, leaky slope 0.5
+// keep every value exact in fp32: the comparison is equality, so a residual added by every piece, one read after
+// y was overwritten, or an activation applied to a partial sum, fails.
+ConvProblem long_reduction_problem(Layout layout) {
+    return vkt::problem().batch(1).channels(8192).image(5, 6).filters(4).kernel(3, 3).layout(layout).bias();
+}
+
+void check_split_epilogue(vkconv::Context& context, const std::string& device) {
     auto integers = [](int64_t count, uint32_t seed) {
         std::mt19937 rng(seed);
         std::uniform_int_distribution<int> pick(-2, 2);
@@ -352,25 +380,66 @@ TEST_CASE("epilogue: reductions split past the loop limit apply it exactly once"
         return v;
     };
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-        ConvProblem p =
-            vkt::problem().batch(1).channels(8192).image(5, 6).filters(4).kernel(3, 3).layout(layout).bias();
+        const ConvProblem p = long_reduction_problem(layout);
         const auto x = integers(p.input_elements(), 1), w = integers(p.filter_elements(), 2), b = integers(p.K, 3);
         const auto z = integers(p.output_elements(), 4);
-        auto tx = Tensor::from_host(*context, p.input_shape(), x);
-        auto tw = Tensor::from_host(*context, p.filter_shape(), w);
-        auto tb = Tensor::from_host(*context, p.bias_shape(), b);
-        for (Algorithm algorithm : {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec})
+        auto tx = Tensor::from_host(context, p.input_shape(), x);
+        auto tw = Tensor::from_host(context, p.filter_shape(), w);
+        auto tb = Tensor::from_host(context, p.bias_shape(), b);
+        for (Algorithm algorithm : vkt::algorithms_for(p)) {
+            INFO(device << ": " << vkconv::to_string(algorithm) << " " << p.str());
+            // The reduction does run in pieces (else this case tests nothing about them).
+            REQUIRE(planned_dispatches(context, p, algorithm, reduction_shader(algorithm)) >= 2);
             for (Residual residual : {Residual::InPlace, Residual::Separate}) {
                 const Config c{Activation::LeakyReLU, 2.0f, -1.0f, residual, 0.5f};
-                INFO(vkconv::to_string(algorithm) << " " << c.str() << " " << p.str());
-                auto ty = Tensor::from_host(*context, p.output_shape(),
+                INFO(c.str());
+                auto ty = Tensor::from_host(context, p.output_shape(),
                                             residual == Residual::InPlace ? z : vkt::poison(p.output_elements()));
-                auto tz = Tensor::from_host(*context, p.output_shape(), z);
+                auto tz = Tensor::from_host(context, p.output_shape(), z);
                 vkconv::Epilogue e{c.alpha, c.beta, residual == Residual::InPlace ? &ty : &tz, c.activation, c.slope};
-                vkconv::forward(*context, p, tx, tw, &tb, ty, e, algorithm);
+                const auto stats = vkconv::forward(context, p, tx, tw, &tb, ty, e, algorithm);
+                CHECK(stats.algorithm == algorithm);
                 const Expected expected = expected_forward(p, x, w, b, z, c);
                 vkt::check_exact(ty.download(), expected.value, expected.magnitude, "long reduction with an epilogue");
+                if (residual == Residual::Separate) CHECK(tz.download() == z);
             }
+        }
+    }
+}
+
+// A context with `storage_buffers` storage buffers per stage imposed, so other builds of the kernels run.
+std::unique_ptr<vkconv::Context> context_with_storage_buffers(const vkt::TempDir& dir, uint32_t storage_buffers) {
+    auto options = vkt::test_options();
+    options.device_limits = vkt::profile_with_limits(dir, {.storage_buffers = storage_buffers});
+    return vkt::fresh_context(options);
+}
+
+}  // namespace
+
+TEST_CASE("epilogue: reductions split past the loop limit apply it exactly once", "[epilogue][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    // The device's own kernels: on a CPU device implicit GEMM's register kernel (7 bindings), elsewhere its
+    // shared-memory one.
+    check_split_epilogue(*context, "the device's own limits");
+}
+
+TEST_CASE("epilogue: reductions split past the loop limit apply it exactly once, with 6 and 4 storage buffers",
+          "[epilogue][limits][gpu]") {
+    // 6 storage buffers: implicit GEMM's shared-memory kernel on every device; 4: the 4-binding builds of direct,
+    // implicit GEMM and the storage-buffer GEMM, the residual read from y.
+    vkt::TempDir dir("vkconv-epilogue-limits");
+    for (uint32_t storage_buffers : {6u, 4u}) {
+        auto context = context_with_storage_buffers(dir, storage_buffers);
+        if (!context) return;
+        check_split_epilogue(*context, std::to_string(storage_buffers) + " storage buffers per stage");
+        // The builds meant for these limits are the ones that ran in pieces.
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            const ConvProblem p = long_reduction_problem(layout);
+            INFO(storage_buffers << " storage buffers, " << p.str());
+            CHECK(planned_dispatches(*context, p, Algorithm::ImplicitGemm,
+                                     storage_buffers == 6 ? "implicit_gemm_t" : "implicit_gemm_4_t") >= 2);
+            if (storage_buffers == 4) CHECK(planned_dispatches(*context, p, Algorithm::Direct, "conv2d_direct_4") >= 2);
+        }
     }
 }
 

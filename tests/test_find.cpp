@@ -9,6 +9,7 @@
 #include "context/context_impl.hpp"
 #include "conv_cases.hpp"
 #include "gpu.hpp"
+#include "planted_fault.hpp"
 #include "select/sampled_reference.hpp"
 #include "test_util.hpp"
 
@@ -136,6 +137,37 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
             CHECK(run.stats.workspace_bytes == results.front().workspace_bytes);
             CHECK(run.stats.workspace_bytes == query_workspace(*context, pass, p, Algorithm::Auto, {}));
             CHECK(run.stats.peak_bytes == run.live + run.stats.workspace_bytes);
+        }
+}
+
+TEST_CASE("find rejects a candidate whose results are repeatable but wrong, and Auto never runs it", "[find][gpu]") {
+    // Direct's kernels (every pass) go wrong in a way that repeats exactly, so a candidate's results being the
+    // same run after run is no proof of them: scrambled (the first half of what each dispatch writes copied over
+    // its last half) or skipped (the outputs keep the NaN find writes before each candidate).
+    VKT_REQUIRE_CONTEXT(context);
+    using Kind = vkt::PlantedFault::Kind;
+    uint32_t seed = 700;
+    for (Kind kind : {Kind::Scramble, Kind::Skip})
+        for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+            auto p = odd_problem();
+            p.W = kind == Kind::Skip ? 10 : 12;  // problems of their own: Auto's cache is the shared context's
+            INFO(vkconv::to_string(pass) << " " << p.str() << ", direct's dispatches " << vkt::name_of(kind));
+            const vkt::PlantedFault fault(*context, "conv2d_*", kind);
+            const auto results = vkconv::find_algorithms(*context, pass, p);
+            REQUIRE(results.size() == (pass == Pass::Forward ? 5u : 4u));
+            for (const auto& r : results) {
+                INFO(vkconv::to_string(r.algorithm) << " " << vkconv::to_string(r.mec_schedule) << ": error "
+                                                    << r.error_over_bound << " x the bound");
+                const bool broken = r.algorithm == Algorithm::Direct;
+                CHECK(r.deterministic);  // the broken one too
+                CHECK(r.verified == !broken);
+                CHECK((r.error_over_bound <= 1.0) == !broken);
+            }
+            // The unverified one is listed last whatever its time, and never cached.
+            CHECK(results.back().algorithm == Algorithm::Direct);
+            const auto run = run_auto_checked(*context, pass, p, {}, seed += 4);
+            CHECK(run.stats.algorithm == results.front().algorithm);
+            CHECK(run.stats.algorithm != Algorithm::Direct);
         }
 }
 

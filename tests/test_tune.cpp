@@ -1,13 +1,18 @@
 // Autotuning (vkconv/tune.hpp): every GEMM and implicit-GEMM configuration is checked before it is timed,
 // winners are kept in the tuning file and read back by the next context, a stored choice is the one that
 // runs, and a corrupt or foreign file is ignored with a warning.
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "conv/implicit/implicit.hpp"
 #include "conv_cases.hpp"
+#include "gemm/gemm_config.hpp"
 #include "gpu.hpp"
+#include "planted_fault.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -50,9 +55,67 @@ std::string gemm_runs(vkconv::Context& context, const vkconv::GemmShape& s) {
     return vkconv::gemm(context, a, b, c).configuration;
 }
 
+// Checks a tune result whose candidates are `configs` in order: those that run `broken` (a shader) are refused
+// as outside the bound, every other one passes, and the winner is one of those.
+void check_broken_refused(const vkconv::TuneResult& result, const std::vector<const vkconv::detail::GemmConfig*>& configs,
+                          const std::function<std::string(const vkconv::detail::GemmConfig&)>& shader_of,
+                          const std::string& broken) {
+    REQUIRE(result.candidates.size() == configs.size());
+    // The first candidate runs another shader: a broken one always runs after a correct one, whose output it
+    // would find in place had tune not poisoned it.
+    REQUIRE(shader_of(*configs.front()) != broken);
+    for (size_t i = 0; i < configs.size(); ++i) {
+        const auto& candidate = result.candidates[i];
+        INFO(candidate.configuration << " (" << shader_of(*configs[i]) << "): " << candidate.problem);
+        CHECK(candidate.configuration == configs[i]->name);
+        const bool hit = shader_of(*configs[i]) == broken;
+        CHECK(candidate.ok == !hit);
+        if (hit) CHECK_THAT(candidate.problem, Catch::Contains("outside the fp32 bound"));
+    }
+    const auto best = std::find_if(configs.begin(), configs.end(), [&](auto* c) { return c->name == result.best; });
+    REQUIRE(best != configs.end());
+    CHECK(shader_of(**best) != broken);
+}
+
+using Kind = vkt::PlantedFault::Kind;
+
+// The last GEMM configuration's shader goes wrong, repeatably: scrambled (the first half of what each dispatch
+// writes copied over its last half), or skipped (C keeps what was there: NaN, if tune poisons it, else the
+// previous configuration's correct product). tune_gemm must refuse exactly the configurations that run it.
+void check_gemm_faults_refused(vkconv::Context& context, const vkconv::GemmShape& shape) {
+    std::vector<const vkconv::detail::GemmConfig*> configs;
+    for (const auto& c : vkconv::detail::impl_of(context).gemm_configs().all) configs.push_back(&c);
+    const auto shader_of = [](const vkconv::detail::GemmConfig& c) { return c.shader(); };
+    const std::string broken = configs.back()->shader();
+    for (Kind kind : {Kind::Scramble, Kind::Skip}) {
+        INFO("gemm, " << broken << " " << vkt::name_of(kind));
+        const vkt::PlantedFault fault(context, broken, kind);
+        check_broken_refused(vkconv::tune_gemm(context, shape, 1), configs, shader_of, broken);
+    }
+}
+
+// The same for implicit GEMM's candidates for `pass` of `p`.
+void check_implicit_faults_refused(vkconv::Context& context, const vkconv::ConvProblem& p, vkconv::Pass pass) {
+    auto& impl = vkconv::detail::impl_of(context);
+    std::vector<const vkconv::detail::GemmConfig*> candidates;
+    for (const auto& c : impl.gemm_configs().all)
+        if (vkconv::detail::implicit_candidate(impl, pass, c, p)) candidates.push_back(&c);
+    REQUIRE_FALSE(candidates.empty());
+    const auto shader_of = [&](const vkconv::detail::GemmConfig& c) { return vkconv::detail::implicit_shader(impl, c); };
+    const std::string broken = shader_of(*candidates.back());
+    for (Kind kind : {Kind::Scramble, Kind::Skip}) {
+        INFO("implicit-gemm " << vkconv::to_string(pass) << ", " << broken << " " << vkt::name_of(kind));
+        const vkt::PlantedFault fault(context, broken, kind);
+        check_broken_refused(vkconv::tune_implicit_gemm(context, p, pass, 1), candidates, shader_of, broken);
+    }
+}
+
+
 }  // namespace
 
-TEST_CASE("tune checks and times every GEMM configuration, and the stored winner is the one that runs", "[tune][gpu]") {
+TEST_CASE("tune checks and times every GEMM configuration, refuses a wrong one, and the stored winner is the one "
+          "that runs",
+          "[tune][gpu]") {
     vkt::TempDir dir("vkconv tuning");
     const auto file = dir.path / "winners.tuning";
     std::vector<std::string> warnings;
@@ -77,6 +140,8 @@ TEST_CASE("tune checks and times every GEMM configuration, and the stored winner
         CHECK(gemm_runs(*context, shape) == result.best);
         vkconv::save_tuning(*context);
         stored = result.best;
+        // After the file is saved (the winners these runs store are not kept).
+        check_gemm_faults_refused(*context, shape);
     }
     // The next context reads the winner back; then a stored choice other than the GEMM's own runs.
     const std::string text = read_text(file);
@@ -143,7 +208,8 @@ TEST_CASE("a corrupt, foreign or outdated tuning file is ignored with a warning"
     }
 }
 
-TEST_CASE("tune checks implicit GEMM's configurations on every pass and keeps the winner", "[tune][gpu]") {
+TEST_CASE("tune checks implicit GEMM's configurations on every pass, refuses a wrong one, and keeps the winner",
+          "[tune][gpu]") {
     vkt::TempDir dir("vkconv tuning");
     const auto file = dir.path / "winners.tuning";
     std::vector<std::string> warnings;
@@ -176,6 +242,8 @@ TEST_CASE("tune checks implicit GEMM's configurations on every pass and keeps th
     CHECK(vkconv::tuned_entries(*context) == 7);
     vkconv::save_tuning(*context);
     CHECK(read_text(file).find("implicit backward-filter ") != std::string::npos);
+    for (vkconv::Pass pass : {vkconv::Pass::Forward, vkconv::Pass::BackwardData, vkconv::Pass::BackwardFilter})
+        check_implicit_faults_refused(*context, p, pass);
 }
 
 TEST_CASE("tune refuses bad arguments, and saving needs a tuning file", "[tune][gpu]") {

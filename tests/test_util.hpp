@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -105,24 +106,50 @@ inline bool all_written(const std::vector<float>& values) {
     return std::none_of(values.begin(), values.end(), [](float v) { return std::isnan(v); });
 }
 
-// A device profile (a file in `dir`) whose buffers and allocations hold `bytes`, so no binding can be larger
-// either; its other limits at the device's own or the specification's minimum. Imposed with
-// ContextOptions::device_limits or VKCONV_DEVICE_LIMITS, tensors above `bytes` are stored in pages.
-inline std::string small_buffer_profile(const TempDir& dir, uint64_t bytes = 4u << 20) {
-    const std::string path = dir.file("buffers-of-" + std::to_string(bytes) + ".json");
-    const std::string size = std::to_string(bytes);
+// The limits of a device profile a test writes (profile_with_limits): the ones a test varies; every other limit
+// at the device's own or the specification's minimum. A size of 0 leaves that field out of the profile (a device
+// that does not report it).
+struct ProfileLimits {
+    uint64_t max_buffer_size = 4u << 20;             // VkPhysicalDeviceMaintenance4Properties::maxBufferSize
+    uint64_t max_memory_allocation_size = 4u << 20;  // VkPhysicalDeviceMaintenance3Properties
+    uint32_t storage_buffers = 64;                   // maxPerStageDescriptorStorageBuffers
+    uint64_t max_storage_buffer_range = 0;           // 0: the specification's minimum, 2^27
+};
+
+// A device profile (a file in `dir`) with `limits`. Imposed with ContextOptions::device_limits or
+// VKCONV_DEVICE_LIMITS, tensors above the smaller buffer limit are stored in pages.
+inline std::string profile_with_limits(const TempDir& dir, const ProfileLimits& limits) {
+    const std::string path = dir.file("limits-" + std::to_string(limits.max_buffer_size) + "-" +
+                                      std::to_string(limits.max_memory_allocation_size) + "-" +
+                                      std::to_string(limits.storage_buffers) + "-" +
+                                      std::to_string(limits.max_storage_buffer_range) + ".json");
+    const std::string buffers = std::to_string(limits.storage_buffers);
+    std::string structures;
+    if (limits.max_memory_allocation_size)
+        structures += R"(, "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": )" +
+                      std::to_string(limits.max_memory_allocation_size) + "}";
+    if (limits.max_buffer_size)
+        structures += R"(, "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": )" +
+                      std::to_string(limits.max_buffer_size) + "}";
+    const std::string range = limits.max_storage_buffer_range
+                                  ? R"("maxStorageBufferRange": )" + std::to_string(limits.max_storage_buffer_range) + ", "
+                                  : "";
     std::ofstream(path) << R"({"capabilities": {"device": {"properties": {
-        "VkPhysicalDeviceProperties": {"deviceName": "small buffers", "limits": {
+        "VkPhysicalDeviceProperties": {"deviceName": "test limits", "limits": {
             "maxComputeSharedMemorySize": 65536, "maxComputeWorkGroupInvocations": 1024,
-            "maxComputeWorkGroupSize": [1024, 1024, 64], "maxPushConstantsSize": 256,
-            "maxPerStageDescriptorStorageBuffers": 64, "maxDescriptorSetStorageBuffers": 64,
+            "maxComputeWorkGroupSize": [1024, 1024, 64], "maxPushConstantsSize": 256, )" +
+                                range + R"("maxPerStageDescriptorStorageBuffers": )" + buffers +
+                                R"(, "maxDescriptorSetStorageBuffers": 64,
             "maxBoundDescriptorSets": 8,
-            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}},
-        "VkPhysicalDeviceMaintenance3Properties": {"maxMemoryAllocationSize": )" +
-                                size + R"(},
-        "VkPhysicalDeviceMaintenance4Properties": {"maxBufferSize": )" +
-                                size + R"(}}}}})";
+            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}})" +
+                                structures + "}}}}";
     return path;
+}
+
+// A device profile (a file in `dir`) whose buffers and allocations hold `bytes`, so no binding can be larger
+// either; its other limits at the device's own or the specification's minimum.
+inline std::string small_buffer_profile(const TempDir& dir, uint64_t bytes = 4u << 20) {
+    return profile_with_limits(dir, {.max_buffer_size = bytes, .max_memory_allocation_size = bytes});
 }
 
 }  // namespace vkt

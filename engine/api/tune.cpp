@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "context/access.hpp"
@@ -34,6 +35,33 @@ double median(std::vector<double> times) {
 detail::BufferRange range_of(const Tensor& t) {
     const detail::PoolAllocation a = detail::allocation_of(t, "tuning");
     return {a.buffer, a.offset, a.size};
+}
+
+// NaN for an output, written before each candidate's checked run: a candidate that leaves it unwritten (or
+// writes only part of it) cannot pass on what the candidate before it wrote.
+std::vector<float> poison(size_t count) {
+    return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN());
+}
+
+// The worst error over the fp32 bound of 64 sampled entries of C (the first and last included) against a
+// double-precision product of a and b; infinite where an entry is not finite.
+double sampled_gemm_error(const GemmShape& shape, const std::vector<float>& av, const std::vector<float>& bv,
+                          const std::vector<float>& cv) {
+    const uint64_t c_count = cv.size(), samples = std::min<uint64_t>(64, c_count);
+    double worst = 0;
+    for (uint64_t s = 0; s < samples; ++s) {
+        const uint64_t i = samples > 1 ? s * (c_count - 1) / (samples - 1) : 0;
+        const uint64_t batch = i / (uint64_t(shape.M) * shape.N), mn = i % (uint64_t(shape.M) * shape.N);
+        const uint64_t m = mn / shape.N, n = mn % shape.N;
+        double sum = 0, magnitude = 0;
+        for (uint64_t k = 0; k < shape.K; ++k) {
+            const double t = double(av[(batch * shape.M + m) * shape.K + k]) * bv[(batch * shape.K + k) * shape.N + n];
+            sum += t, magnitude += std::fabs(t);
+        }
+        const double bound = (double(shape.K) + 2) * std::ldexp(1.0, -24) * magnitude + 1e-30;
+        worst = std::max(worst, std::isfinite(cv[i]) ? std::fabs(cv[i] - sum) / bound : INFINITY);
+    }
+    return worst;
 }
 
 void choose(TuneResult& result) {
@@ -70,8 +98,6 @@ TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats)
     result.what = "gemm " + std::to_string(shape.M) + "x" + std::to_string(shape.N) + "x" + std::to_string(shape.K) +
                   "x" + std::to_string(shape.batches);
     result.before = detail::choose_gemm_config(impl, p).name;
-    // 64 sampled entries of C against a double-precision product (the first and last included).
-    const uint64_t samples = std::min<uint64_t>(64, c_count);
     for (const detail::GemmConfig& config : impl.gemm_configs().all) {
         TuneCandidate candidate{config.name};
         if (config.access != detail::GemmAccess::StorageBuffer && !detail::texel_views_fit(*impl.device, p)) {
@@ -80,6 +106,7 @@ TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats)
             continue;
         }
         std::vector<double> times;
+        c.upload(poison(c_count));
         for (uint32_t run = 0; run <= repeats; ++run) {  // run 0 builds the pipeline and is checked
             detail::CommandStream stream(*impl.device);
             stream.begin_timing();
@@ -88,20 +115,7 @@ TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats)
             stream.submit_and_wait();
             if (run > 0) times.push_back(stream.gpu_ms());
             if (run == 0) {
-                const auto cv = c.download();
-                double worst = 0;
-                for (uint64_t s = 0; s < samples; ++s) {
-                    const uint64_t i = samples > 1 ? s * (c_count - 1) / (samples - 1) : 0;
-                    const uint64_t batch = i / (uint64_t(shape.M) * shape.N), mn = i % (uint64_t(shape.M) * shape.N);
-                    const uint64_t m = mn / shape.N, n = mn % shape.N;
-                    double sum = 0, magnitude = 0;
-                    for (uint64_t k = 0; k < shape.K; ++k) {
-                        const double t = double(av[(batch * shape.M + m) * shape.K + k]) * bv[(batch * shape.K + k) * shape.N + n];
-                        sum += t, magnitude += std::fabs(t);
-                    }
-                    const double bound = (double(shape.K) + 2) * std::ldexp(1.0, -24) * magnitude + 1e-30;
-                    worst = std::max(worst, std::isfinite(cv[i]) ? std::fabs(cv[i] - sum) / bound : INFINITY);
-                }
+                const double worst = sampled_gemm_error(shape, av, bv, c.download());
                 if (!(worst <= 1.0)) {
                     candidate.problem = "result outside the fp32 bound (" + std::to_string(worst) + "x)";
                     break;
@@ -134,6 +148,7 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     Tensor x = Tensor::from_host(context, p.input_shape(), xv);
     Tensor w = Tensor::from_host(context, p.filter_shape(), wv);
     Tensor y = Tensor::from_host(context, p.output_shape(), yv);
+    Tensor& output = pass == Pass::Forward ? y : pass == Pass::BackwardData ? x : w;  // what the pass writes
     PassOptions options;
     options.auto_choice = AutoChoice::Heuristic;
     auto run = [&]() -> std::pair<RunStats, std::vector<float>> {
@@ -165,6 +180,7 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
         try {
             // Inputs as uploaded: each run overwrites only its own output, so every run computes from them.
             std::vector<double> times;
+            output.upload(poison(size_t(output.elements())));
             for (uint32_t r = 0; r <= repeats; ++r) {
                 auto [stats, out] = run();
                 if (r > 0) times.push_back(stats.gpu_ms);

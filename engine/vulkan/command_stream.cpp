@@ -110,6 +110,8 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
         return;
     }
     work_flops_ = work_serial_ = 0;
+    const bool faulty = device_.planted_fault.hits(pipeline.desc.shader);
+    if (faulty && device_.planted_fault.kind == PlantedFault::Kind::Skip) return;
     if (device_.dispatch_auditor) {
         DispatchAudit audit{pipeline.desc.shader, {groups_x, groups_y, groups_z}, pipeline.invocations,
                             pipeline.desc.push_constant_bytes, pipeline.shared_bytes, {}};
@@ -153,6 +155,15 @@ void CommandStream::dispatch(const Pipeline& pipeline, std::span<const Binding> 
                                pipeline.desc.push_constant_bytes, push_constants);
     vk_.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
     ++dispatches_;
+    if (faulty) scramble_writes(bindings);
+}
+
+void CommandStream::scramble_writes(std::span<const Binding> bindings) {
+    for (const Binding& binding : bindings) {
+        const BufferRange& r = binding.range;
+        const uint64_t half = r.size / 8 * 4;  // whole floats; the two halves never overlap
+        if (binding.written && half) copy({r.buffer, r.offset, half}, {r.buffer, r.offset + r.size - half, half});
+    }
 }
 
 VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format) {

@@ -97,6 +97,8 @@ private:
     void access(std::span<const Access> accesses);
     VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
     VkBufferView make_view(const BufferRange& range, VkFormat format);
+    // Device::planted_fault's Scramble: the first half of each written range copied over its last half.
+    void scramble_writes(std::span<const Binding> bindings);
 
     Device& device_;
     const DeviceFunctions& vk_;

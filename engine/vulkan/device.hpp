@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkconv/context.hpp"
@@ -36,6 +37,22 @@ struct DispatchAudit {
     uint32_t push_constant_bytes = 0;
     uint64_t shared_memory_bytes = 0;  // as the pipeline's SPIR-V declares it (0: unknown)
     std::vector<Binding> bindings;
+};
+
+// A fault a test plants in the dispatches of some shaders (Device::planted_fault), to show that a check which
+// trusts a result (find's and tune's verification) rejects a wrong one. Each is repeatable: every run of the
+// same work goes wrong the same way.
+struct PlantedFault {
+    enum class Kind {
+        Skip,      // the dispatch is not recorded: what it should write keeps what it held
+        Scramble,  // after the dispatch, the first half of each range it writes is copied over the last half
+    };
+    std::string shaders;  // a shader's name, or "prefix*" for every shader whose name starts so; empty: none
+    Kind kind = Kind::Scramble;
+    bool hits(const std::string& shader) const {
+        if (shaders.empty() || shaders.back() != '*') return shader == shaders && !shaders.empty();
+        return shader.rfind(std::string_view(shaders).substr(0, shaders.size() - 1), 0) == 0;
+    }
 };
 
 // A device's key for what vkconv keeps about it in files (measured choices, tuning winners): its name, PCI
@@ -107,6 +124,8 @@ public:
     // Tests: called for every dispatch a (non-planning) command stream records, before it is recorded, so a
     // test checks what the engine asks of the device independently of the planner that chose it.
     std::function<void(const DispatchAudit&)> dispatch_auditor;
+    // Tests: the dispatches a (non-planning) command stream records go wrong as this says.
+    PlantedFault planted_fault;
     // The limits of another device (a Vulkan Profiles model) imposed on this one: each size limit lowered
     // to the smaller of the two, each offset alignment raised to the larger, the buffer and allocation
     // sizes lowered (ContextOptions::device_limits). Planning, the pool and the tests then see only these.

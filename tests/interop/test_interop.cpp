@@ -195,6 +195,126 @@ TEST_CASE("tensors over the application's buffers: no copy, no pool memory, view
     app->destroy(buffer);  // after every tensor over it
 }
 
+namespace {
+
+// Operands laid out in one application buffer, each starting one float past a 16-byte boundary (so off every
+// vec4, whatever the device's offset alignment), with sentinel floats around them that nothing may overwrite.
+class OffVec4Operands {
+public:
+    OffVec4Operands(AppVulkan& app, vkconv::Context& context, const std::vector<vkconv::Shape>& shapes) : app_(app) {
+        VkDeviceSize at = 0;
+        for (const auto& shape : shapes) {
+            const VkDeviceSize bytes = 4 * VkDeviceSize(vkconv::shape_elements(shape));
+            places_.push_back({at + 20, bytes});  // 20 = 16 + 4: a sentinel vec4, then one float more
+            at = (at + 20 + bytes + 15) / 16 * 16;
+        }
+        end_ = at + 16;
+        buffer_ = app.make_buffer(end_, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                            VK_BUFFER_USAGE_TRANSFER_DST_BIT);
+        app.upload(buffer_, 0, std::vector<float>(size_t(end_ / 4), kSentinel));
+        for (size_t i = 0; i < shapes.size(); ++i)
+            tensors_.push_back(vkconv::wrap_buffer(context, app.range(buffer_, places_[i].first, places_[i].second),
+                                                   shapes[i]));
+    }
+    ~OffVec4Operands() {
+        tensors_.clear();  // before the buffer
+        app_.destroy(buffer_);
+    }
+    OffVec4Operands(const OffVec4Operands&) = delete;
+    OffVec4Operands& operator=(const OffVec4Operands&) = delete;
+
+    vkconv::Tensor& operator[](size_t i) { return tensors_[i]; }
+    void set(size_t i, std::span<const float> values) { app_.upload(buffer_, places_[i].first, values); }
+    std::vector<float> get(size_t i) { return app_.download(buffer_, places_[i].first, size_t(places_[i].second / 4)); }
+    // Every float outside the operands still holds the sentinel.
+    bool gaps_untouched() {
+        const auto all = app_.download(buffer_, 0, size_t(end_ / 4));
+        size_t next = 0;
+        for (const auto& [at, bytes] : places_) {
+            for (; next < at / 4; ++next)
+                if (all[next] != kSentinel) return false;
+            next = size_t((at + bytes) / 4);
+        }
+        for (; next < all.size(); ++next)
+            if (all[next] != kSentinel) return false;
+        return true;
+    }
+
+private:
+    static constexpr float kSentinel = 7.0f;
+    AppVulkan& app_;
+    AppVulkan::Buffer buffer_;
+    VkDeviceSize end_ = 0;
+    std::vector<std::pair<VkDeviceSize, VkDeviceSize>> places_;  // offset and bytes of each operand
+    std::vector<vkconv::Tensor> tensors_;
+};
+
+}  // namespace
+
+TEST_CASE("operands off a vec4 boundary with shapes in fours: every pass and algorithm falls back from its vec4 "
+          "paths",
+          "[interop]") {
+    // Channels, rows and filters in whole vec4s select the vec4 paths: in NHWC implicit GEMM's channel loads,
+    // depthwise's c4 kernels and the bias gradient's; in NCHW depthwise's vec4 rows; the GEMM's loads of the
+    // filter. Views of pool tensors start on a vec4 with such shapes, the application's buffers need not: each
+    // kernel must notice that element 0 lies mid-vec4.
+    auto app = AppVulkan::create();
+    if (!app) return;
+    auto context = external_context(*app);
+    namespace ref = vkconv::reference;
+    using vkt::absolute;
+    using vkconv::Layout;
+    const std::vector<ConvProblem> problems = {
+        vkt::problem().batch(2).channels(8).image(7, 8).filters(12).kernel(3, 3).pad(1).layout(Layout::NHWC).bias(),
+        vkt::problem().batch(2).channels(8).depthwise().image(9, 8).kernel(3, 3).pad(1).stride(2, 1)
+            .layout(Layout::NHWC).bias(),
+        // NCHW rows in whole vec4s (W and Q multiples of 4): depthwise's vec4 rows; the filter (C*R*S = 72)
+        // in whole vec4s for the GEMM's loads of it.
+        vkt::problem().batch(2).channels(8).depthwise().image(6, 8).kernel(3, 3).pad(1).bias(),
+        vkt::problem().batch(2).channels(8).image(5, 8).filters(4).kernel(3, 3).pad(1).bias(),
+    };
+    uint32_t seed = 900;
+    for (const ConvProblem& p : problems) {
+        REQUIRE((p.C % 4 == 0 && p.K % 4 == 0 && p.W % 4 == 0 && p.Q() % 4 == 0));
+        const auto x = vkt::random_values(size_t(p.input_elements()), seed++);
+        const auto w = vkt::random_values(size_t(p.filter_elements()), seed++);
+        const auto b = vkt::random_values(size_t(p.K), seed++);
+        const auto dy = vkt::random_values(size_t(p.output_elements()), seed++);
+        enum { X, W, B, DY, Y, DX, DW, DB };
+        OffVec4Operands t(*app, *context,
+                          {p.input_shape(), p.filter_shape(), p.bias_shape(), p.output_shape(), p.output_shape(),
+                           p.input_shape(), p.filter_shape(), p.bias_shape()});
+        t.set(X, x), t.set(W, w), t.set(B, b), t.set(DY, dy);
+        const int64_t positions = p.N * p.P() * p.Q();
+        auto check_db = [&](const std::string& what) {
+            vkt::check_close(t.get(DB), ref::backward_bias(p, dy), ref::backward_bias(p, absolute(dy)), positions, what);
+        };
+        for (Algorithm algorithm : vkt::algorithms_for(p)) {
+            const std::string what = p.str() + " " + vkconv::to_string(algorithm);
+            INFO(what);
+            t.set(Y, vkt::poison(p.output_elements()));
+            vkconv::forward(*context, p, t[X], t[W], &t[B], t[Y], algorithm);
+            vkt::check_close(t.get(Y), ref::forward(p, x, w, b), ref::forward(p, absolute(x), absolute(w), absolute(b)),
+                             p.channels_per_group() * p.R * p.S + 1, what + ": y");
+            t.set(DX, vkt::poison(p.input_elements()));
+            vkconv::backward_data(*context, p, t[DY], t[W], t[DX], algorithm);
+            vkt::check_close(t.get(DX), ref::backward_data(p, dy, w), ref::backward_data(p, absolute(dy), absolute(w)),
+                             p.filters_per_group() * p.R * p.S, what + ": dx");
+            t.set(DW, vkt::poison(p.filter_elements()));
+            t.set(DB, vkt::poison(p.K));
+            vkconv::backward_filter(*context, p, t[X], t[DY], t[DW], &t[DB], algorithm);
+            vkt::check_close(t.get(DW), ref::backward_filter(p, x, dy),
+                             ref::backward_filter(p, absolute(x), absolute(dy)), positions, what + ": dw");
+            check_db(what + ": db with dw");
+            CHECK(t.gaps_untouched());
+        }
+        t.set(DB, vkt::poison(p.K));
+        vkconv::backward_bias(*context, p, t[DY], t[DB]);
+        check_db(p.str() + ": backward-bias");
+        CHECK(t.gaps_untouched());
+    }
+}
+
 TEST_CASE("wrap_buffer and transfers refuse what the application's buffer cannot do, naming it", "[interop]") {
     auto app = AppVulkan::create();
     if (!app) return;

@@ -101,6 +101,55 @@ class Gradients(unittest.TestCase):
                          "nhwc", shape)
 
 
+    def test_same_padding_with_even_kernels_and_dilations(self):
+        """'same' with an even kernel, or an even dilated extent, pads an odd total: PyTorch puts the extra row and
+        column at the end. Odd totals on both axes, on one, and with dilation; every algorithm, both layouts."""
+        generator = torch.Generator().manual_seed(31)
+        shapes = [  # n, c, h, w, k, r, s, stride, padding, dilation, groups; totals dilation * (taps - 1)
+            (2, 3, 9, 8, 4, 2, 4, (1, 1), "same", (1, 1), 1),  # 1 and 3
+            (1, 4, 10, 9, 6, 4, 3, (1, 1), "same", (3, 2), 2),  # 9 and 4
+            (2, 2, 7, 11, 3, 3, 2, (1, 1), "same", (2, 5), 1),  # 4 and 5
+        ]
+        for shape in shapes:
+            for layout in ("nchw", "nhwc"):
+                for algorithm in ALGORITHMS:
+                    with self.subTest(shape=shape, layout=layout, algorithm=algorithm):
+                        self.run_problem(generator, algorithm, layout, shape)
+
+    def test_same_padding_in_every_padding_mode(self):
+        """Conv2d with padding='same', even kernels and dilation, in each padding_mode: the output and every
+        gradient against torch.nn.Conv2d in float64, within the fp32 bound. In the modes other than zeros PyTorch
+        pads the input itself (its backward adds each padded copy's gradient back: up to 3 more terms per axis)."""
+        torch.manual_seed(32)
+        for mode in ("zeros", "reflect", "replicate", "circular"):
+            for kernel, dilation in (((2, 4), (1, 1)), ((4, 2), (3, 1))):
+                with self.subTest(mode=mode, kernel=kernel, dilation=dilation):
+                    args = dict(padding="same", dilation=dilation, padding_mode=mode)
+                    reference = torch.nn.Conv2d(3, 4, kernel, **args)
+                    layer = vt.Conv2d(3, 4, kernel, **args, algorithm="implicit-gemm")
+                    layer.load_state_dict(reference.state_dict())
+                    exact = torch.nn.Conv2d(3, 4, kernel, **args).double()
+                    exact.load_state_dict(reference.state_dict())
+                    magnitude = torch.nn.Conv2d(3, 4, kernel, **args).double()
+                    magnitude.load_state_dict({k: v.abs() for k, v in reference.state_dict().items()})
+                    x = torch.rand(2, 3, 10, 9) * 2 - 1
+                    dy = torch.rand(2, 4, 10, 9) * 2 - 1
+                    results = []
+                    for module, inputs, grad in ((layer, x, dy), (reference, x, dy), (exact, x.double(), dy.double()),
+                                                 (magnitude, x.double().abs(), dy.double().abs())):
+                        leaf = inputs.clone().requires_grad_()
+                        module.zero_grad()
+                        y = module(leaf)
+                        y.backward(grad)
+                        results.append((y.detach(), leaf.grad, module.weight.grad.clone(), module.bias.grad.clone()))
+                    got, fp32, want, size = results
+                    taps = kernel[0] * kernel[1]
+                    folds = 0 if mode == "zeros" else 9
+                    lengths = (3 * taps + 1, 4 * taps + folds, 2 * 10 * 9, 2 * 10 * 9)
+                    for name, index, length in zip(("y", "dx", "dw", "db"), range(4), lengths):
+                        self.check(f"{name} {mode} {kernel} {dilation}", got[index], want[index], size[index], length,
+                                   fp32[index])
+
 class BackwardPaths(unittest.TestCase):
     """Each subset of gradients autograd can ask for runs its own passes: dx alone (frozen weights), dw and db
     without dx (an input that needs no gradient), db alone; a retained graph runs backward twice."""

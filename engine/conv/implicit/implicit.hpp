@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "vkconv/conv.hpp"
 
@@ -20,6 +21,8 @@ struct GemmConfig;
 // views); everything else the shared-memory kernel with its single-buffered storage-buffer configurations.
 // `vkconv tune` times exactly these.
 bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& config, const ConvProblem& problem);
+// The shader implicit GEMM runs with `config` on this context's device.
+std::string implicit_shader(const ContextImpl& context, const GemmConfig& config);
 
 struct ImplicitPlan {
     uint32_t config = 0;      // index into the device's GEMM configurations (a shared-memory, storage-buffer one)

@@ -108,12 +108,6 @@ bool four_bindings(const ContextImpl& context) {
     return context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
 }
 
-std::string shader_of(const ContextImpl& context, const GemmConfig& c) {
-    if (c.kernel == GemmKernel::Registers)
-        return c.access == GemmAccess::UniformTexel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
-    return std::string(four_bindings(context) ? "implicit_gemm_4_t" : "implicit_gemm_t") + std::to_string(c.tm) + "x" +
-           std::to_string(c.tn);
-}
 
 // The CPU-device kernel binds 7 storage buffers; a device that allows fewer runs the shared kernel.
 bool registers_kernel(ContextImpl& context, Pass pass) {
@@ -357,7 +351,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     spec.set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
     const bool four = four_bindings(context);
     PipelineDesc desc;
-    desc.shader = shader_of(context, config);
+    desc.shader = implicit_shader(context, config);
     desc.bindings.assign(four ? 4 : 6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(ImplicitPush);
     desc.specialization = spec.values();
@@ -396,6 +390,13 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
 }
 
 }  // namespace
+
+std::string implicit_shader(const ContextImpl& context, const GemmConfig& c) {
+    if (c.kernel == GemmKernel::Registers)
+        return c.access == GemmAccess::UniformTexel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
+    return std::string(four_bindings(context) ? "implicit_gemm_4_t" : "implicit_gemm_t") + std::to_string(c.tm) + "x" +
+           std::to_string(c.tn);
+}
 
 bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c, const ConvProblem& problem) {
     if (registers_kernel(context, pass))
