@@ -342,6 +342,35 @@ TEST_CASE("imposed buffer limits, either way round: tensors paged at the smaller
     }
 }
 
+TEST_CASE("offset alignments, either way round: the pool and every binding on the larger", "[limits][gpu]") {
+    vkt::TempDir dir("vkconv-alignments");
+    uint32_t seed = 94000;
+    for (const auto& [storage, texel] : {std::pair{64u, 256u}, std::pair{256u, 64u}}) {
+        INFO("minStorageBufferOffsetAlignment " << storage << ", minTexelBufferOffsetAlignment " << texel);
+        auto context = context_with_limits(
+            vkt::profile_with_limits(dir, {.storage_alignment = storage, .texel_alignment = texel}));
+        if (!context) return;
+        CHECK(context->pool_stats().alignment == 256);
+        LimitAuditor auditor(*context);
+        // Bindings of 8 KiB: chunks of one image and bands of rows, whose windows start inside the tensors and
+        // the lowered matrices (texel views for the GEMM and depthwise where they fit, storage buffers else).
+        vkconv::PassOptions options;
+        options.max_binding_bytes = 8192;
+        const auto dense = vkt::problem().batch(3).channels(5).image(14, 11).filters(6).kernel(3, 3).pad(1).bias();
+        const auto depthwise = vkt::problem().batch(3).channels(6).depthwise(2).image(14, 11).kernel(3, 3).pad(1).bias();
+        for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise}) {
+            const vkconv::ConvProblem p = algorithm == Algorithm::Depthwise ? depthwise : dense;
+            INFO(vkconv::to_string(algorithm) << " " << p.str());
+            CHECK(vkt::check_forward(*context, p, algorithm, seed += 3, options).chunks > 1);
+            vkt::BackwardCheck check(*context, p, seed += 3);
+            check.data(algorithm, options);
+            check.filter(algorithm, options);
+        }
+        CHECK(auditor.dispatches() > 0);
+        for (const auto& breach : auditor.breaches()) FAIL_CHECK(breach);
+    }
+}
+
 TEST_CASE("an imposed profile's device-local heap caps what the pool may hold", "[limits][gpu]") {
     vkt::TempDir dir("vkconv-limits");
     const std::string path = dir.file("small-heap.json");

@@ -114,6 +114,8 @@ struct ProfileLimits {
     uint64_t max_memory_allocation_size = 4u << 20;  // VkPhysicalDeviceMaintenance3Properties
     uint32_t storage_buffers = 64;                   // maxPerStageDescriptorStorageBuffers
     uint64_t max_storage_buffer_range = 0;           // 0: the specification's minimum, 2^27
+    uint32_t storage_alignment = 16;                 // minStorageBufferOffsetAlignment
+    uint32_t texel_alignment = 16;                   // minTexelBufferOffsetAlignment
 };
 
 // A device profile (a file in `dir`) with `limits`. Imposed with ContextOptions::device_limits or
@@ -122,7 +124,9 @@ inline std::string profile_with_limits(const TempDir& dir, const ProfileLimits& 
     const std::string path = dir.file("limits-" + std::to_string(limits.max_buffer_size) + "-" +
                                       std::to_string(limits.max_memory_allocation_size) + "-" +
                                       std::to_string(limits.storage_buffers) + "-" +
-                                      std::to_string(limits.max_storage_buffer_range) + ".json");
+                                      std::to_string(limits.max_storage_buffer_range) + "-" +
+                                      std::to_string(limits.storage_alignment) + "-" +
+                                      std::to_string(limits.texel_alignment) + ".json");
     const std::string buffers = std::to_string(limits.storage_buffers);
     std::string structures;
     if (limits.max_memory_allocation_size)
@@ -141,7 +145,9 @@ inline std::string profile_with_limits(const TempDir& dir, const ProfileLimits& 
                                 range + R"("maxPerStageDescriptorStorageBuffers": )" + buffers +
                                 R"(, "maxDescriptorSetStorageBuffers": 64,
             "maxBoundDescriptorSets": 8,
-            "minStorageBufferOffsetAlignment": 16, "minTexelBufferOffsetAlignment": 16}})" +
+            "minStorageBufferOffsetAlignment": )" +
+                                std::to_string(limits.storage_alignment) + R"(, "minTexelBufferOffsetAlignment": )" +
+                                std::to_string(limits.texel_alignment) + R"(}})" +
                                 structures + "}}}}";
     return path;
 }
