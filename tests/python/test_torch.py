@@ -1,7 +1,8 @@
 """vkconv.torch against PyTorch's own convolution: outputs and the gradients autograd gives (dx, dw, db) on
 random odd problems with groups, strides, padding and dilation, for every algorithm and both layouts, at
-the fp32 summation bound; Conv2d as a drop-in for torch.nn.Conv2d (arguments, state_dict both ways,
-padding modes, unbatched input); determinism; bad input refused.
+the fp32 summation bound; padding="same" with even kernels and dilations (the odd pad at the end, as PyTorch
+puts it) in every algorithm, layout and padding mode; Conv2d as a drop-in for torch.nn.Conv2d (arguments,
+state_dict both ways, padding modes, unbatched input); determinism; bad input refused.
 Run: PYTHONPATH=<build>/python python3 -m unittest tests/python/test_torch.py"""
 
 import math
