@@ -217,7 +217,7 @@ TEST_CASE("every pass and algorithm in both layouts on every odd case within eac
     for (const auto& profile : profiles) run_odd_table(profile, seed += 1000, true);
 }
 
-TEST_CASE("a tensor above the largest buffer is stored in pages; one row above it is refused before any allocation",
+TEST_CASE("a tensor above the largest buffer is stored in pages, and one whose row is above it is refused before any allocation",
           "[limits][gpu]") {
     vkt::TempDir dir("vkconv-limits");
     auto context = context_with_limits(small_buffer_profile(dir));
