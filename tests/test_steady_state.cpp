@@ -87,9 +87,9 @@ struct Output {
 };
 
 // Runs `pass` three times on the same tensors, with every output poisoned before each run: blocking, blocking
-// again, then recorded. Every run must write every output again (a rerun that returned early, or reused a stale
-// recording, would leave NaN), the first within the fp32 bound of the reference, the others the same bits.
-void check_reruns(vkconv::Context& context, const std::string& what, std::vector<Output> outputs,
+// again, then recorded. Every run must write every output again (a rerun that returned early would leave NaN),
+// the first within the fp32 bound of the reference, the others the same bits.
+void check_reruns(vkconv::Context& context, const std::string& what, const std::vector<Output>& outputs,
                   const std::function<void(vkconv::Recording*)>& pass) {
     std::vector<std::vector<float>> first;
     for (int run = 0; run < 3; ++run) {

@@ -121,7 +121,6 @@ void check_implicit_faults_refused(vkconv::Context& context, const vkconv::ConvP
     }
 }
 
-
 }  // namespace
 
 TEST_CASE("tune checks and times every GEMM configuration, refuses a wrong one, and the stored winner is the one "

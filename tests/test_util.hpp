@@ -108,10 +108,10 @@ inline bool all_written(const std::vector<float>& values) {
 
 // The limits of a device profile a test writes (profile_with_limits): the ones a test varies; every other limit
 // at the device's own or the specification's minimum. A size of 0 leaves that field out of the profile (a device
-// that does not report it).
+// that does not report it: both left out, the specification's minimum of 1 GiB).
 struct ProfileLimits {
-    uint64_t max_buffer_size = 4u << 20;             // VkPhysicalDeviceMaintenance4Properties::maxBufferSize
-    uint64_t max_memory_allocation_size = 4u << 20;  // VkPhysicalDeviceMaintenance3Properties
+    uint64_t max_buffer_size = 0;             // VkPhysicalDeviceMaintenance4Properties::maxBufferSize
+    uint64_t max_memory_allocation_size = 0;  // VkPhysicalDeviceMaintenance3Properties
     uint32_t storage_buffers = 64;                   // maxPerStageDescriptorStorageBuffers
     uint64_t max_storage_buffer_range = 0;           // 0: the specification's minimum, 2^27
     uint32_t storage_alignment = 16;                 // minStorageBufferOffsetAlignment

@@ -41,7 +41,8 @@ struct DispatchAudit {
 
 // A fault a test plants in the dispatches of some shaders (Device::planted_fault), to show that a check which
 // trusts a result (find's and tune's verification) rejects a wrong one. Each is repeatable: every run of the
-// same work goes wrong the same way.
+// same work goes wrong the same way. Set only while no call runs on the device (it is read unlocked at every
+// dispatch); Scramble copies within the written buffers, so they must allow transfers (pool buffers do).
 struct PlantedFault {
     enum class Kind {
         Skip,      // the dispatch is not recorded: what it should write keeps what it held

@@ -1,7 +1,7 @@
 """vkconv.torch against PyTorch's own convolution: outputs and the gradients autograd gives (dx, dw, db) on
 random odd problems with groups, strides, padding and dilation, for every algorithm and both layouts, at
 the fp32 summation bound; padding="same" with even kernels and dilations (the odd pad at the end, as PyTorch
-puts it) in every algorithm, layout and padding mode; Conv2d as a drop-in for torch.nn.Conv2d (arguments,
+puts it) in every algorithm and layout, and through Conv2d in every padding mode; Conv2d as a drop-in for torch.nn.Conv2d (arguments,
 state_dict both ways, padding modes, unbatched input); determinism; bad input refused.
 Run: PYTHONPATH=<build>/python python3 -m unittest tests/python/test_torch.py"""
 
@@ -101,7 +101,6 @@ class Gradients(unittest.TestCase):
         self.run_problem(generator, {"forward": "mec", "backward_data": "direct", "backward_filter": "implicit-gemm"},
                          "nhwc", shape)
 
-
     def test_same_padding_with_even_kernels_and_dilations(self):
         """'same' with an even kernel, or an even dilated extent, pads an odd total: PyTorch puts the extra row and
         column at the end. Odd totals on both axes, on one, and with dilation; every algorithm, both layouts."""
@@ -120,7 +119,7 @@ class Gradients(unittest.TestCase):
     def test_same_padding_in_every_padding_mode(self):
         """Conv2d with padding='same', even kernels and dilation, in each padding_mode: the output and every
         gradient against torch.nn.Conv2d in float64, within the fp32 bound. In the modes other than zeros PyTorch
-        pads the input itself (its backward adds each padded copy's gradient back: up to 3 more terms per axis)."""
+        pads the input itself (its backward adds each padded copy's gradient back into dx)."""
         torch.manual_seed(32)
         for mode in ("zeros", "reflect", "replicate", "circular"):
             for kernel, dilation in (((2, 4), (1, 1)), ((4, 2), (3, 1))):
@@ -145,11 +144,21 @@ class Gradients(unittest.TestCase):
                         results.append((y.detach(), leaf.grad, module.weight.grad.clone(), module.bias.grad.clone()))
                     got, fp32, want, size = results
                     taps = kernel[0] * kernel[1]
-                    folds = 0 if mode == "zeros" else 9
-                    lengths = (3 * taps + 1, 4 * taps + folds, 2 * 10 * 9, 2 * 10 * 9)
+                    # dx of an input element adds the gradients of all its padded copies: at most this many
+                    # more terms than one copy's K*R*S.
+                    copies = 1
+                    for extent, step in zip(kernel, dilation):
+                        total = step * (extent - 1)
+                        begin, end = total // 2, total - total // 2
+                        if mode == "replicate":
+                            copies *= 1 + max(begin, end)
+                        elif mode != "zeros":  # reflect, circular: one copy more per padded side (pad < size)
+                            copies *= 1 + (begin > 0) + (end > 0)
+                    lengths = (3 * taps + 1, 4 * taps + copies - 1, 2 * 10 * 9, 2 * 10 * 9)
                     for name, index, length in zip(("y", "dx", "dw", "db"), range(4), lengths):
                         self.check(f"{name} {mode} {kernel} {dilation}", got[index], want[index], size[index], length,
                                    fp32[index])
+
 
 class BackwardPaths(unittest.TestCase):
     """Each subset of gradients autograd can ask for runs its own passes: dx alone (frozen weights), dw and db

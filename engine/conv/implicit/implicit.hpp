@@ -21,7 +21,9 @@ struct GemmConfig;
 // views); everything else the shared-memory kernel with its single-buffered storage-buffer configurations.
 // `vkconv tune` times exactly these.
 bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& config, const ConvProblem& problem);
-// The shader implicit GEMM runs with `config` on this context's device.
+// The shader implicit GEMM runs with `config` on this context's device (the register kernel's texel build
+// gives way to its storage-buffer one where an operand is an application's buffer, which it never reads
+// through texel views).
 std::string implicit_shader(const ContextImpl& context, const GemmConfig& config);
 
 struct ImplicitPlan {

@@ -108,7 +108,6 @@ bool four_bindings(const ContextImpl& context) {
     return context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
 }
 
-
 // The CPU-device kernel binds 7 storage buffers; a device that allows fewer runs the shared kernel.
 bool registers_kernel(ContextImpl& context, Pass pass) {
     return pass != Pass::BackwardData && context.device->info().type == "CPU" &&
