@@ -82,6 +82,9 @@ class Gradients(unittest.TestCase):
             w = dilation[1] * (s - 1) + 1 + int(torch.randint(0, 6, (1,), generator=generator))
             n = int(torch.randint(1, 4, (1,), generator=generator))
             shapes.append((n, c, h, w, k, r, s, stride, padding, dilation, groups))
+        self.run_every_algorithm_and_layout(generator, shapes)
+
+    def run_every_algorithm_and_layout(self, generator, shapes):
         for shape in shapes:
             for layout in ("nchw", "nhwc"):
                 for algorithm in ALGORITHMS:
@@ -110,11 +113,7 @@ class Gradients(unittest.TestCase):
             (1, 4, 10, 9, 6, 4, 3, (1, 1), "same", (3, 2), 2),  # 9 and 4
             (2, 2, 7, 11, 3, 3, 2, (1, 1), "same", (2, 5), 1),  # 4 and 5
         ]
-        for shape in shapes:
-            for layout in ("nchw", "nhwc"):
-                for algorithm in ALGORITHMS:
-                    with self.subTest(shape=shape, layout=layout, algorithm=algorithm):
-                        self.run_problem(generator, algorithm, layout, shape)
+        self.run_every_algorithm_and_layout(generator, shapes)
 
     def test_same_padding_in_every_padding_mode(self):
         """Conv2d with padding='same', even kernels and dilation, in each padding_mode: the output and every

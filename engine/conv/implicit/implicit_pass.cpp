@@ -108,6 +108,11 @@ bool four_bindings(const ContextImpl& context) {
     return context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
 }
 
+// The register kernel's build: reading x and the filter through uniform texel views, or storage buffers.
+const char* registers_shader(bool texel) {
+    return texel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
+}
+
 // The CPU-device kernel binds 7 storage buffers; a device that allows fewer runs the shared kernel.
 bool registers_kernel(ContextImpl& context, Pass pass) {
     return pass != Pass::BackwardData && context.device->info().type == "CPU" &&
@@ -294,7 +299,7 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
                           (p.Q() - 1) * p.stride_w + (p.S - 1) * p.dilation_w < p.W;
     spec.set(Id::X_VEC4, x_vec4).set(Id::DY_VEC4, dy_vec4).set(Id::UNPADDED, unpadded);
     PipelineDesc desc;
-    desc.shader = texel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
+    desc.shader = registers_shader(texel);
     desc.bindings.assign(7, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     if (texel)
         desc.bindings[0] = desc.bindings[1] = desc.bindings[5] = desc.bindings[6] =
@@ -391,8 +396,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
 }  // namespace
 
 std::string implicit_shader(const ContextImpl& context, const GemmConfig& c) {
-    if (c.kernel == GemmKernel::Registers)
-        return c.access == GemmAccess::UniformTexel ? "implicit_gemm_registers_utexel" : "implicit_gemm_registers";
+    if (c.kernel == GemmKernel::Registers) return registers_shader(c.access == GemmAccess::UniformTexel);
     return std::string(four_bindings(context) ? "implicit_gemm_4_t" : "implicit_gemm_t") + std::to_string(c.tm) + "x" +
            std::to_string(c.tn);
 }
