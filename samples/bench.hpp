@@ -18,6 +18,7 @@ struct BenchArgs {
     bool gemm_only = false, layers_only = false, backward = false;
     bool all_configs = false;
     bool overhead = false;                 // only the host overhead of blocking calls
+    bool first_call = false;               // only the first calls of this process (context included)
     std::vector<std::string> gemm_shapes;  // only these GEMM shapes, by name ("1024^3"); empty: all
     std::string json_file;
     std::string device;
@@ -47,5 +48,11 @@ inline std::string mib(uint64_t bytes) {
 // Times backward-data and backward-filter (with the bias gradient) of the chosen layers, each result
 // checked on sampled entries against exact double-precision values first.
 void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows);
+
+// Times the context's creation from `options` and the first and second forward, backward-data and
+// backward-filter with Algorithm::Auto on one layer (the first of --layer, else resnet_3x3_56). Returns the
+// device's summary.
+std::string bench_first_call(const vkconv::ContextOptions& options, const BenchArgs& args,
+                             std::vector<std::string>& rows);
 
 }  // namespace vkconv_cli

@@ -9,6 +9,7 @@ namespace vkconv_cli {
 CliApp::CliApp() : app_("vkconv: 2-D convolution on any Vulkan device (MEC / im2col / direct), memory-aware") {
     // 0..1 rather than exactly 1, so an unknown word is reported as such rather than as a missing subcommand.
     app_.require_subcommand(0, 1);
+    app_.set_version_flag("--version", "vkconv " VKCONV_VERSION);
     auto add = [&](Action (*make)(CLI::App&)) {
         const size_t before = app_.get_subcommands({}).size();
         auto action = make(app_);
@@ -33,6 +34,8 @@ std::variant<Action, int> CliApp::parse(int argc, const char* const* argv, std::
     } catch (const CLI::CallForHelp& e) {
         return app_.exit(e, out, err);
     } catch (const CLI::CallForAllHelp& e) {
+        return app_.exit(e, out, err);
+    } catch (const CLI::CallForVersion& e) {
         return app_.exit(e, out, err);
     } catch (const CLI::ParseError& e) {
         app_.exit(e, out, err);

@@ -22,7 +22,7 @@ namespace vkconv_cli {
 namespace {
 
 struct GemmShape {
-    const char* name;
+    std::string name;
     int64_t M, N, K;
 };
 
@@ -37,22 +37,31 @@ const GemmShape kGemmShapes[] = {{"256^3", 256, 256, 256},
                                  {"conv 12100x96x363", 12100, 96, 363},
                                  {"conv 49x512x4608", 49, 512, 4608}};
 
+// --gemm-shape: a name of kGemmShapes, or any M,N,K.
+GemmShape gemm_shape(const std::string& text) {
+    for (const auto& shape : kGemmShapes)
+        if (text == shape.name) return shape;
+    long long m = 0, n = 0, k = 0;
+    char extra = 0;
+    if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &m, &n, &k, &extra) == 3 && m > 0 && n > 0 && k > 0)
+        return {std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k), m, n, k};
+    throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                        "unknown GEMM shape '" + text +
+                            "' (expected M,N,K or one of 256^3, 512^3, 1024^3, 2048^3, 4096^3, "
+                            "'conv 3136x64x576', 'conv 12100x96x363', 'conv 49x512x4608')");
+}
+
 void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std::string>& json_rows) {
-    for (const std::string& name : args.gemm_shapes)
-        if (std::none_of(std::begin(kGemmShapes), std::end(kGemmShapes),
-                         [&](const GemmShape& s) { return name == s.name; }))
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
-                                "unknown GEMM shape '" + name +
-                                    "' (expected 256^3, 512^3, 1024^3, 2048^3, 4096^3, "
-                                    "'conv 3136x64x576', 'conv 12100x96x363' or 'conv 49x512x4608')");
+    std::vector<GemmShape> shapes(std::begin(kGemmShapes), std::end(kGemmShapes));
+    if (!args.gemm_shapes.empty()) {
+        shapes.clear();
+        for (const std::string& text : args.gemm_shapes) shapes.push_back(gemm_shape(text));
+    }
     std::printf("\nGEMM (C = A*B, fp32, A and B row-major)\n%-20s %-36s %10s %10s\n", "shape", "configuration",
                 "gpu ms", "GFLOP/s");
     std::vector<std::string> configs{""};
     if (args.all_configs) configs = vkconv::gemm_configurations(context);
-    for (const auto& shape : kGemmShapes) {
-        if (!args.gemm_shapes.empty() &&
-            std::find(args.gemm_shapes.begin(), args.gemm_shapes.end(), shape.name) == args.gemm_shapes.end())
-            continue;
+    for (const auto& shape : shapes) {
         const auto av = random_values(shape.M * shape.K, 1), bv = random_values(shape.K * shape.N, 2);
         auto a = vkconv::Tensor::from_host(context, {shape.M, shape.K}, av);
         auto b = vkconv::Tensor::from_host(context, {shape.K, shape.N}, bv);
@@ -72,7 +81,7 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
                 }
                 if (!(std::fabs(result[m * shape.N + n] - sum) <= (shape.K + 2) * std::ldexp(1.0, -24) * mag))
                     throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
-                                        std::string("GEMM ") + shape.name + " with " + stats.configuration +
+                                        "GEMM " + shape.name + " with " + stats.configuration +
                                             " gave a wrong result at (" + std::to_string(m) + ", " + std::to_string(n) +
                                             ")");
             }
@@ -80,7 +89,7 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
             for (int r = 0; r < args.repeat; ++r) times.push_back(vkconv::gemm(context, a, b, c, options).gpu_ms);
             const double ms = median(times);
             const double gflops = 2.0 * shape.M * shape.N * shape.K / (ms * 1e6);
-            std::printf("%-20s %-36s %10.3f %10.2f\n", shape.name, stats.configuration.c_str(), ms, gflops);
+            std::printf("%-20s %-36s %10.3f %10.2f\n", shape.name.c_str(), stats.configuration.c_str(), ms, gflops);
             std::fflush(stdout);
             JsonObject row;
             row.add("kind", "gemm").add("shape", shape.name).add("M", shape.M).add("N", shape.N).add("K", shape.K);
@@ -310,15 +319,40 @@ void bench_overhead(vkconv::Context& context, std::vector<std::string>& json_row
     }
 }
 
+void write_bench_json(const std::string& path, const std::string& device, int repeat,
+                      const std::vector<std::string>& rows) {
+    JsonObject doc;
+    doc.add("device", device).add("repeat", static_cast<int64_t>(repeat));
+    std::string list = "[";
+    for (size_t i = 0; i < rows.size(); ++i) list += (i ? ",\n  " : "\n  ") + rows[i];
+    doc.add_raw("results", list + "\n]");
+    const std::string text = doc.str() + "\n";
+    const std::string tmp = path + ".tmp";
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json '" + path + "'");
+    }
+}
+
 int run_bench(const BenchArgs& args) {
     if (!args.json_file.empty()) check_writable(args.json_file, "--json");
     if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
     for (const auto& name : args.algorithms) vkconv::parse_algorithm(name);
+    for (const auto& text : args.gemm_shapes) gemm_shape(text);
     const auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     check_layer_names(layers, args.only, "built-in layers.csv");
 
     vkconv::ContextOptions options;
     options.device = args.device;
+    std::vector<std::string> rows;
+    if (args.first_call) {  // the context is part of what it measures
+        const std::string device = bench_first_call(options, args, rows);
+        if (!args.json_file.empty()) write_bench_json(args.json_file, device, 1, rows);
+        return kSuccess;
+    }
     vkconv::Context context(options);
     std::printf("device: %s\n", context.device().summary().c_str());
     std::optional<vkconv::Context> paged;
@@ -328,7 +362,6 @@ int run_bench(const BenchArgs& args) {
         paged.emplace(paged_options);
         std::printf("paged: buffers of at most %llu bytes\n", static_cast<unsigned long long>(args.paged_bytes));
     }
-    std::vector<std::string> rows;
     if (args.overhead) {
         bench_overhead(context, rows);
     } else {
@@ -336,22 +369,7 @@ int run_bench(const BenchArgs& args) {
         if (!args.gemm_only) bench_layers(context, paged ? &*paged : nullptr, args, rows);
         if (args.backward) bench_backward(context, args, rows);
     }
-    if (!args.json_file.empty()) {
-        JsonObject doc;
-        doc.add("device", context.device().summary()).add("repeat", static_cast<int64_t>(args.repeat));
-        std::string list = "[";
-        for (size_t i = 0; i < rows.size(); ++i) list += (i ? ",\n  " : "\n  ") + rows[i];
-        doc.add_raw("results", list + "\n]");
-        const std::string text = doc.str() + "\n";
-        const std::string tmp = args.json_file + ".tmp";
-        std::ofstream out(tmp, std::ios::binary);
-        out << text;
-        out.close();
-        if (!out || std::rename(tmp.c_str(), args.json_file.c_str()) != 0) {
-            std::remove(tmp.c_str());
-            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --json '" + args.json_file + "'");
-        }
-    }
+    if (!args.json_file.empty()) write_bench_json(args.json_file, context.device().summary(), args.repeat, rows);
     return kSuccess;
 }
 
@@ -372,7 +390,10 @@ Action add_bench_command(CLI::App& root) {
     command->add_flag("--backward", args->backward, "also time backward-data and backward-filter per layer");
     command->add_flag("--all-configs", args->all_configs, "time every GEMM tile configuration of the device");
     command->add_flag("--overhead", args->overhead, "only the host overhead of blocking calls (wall - GPU time)");
-    command->add_option("--gemm-shape", args->gemm_shapes, "only these GEMM shapes, by name (repeatable, e.g. 1024^3)");
+    command->add_flag("--first-call", args->first_call,
+                      "only the first calls of this process: the context, then forward, backward-data and "
+                      "backward-filter with algorithm auto (or the one --algo) on one layer (--layer, default resnet_3x3_56)");
+    command->add_option("--gemm-shape", args->gemm_shapes, "only these GEMM shapes: a name (e.g. 1024^3) or M,N,K (repeatable)");
     command->add_option("--paged", args->paged_bytes,
                         "also run each layer in a context whose buffers hold at most BYTES (tensors above it in "
                         "pages), timed in turn with the one-buffer runs")

@@ -1,18 +1,26 @@
 #!/usr/bin/env python3
-"""Times the layers of samples/layers.csv and the GEMM shapes of `vkconv bench` with PyTorch (cuDNN and
-cuBLAS) in fp32 with TF32 off, for a side-by-side with `vkconv bench` on the same NVIDIA machine.
+"""Times the layers of samples/layers.csv and GEMM shapes with PyTorch (cuDNN and cuBLAS) in fp32 with
+TF32 off, for a side-by-side with `vkconv bench` on the same NVIDIA machine.
 
-Usage: python3 samples/cudnn_layers.py [--batch N] [--repeat R] [--layout nchw|nhwc|both] [--json FILE] [layers.csv]
+Usage: python3 samples/cudnn_layers.py [--batch N] [--repeat R] [--layout nchw|nhwc|both] [--layer NAME ...]
+                                       [--gemm M,N,K ...] [--no-gemm] [--json FILE] [layers.csv]
 Every layer in forward, backward-data (torch.nn.grad.conv2d_input) and backward-filter
 (torch.nn.grad.conv2d_weight), in NCHW and in NHWC (channels_last memory format, which cuDNN runs as NHWC).
 Medians of CUDA-event timings after warm-up; cudnn.benchmark picks the fastest cuDNN algorithm per pass.
+The JSON file is rewritten after every GEMM and layer, so a run stopped early leaves what it measured.
 """
 import argparse
 import csv
 import json
+import os
 import statistics
 
 import torch
+
+DEFAULT_GEMMS = [("256^3", 256, 256, 256), ("512^3", 512, 512, 512), ("1024^3", 1024, 1024, 1024),
+                 ("2048^3", 2048, 2048, 2048), ("4096^3", 4096, 4096, 4096),
+                 ("conv 3136x64x576", 3136, 64, 576), ("conv 12100x96x363", 12100, 96, 363),
+                 ("conv 49x512x4608", 49, 512, 4608)]
 
 
 def timed(fn, repeat):
@@ -30,58 +38,114 @@ def timed(fn, repeat):
     return statistics.median(times)
 
 
+def gemm_shapes(texts):
+    if not texts:
+        return DEFAULT_GEMMS
+    shapes = []
+    for text in texts:
+        named = [s for s in DEFAULT_GEMMS if s[0] == text]
+        if named:
+            shapes += named
+            continue
+        m, n, k = (int(v) for v in text.split(","))
+        shapes.append((f"{m}x{n}x{k}", m, n, k))
+    return shapes
+
+
+def time_gemms(args, save):
+    print("\nGEMM (torch.matmul, fp32, TF32 off)")
+    for name, m, n, k in gemm_shapes(args.gemm):
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(k, n, device="cuda")
+        ms = timed(lambda: a @ b, args.repeat)
+        gflops = 2.0 * m * n * k / ms / 1e6
+        print(f"{name:20s} {ms:10.4f} ms {gflops:10.1f} GFLOP/s")
+        save({"kind": "gemm", "shape": name, "M": m, "N": n, "K": k, "ms": ms, "gflops": gflops})
+        del a, b
+
+
+def read_layers(path, only):
+    rows = list(csv.reader(line for line in open(path) if line.strip() and not line.startswith("#")))
+    names = [row[0] for row in rows]
+    unknown = [name for name in only if name not in names]
+    if unknown:
+        raise SystemExit(f"cudnn_layers.py: --layer {', '.join(unknown)}: not in {path}")
+    return [row for row in rows if not only or row[0] in only]
+
+
+def pad_pair(text):
+    """A pad column: one pad for both sides, or BEGIN:END (torch pads both sides alike: BEGIN:END is run
+    as max(BEGIN, END), the same output size only when they are equal)."""
+    parts = [int(v) for v in text.split(":")]
+    return parts[0] if len(parts) == 1 else None
+
+
+def time_layer(row, layout, args):
+    name = row[0]
+    n, c, h, w, k, r, s, sh, sw = map(int, row[1:10])
+    ph, pw = pad_pair(row[10]), pad_pair(row[11])
+    dh, dw, g = map(int, row[12:15])
+    if ph is None or pw is None:
+        return {"layer": name, "layout": layout, "error": "asymmetric padding: torch conv2d has no such padding"}
+    if args.batch:
+        n = args.batch
+    memory_format = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    x = torch.randn(n, c, h, w, device="cuda").to(memory_format=memory_format)
+    weight = torch.randn(k, c // g, r, s, device="cuda").to(memory_format=memory_format)
+    geometry = dict(stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw), groups=g)
+    y = torch.nn.functional.conv2d(x, weight, None, **geometry)
+    dy = torch.randn_like(y).to(memory_format=memory_format)
+    forward = timed(lambda: torch.nn.functional.conv2d(x, weight, None, **geometry), args.repeat)
+    data = timed(lambda: torch.nn.grad.conv2d_input(x.shape, weight, dy, **geometry), args.repeat)
+    filt = timed(lambda: torch.nn.grad.conv2d_weight(x, weight.shape, dy, **geometry), args.repeat)
+    p, q = y.shape[2], y.shape[3]
+    flops = 2.0 * n * k * p * q * (c // g) * r * s
+    print(f"{name:18s} {n:4d} {forward:12.4f} {data:12.4f} {filt:14.4f}   "
+          f"({flops / forward / 1e6:.1f} / {flops / data / 1e6:.1f} / {flops / filt / 1e6:.1f} GFLOP/s)", flush=True)
+    return {"layer": name, "batch": n, "layout": layout, "forward_ms": forward, "backward_data_ms": data,
+            "backward_filter_ms": filt, "flops": flops}
+
+
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("layers", nargs="?", default="samples/layers.csv")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("layers", nargs="?", default=os.path.join(os.path.dirname(__file__), "layers.csv"))
     parser.add_argument("--batch", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--layout", choices=["nchw", "nhwc", "both"], default="both")
-    parser.add_argument("--json", default="", help="also write the layer timings as JSON to this file")
+    parser.add_argument("--layer", action="append", default=[], help="only this layer (repeatable)")
+    parser.add_argument("--gemm", action="append", default=[], help="a GEMM shape: a name or M,N,K (repeatable)")
+    parser.add_argument("--no-gemm", action="store_true", help="time no GEMM")
+    parser.add_argument("--no-layers", action="store_true", help="time no layer")
+    parser.add_argument("--json", default="", help="also write the timings as JSON to this file")
     args = parser.parse_args()
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
+    header = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "cudnn": torch.backends.cudnn.version(), "cuda": torch.version.cuda, "repeat": args.repeat,
+              "tf32": False, "cudnn_benchmark": True, "rows": []}
+    print(f"device: {header['device']}, torch {header['torch']}, cuDNN {header['cudnn']}, CUDA {header['cuda']}")
 
-    print("\nGEMM (torch.matmul, fp32, TF32 off)")
-    for name, m, n, k in [("256^3", 256, 256, 256), ("512^3", 512, 512, 512), ("1024^3", 1024, 1024, 1024),
-                          ("4096^3", 4096, 4096, 4096), ("conv 3136x64x576", 3136, 64, 576),
-                          ("conv 12100x96x363", 12100, 96, 363), ("conv 49x512x4608", 49, 512, 4608)]:
-        a = torch.randn(m, k, device="cuda")
-        b = torch.randn(k, n, device="cuda")
-        ms = timed(lambda: a @ b, args.repeat)
-        print(f"{name:20s} {ms:10.4f} ms {2.0 * m * n * k / ms / 1e6:10.1f} GFLOP/s")
+    def save(row):
+        header["rows"].append(row)
+        if args.json:
+            with open(args.json + ".tmp", "w") as out:
+                json.dump(header, out, indent=1)
+            os.replace(args.json + ".tmp", args.json)
 
-    results = []
-    layouts = ["nchw", "nhwc"] if args.layout == "both" else [args.layout]
-    for layout in layouts:
-        memory_format = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+    layers = read_layers(args.layers, args.layer)
+    if not args.no_gemm:
+        time_gemms(args, save)
+    if args.no_layers:
+        return
+    for layout in ["nchw", "nhwc"] if args.layout == "both" else [args.layout]:
         print(f"\nConvolution passes (cuDNN through PyTorch, {layout.upper()}, fp32, TF32 off)")
         print(f"{'layer':18s} {'N':>4s} {'forward ms':>12s} {'bwd-data ms':>12s} {'bwd-filter ms':>14s}")
-        rows = csv.reader(line for line in open(args.layers) if not line.startswith("#"))
-        for row in rows:
-            name = row[0]
-            n, c, h, w, k, r, s, sh, sw, ph, pw, dh, dw, g = map(int, row[1:15])
-            if args.batch:
-                n = args.batch
-            x = torch.randn(n, c, h, w, device="cuda").to(memory_format=memory_format)
-            weight = torch.randn(k, c // g, r, s, device="cuda").to(memory_format=memory_format)
-            geometry = dict(stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw), groups=g)
-            y = torch.nn.functional.conv2d(x, weight, None, **geometry)
-            dy = torch.randn_like(y).to(memory_format=memory_format)
-            forward = timed(lambda: torch.nn.functional.conv2d(x, weight, None, **geometry), args.repeat)
-            data = timed(lambda: torch.nn.grad.conv2d_input(x.shape, weight, dy, **geometry), args.repeat)
-            filt = timed(lambda: torch.nn.grad.conv2d_weight(x, weight.shape, dy, **geometry), args.repeat)
-            p, q = y.shape[2], y.shape[3]
-            flops = 2.0 * n * k * p * q * (c // g) * r * s
-            print(f"{name:18s} {n:4d} {forward:12.4f} {data:12.4f} {filt:14.4f}   "
-                  f"({flops / forward / 1e6:.1f} / {flops / data / 1e6:.1f} / {flops / filt / 1e6:.1f} GFLOP/s)")
-            results.append({"layer": name, "batch": n, "layout": layout, "forward_ms": forward,
-                            "backward_data_ms": data, "backward_filter_ms": filt, "flops": flops})
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "cudnn": torch.backends.cudnn.version(), "rows": results}, out, indent=1)
+        for row in layers:
+            result = time_layer(row, layout, args)
+            save(dict(result, kind="layer"))
+            torch.cuda.empty_cache()
+
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,135 @@
+"""The report's tables, section by section (render.py holds the device, the summary and the helpers)."""
+import json
+
+from .render import absent, layer_rows, number, percent, render_device, render_summary, summarize
+
+PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-filter": "bwd-filter"}
+
+
+def render_layers(data, layout):
+    sec = data["sections"].get("layers")
+    title = f"## Layers, batch {sec['batch'] if sec and 'batch' in sec else '?'}, {layout.upper()}"
+    if not sec or "entries" not in sec:
+        return title + "\n\n" + absent(sec)
+    cudnn = data["sections"].get("cudnn", {})
+    lines = [title, "", f"vkconv: the fastest algorithm per pass (median of {sec['repeat']} GPU-timestamp runs, "
+             "each result checked first), then the others. cuDNN: " +
+             (f"PyTorch {cudnn['torch']}, cuDNN {cudnn['cudnn']}, fp32, TF32 off, benchmark on, median of "
+              f"{cudnn['repeat']} CUDA-event runs." if "rows" in cudnn else
+              "absent, " + cudnn.get("reason", "not measured") + "."), "",
+             "| layer | pass | best | ms | GFLOP/s | roofline | cuDNN ms | vkconv/cuDNN | others (ms) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---|"]
+    rows = [r for r in layer_rows(data) if r["layout"] == layout]
+    for r in rows:
+        others = ", ".join(f"{a} {number(ms)}" for a, ms in r["others"])
+        lines.append(f"| {r['layer']} | {PASS_SHORT[r['pass']]} | {r['algorithm']} | {number(r['ms'])} | "
+                     f"{r['gflops']:.0f} | {percent(r.get('roofline'))} | {number(r.get('cudnn_ms'))} | "
+                     f"{number(r.get('ratio'))} | {others} |")
+    for e in sec["entries"]:
+        if e["layout"] == layout and e["status"] != "measured":
+            lines.append(f"| {e['layer']} | all | {e['status']}: {e['reason']} | | | | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def render_gemm(data):
+    sec = data["sections"].get("gemm")
+    if not sec or "rows" not in sec:
+        return "## GEMM\n\n" + absent(sec)
+    peaks = data["sections"]["device"].get("peaks")
+    cublas = {(r["M"], r["N"], r["K"]): r for r in data["sections"].get("cudnn", {}).get("rows", [])
+              if r.get("kind") == "gemm"}
+    lines = ["## GEMM", "", "C = A·B in fp32, A and B row-major; the layers' shapes are one image's im2col product "
+             "(M = P·Q, N = K, K = C·R·S).", "",
+             "| shape | configuration | ms | GFLOP/s | of fp32 peak | cuBLAS GFLOP/s | vkconv/cuBLAS |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in sec["rows"]:
+        theirs = cublas.get((r["M"], r["N"], r["K"]))
+        theirs = cublas.get((r["M"], r["N"], r["K"]))
+        peer = f"{theirs['gflops']:.0f} | {number(r['gpu_ms'] / theirs['ms'])}" if theirs else "— | —"
+        share = percent(r["gflops"] / peaks["gflops"] if peaks else None)
+        lines.append(f"| {r['shape']} | {r['configuration']} | {number(r['gpu_ms'])} | {r['gflops']:.0f} | {share} | "
+                     f"{peer} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_first_call(data):
+    sec = data["sections"].get("first_call")
+    if not sec or "runs" not in sec:
+        return "## First call of a fresh process\n\n" + absent(sec)
+    lines = ["## First call of a fresh process", "", f"Each run is a new process; the driver's own shader cache is "
+             f"{sec['driver_cache']}, so only vkconv's pipeline cache file differs. Wall milliseconds.", "",
+             "| step | without the cache file | with it | second call (with it) |", "|---|---:|---:|---:|"]
+    cold, warm = sec["runs"].get("without_cache_file"), sec["runs"].get("with_cache_file")
+    if isinstance(cold, list):
+        warm_rows = {r["step"]: r for r in warm} if isinstance(warm, list) else {}
+        for r in cold:
+            w = warm_rows.get(r["step"], {})
+            second = number(w.get("second_ms")) if r["step"] not in ("context", "total") else ""
+            lines.append(f"| {r['step']} | {number(r['first_ms'])} | {number(w.get('first_ms'))} | {second} |")
+        p = cold[0]["problem"]
+        lines.append(f"\nLayer: N={p['N']} C={p['C']} H={p['H']} W={p['W']} K={p['K']} R={p['R']} S={p['S']}, "
+                     f"algorithm {cold[0]['algorithm']}.")
+    for name, run in sec["runs"].items():
+        if isinstance(run, dict):
+            lines.append(f"\n{name}: {run['error']}")
+    return "\n".join(lines) + "\n"
+
+
+def render_overhead(data):
+    sec = data["sections"].get("overhead")
+    if not sec or "rows" not in sec:
+        return "## Host overhead\n\n" + absent(sec)
+    lines = ["## Host overhead", "", "Blocking call: wall time less GPU time over 1,000 calls. Recorded pass: host "
+             "time of each recording call (100 a recording, one submission).", "",
+             "| kind | call | median µs | p10 µs | p90 µs | Vulkan objects created |", "|---|---|---:|---:|---:|---:|"]
+    for r in sec["rows"]:
+        kind = "blocking call" if r["kind"] == "host_overhead" else "recorded pass"
+        lines.append(f"| {kind} | {r['call']} | {r['median_us']:.1f} | {r['p10_us']:.1f} | {r['p90_us']:.1f} | "
+                     f"{r['objects_created']} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_tune(data):
+    sec = data["sections"].get("tune")
+    if not sec or "runs" not in sec:
+        return "## Tuning\n\n" + absent(sec)
+    budget = f"{sec['budget_s']:.0f} s budget" if sec["budget_s"] else "no time budget"
+    lines = ["## Tuning", "", f"`vkconv tune` per layer and layout ({budget}; {sec.get('seconds', '?')} s spent). "
+             "Every later command reads the winners.", "",
+             "| layer | layout | status | products tuned | changed from default | seconds |", "|---|---|---|---:|---:|---:|"]
+    for r in sec["runs"]:
+        lines.append(f"| {r['layer']} | {r['layout'].upper()} | {r['status']} | {r.get('products', '')} | "
+                     f"{r.get('changed', '')} | {r.get('seconds', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_separable(data):
+    sec = data["sections"].get("separable")
+    if not sec or "result" not in sec:
+        return "## Separable-layer sample\n\n" + absent(sec)
+    return ("## Separable-layer sample\n\n" + f"`separable_layer --json {' '.join(sec['args'])}`: the whole process "
+            f"took {sec['process_wall_s']} s.\n\n```json\n" + json.dumps(sec["result"], indent=1) + "\n```\n")
+
+
+def render_cudnn(data):
+    sec = data["sections"].get("cudnn")
+    if not sec:
+        return "## cuDNN\n\n" + absent(sec)
+    if "rows" in sec:
+        text = (f"PyTorch {sec['torch']} (CUDA {sec['cuda']}), cuDNN {sec['cudnn']} on {sec['device']}: "
+                f"{len(sec['rows'])} timings")
+        return "## cuDNN\n\n" + text + (f"; stopped: {sec['reason']}" if "reason" in sec else "") + ".\n"
+    return "## cuDNN\n\n" + absent(sec)
+
+
+def render(data):
+    meta = data.get("meta", {})
+    head = [f"# vkconv GPU report", "", f"Started {meta.get('started', '?')}, mode {meta.get('mode', '?')}, "
+            f"{meta.get('elapsed_s', '?')} s so far; command: `{meta.get('command', '')}`.", ""]
+    parts = [render_device(data), render_summary(data), render_layers(data, "nchw"), render_layers(data, "nhwc"),
+             render_gemm(data), render_first_call(data), render_overhead(data), render_separable(data),
+             render_tune(data), render_cudnn(data)]
+    return "\n".join(head) + "\n".join(parts)
+
+
+__all__ = ["render", "summarize"]
