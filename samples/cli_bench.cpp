@@ -132,14 +132,16 @@ std::pair<double, double> reference_at(const vkconv::ConvProblem& p, const std::
 double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
                      const std::vector<float>& y) {
     std::mt19937_64 rng(11);
+    std::vector<int64_t> indices(512);
+    for (int64_t& index : indices) index = static_cast<int64_t>(rng() % y.size());
     const double factor = (p.channels_per_group() * p.R * p.S + 2) * std::ldexp(1.0, -24);
+    std::vector<double> ratios(indices.size());
+    parallel_for(static_cast<int64_t>(indices.size()), [&](int64_t i) {
+        const auto [exact, magnitude] = reference_at(p, x, w, indices[i]);
+        ratios[i] = std::fabs(y[indices[i]] - exact) / (factor * magnitude + 1e-30);
+    });
     double worst = 0;
-    for (int i = 0; i < 512; ++i) {
-        const int64_t index = static_cast<int64_t>(rng() % y.size());
-        const auto [exact, magnitude] = reference_at(p, x, w, index);
-        const double ratio = std::fabs(y[index] - exact) / (factor * magnitude + 1e-30);
-        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
-    }
+    for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
     return worst;
 }
 

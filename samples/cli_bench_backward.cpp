@@ -75,14 +75,16 @@ Exact exact_dw(const vkconv::ConvProblem& p, const std::vector<float>& x, const 
 template <typename ExactAt>
 double sampled_error_over_bound(const std::vector<float>& result, ExactAt&& exact_at) {
     std::mt19937_64 rng(13);
-    double worst = 0;
-    for (int i = 0; i < 128; ++i) {
-        const int64_t index = static_cast<int64_t>(rng() % result.size());
-        const Exact e = exact_at(index);
+    std::vector<int64_t> indices(128);
+    for (int64_t& index : indices) index = static_cast<int64_t>(rng() % result.size());
+    std::vector<double> ratios(indices.size());
+    parallel_for(static_cast<int64_t>(indices.size()), [&](int64_t i) {
+        const Exact e = exact_at(indices[i]);
         const double bound = double(e.terms + 2) * std::ldexp(1.0, -24) * e.magnitude + 1e-30;
-        const double ratio = std::fabs(result[index] - e.value) / bound;
-        worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
-    }
+        ratios[i] = std::fabs(result[indices[i]] - e.value) / bound;
+    });
+    double worst = 0;
+    for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
     return worst;
 }
 

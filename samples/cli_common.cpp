@@ -1,6 +1,7 @@
 #include "cli_common.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace vkconv_cli {
 
@@ -257,11 +259,28 @@ void write_json_rows(const std::string& path, const std::string& option, const s
 }
 
 std::vector<float> random_values(int64_t count, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    constexpr int64_t kBlock = int64_t{1} << 20;
     std::vector<float> v(static_cast<size_t>(count));
-    for (float& x : v) x = dist(rng);
+    parallel_for((count + kBlock - 1) / kBlock, [&](int64_t block) {
+        std::seed_seq seeds{seed, static_cast<uint32_t>(block)};
+        std::mt19937 rng(seeds);
+        std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+        const int64_t end = std::min(count, (block + 1) * kBlock);
+        for (int64_t i = block * kBlock; i < end; ++i) v[static_cast<size_t>(i)] = dist(rng);
+    });
     return v;
+}
+
+void parallel_for(int64_t count, const std::function<void(int64_t)>& body) {
+    const int64_t threads = std::min<int64_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<int64_t> next{0};
+    auto work = [&] {
+        for (int64_t i; (i = next++) < count;) body(i);
+    };
+    std::vector<std::thread> pool;
+    for (int64_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& thread : pool) thread.join();
 }
 
 void set_problem_sizes(vkconv::ConvProblem& p, const vkconv::Shape& input, const vkconv::Shape& filter,

@@ -121,8 +121,15 @@ std::string number_text(double value);
 void write_json_rows(const std::string& path, const std::string& option, const std::string& device,
                      const std::string& header, const std::vector<std::string>& rows);
 
-// `count` values uniform in [-1, 1) from a fixed seed: the demo's and the benchmark's inputs.
+// `count` values uniform in [-1, 1) from a fixed seed: the demo's and the benchmark's inputs. Made in
+// blocks of 2^20 on the host's threads (each block seeded from `seed` and its index), so a batch-32
+// layer's half-gigabyte operands do not take longer to make than to run.
 std::vector<float> random_values(int64_t count, uint32_t seed);
+
+// Calls body(i) for every i in [0, count) on the host's threads. For the sampled reference checks,
+// whose exact sums (N*P*Q terms per entry of a filter gradient) would otherwise take longer than the
+// GPU work they check. body must not throw.
+void parallel_for(int64_t count, const std::function<void(int64_t)>& body);
 
 // The problem as a JSON object (sizes, geometry, layout).
 std::string problem_json(const vkconv::ConvProblem& problem);

@@ -18,6 +18,8 @@
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
@@ -421,6 +423,10 @@ TEST_CASE("cli: bad usage exits 2 with a message on stderr", "[cli]") {
         {{"demo", "--bogus"}, "--bogus"},
         {{"demo", "--batch", "0"}, "--batch"},
         {{"demo", "--batch", "-4"}, "--batch"},
+        {{"bench", "--gemm-shape", "0,4,4"}, "'0,4,4'"},
+        {{"bench", "--gemm-shape", "64x64"}, "'64x64'"},
+        {{"bench", "--first-call", "--layer", "nope"}, "'nope'"},
+        {{"devices", "--json", "extra"}, "extra"},
     };
     for (const auto& [args, mention] : cases) {
         const auto r = run_cli(dir, args);
@@ -448,6 +454,26 @@ TEST_CASE("cli: devices lists every device and marks the default one", "[cli][gp
     CHECK(starred == 1);
     // The mark agrees with the device a plain Context picks (the shared test context is one).
     CHECK_THAT(r.out, Catch::Contains("* [" + std::to_string(context->device().index) + "] "));
+    // --json: the same devices, one object each, the default one marked (the GPU report reads it).
+    const auto j = run_cli(dir, {"devices", "--json"});
+    check_success(j);
+    const auto listed = nlohmann::json::parse(j.out);
+    REQUIRE(listed.size() == lines.size());
+    int defaults = 0;
+    for (const auto& d : listed) {
+        CHECK(d.at("summary").get<std::string>().find(d.at("name").get<std::string>()) != std::string::npos);
+        CHECK(d.at("subgroup_size").get<int>() > 0);
+        if (d.at("default").get<bool>()) {
+            ++defaults;
+            CHECK(d.at("index").get<uint32_t>() == context->device().index);
+            CHECK(d.at("compute_units").get<uint32_t>() == context->device().compute_units);
+            CHECK(d.at("max_buffer_bytes").get<uint64_t>() == context->device().max_buffer_bytes);
+        }
+    }
+    CHECK(defaults == 1);
+    const auto v = run_cli(dir, {"--version"});
+    check_success(v);
+    CHECK_THAT(v.out, Catch::StartsWith("vkconv "));
 }
 
 TEST_CASE("cli: forward writes the reference result", "[cli][gpu]") {

@@ -126,6 +126,8 @@ def render(data):
     meta = data.get("meta", {})
     head = [f"# vkconv GPU report", "", f"Started {meta.get('started', '?')}, mode {meta.get('mode', '?')}, "
             f"{meta.get('elapsed_s', '?')} s so far; command: `{meta.get('command', '')}`.", ""]
+    if meta.get("note"):
+        head += [meta["note"], ""]
     parts = [render_device(data), render_summary(data), render_layers(data, "nchw"), render_layers(data, "nhwc"),
              render_gemm(data), render_first_call(data), render_overhead(data), render_separable(data),
              render_tune(data), render_cudnn(data)]
