@@ -6,6 +6,13 @@ from .render import absent, layer_rows, number, percent, render_device, render_s
 PASS_SHORT = {"forward": "fwd", "backward-data": "bwd-data", "backward-filter": "bwd-filter"}
 
 
+def table(columns, rows):
+    """A markdown table's lines: columns as "name" (left-aligned) or "name:" (right-aligned)."""
+    head = "| " + " | ".join(c.rstrip(":") for c in columns) + " |"
+    rule = "|" + "|".join("---:" if c.endswith(":") else "---" for c in columns) + "|"
+    return [head, rule] + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+
+
 def render_layers(data, layout):
     sec = data["sections"].get("layers")
     title = f"## Layers, batch {sec['batch'] if sec and 'batch' in sec else '?'}, {layout.upper()}"
@@ -44,7 +51,6 @@ def render_gemm(data):
              "|---|---|---:|---:|---:|---:|---:|"]
     for r in sec["rows"]:
         theirs = cublas.get((r["M"], r["N"], r["K"]))
-        theirs = cublas.get((r["M"], r["N"], r["K"]))
         peer = f"{theirs['gflops']:.0f} | {number(r['gpu_ms'] / theirs['ms'])}" if theirs else "— | —"
         share = percent(r["gflops"] / peaks["gflops"] if peaks else None)
         lines.append(f"| {r['shape']} | {r['configuration']} | {number(r['gpu_ms'])} | {r['gflops']:.0f} | {share} | "
@@ -75,32 +81,35 @@ def render_first_call(data):
     return "\n".join(lines) + "\n"
 
 
-def render_overhead(data):
-    sec = data["sections"].get("overhead")
-    if not sec or "rows" not in sec:
-        return "## Host overhead\n\n" + absent(sec)
-    lines = ["## Host overhead", "", "Blocking call: wall time less GPU time over 1,000 calls. Recorded pass: host "
-             "time of each recording call (100 a recording, one submission).", "",
-             "| kind | call | median µs | p10 µs | p90 µs | Vulkan objects created |", "|---|---|---:|---:|---:|---:|"]
-    for r in sec["rows"]:
-        kind = "blocking call" if r["kind"] == "host_overhead" else "recorded pass"
-        lines.append(f"| {kind} | {r['call']} | {r['median_us']:.1f} | {r['p10_us']:.1f} | {r['p90_us']:.1f} | "
-                     f"{r['objects_created']} |")
+def table_section(data, key, title, intro, columns, row_of, items="rows"):
+    """A section that is one table: a row per item of the section's `items` list."""
+    sec = data["sections"].get(key)
+    if not sec or items not in sec:
+        return f"## {title}\n\n" + absent(sec)
+    lines = [f"## {title}", "", intro(sec) if callable(intro) else intro, ""]
+    lines += table(columns, [row_of(item) for item in sec[items]])
     return "\n".join(lines) + "\n"
+
+
+def render_overhead(data):
+    return table_section(
+        data, "overhead", "Host overhead", "Blocking call: wall time less GPU time over 1,000 calls. Recorded pass: "
+        "host time of each recording call (100 a recording, one submission).",
+        ["kind", "call", "median µs:", "p10 µs:", "p90 µs:", "Vulkan objects created:"],
+        lambda r: ["blocking call" if r["kind"] == "host_overhead" else "recorded pass", r["call"],
+                   f"{r['median_us']:.1f}", f"{r['p10_us']:.1f}", f"{r['p90_us']:.1f}", r["objects_created"]])
 
 
 def render_tune(data):
-    sec = data["sections"].get("tune")
-    if not sec or "runs" not in sec:
-        return "## Tuning\n\n" + absent(sec)
-    budget = f"{sec['budget_s']:.0f} s budget" if sec["budget_s"] else "no time budget"
-    lines = ["## Tuning", "", f"`vkconv tune` per layer and layout ({budget}; {sec.get('seconds', '?')} s spent). "
-             "Every later command reads the winners.", "",
-             "| layer | layout | status | products tuned | changed from default | seconds |", "|---|---|---|---:|---:|---:|"]
-    for r in sec["runs"]:
-        lines.append(f"| {r['layer']} | {r['layout'].upper()} | {r['status']} | {r.get('products', '')} | "
-                     f"{r.get('changed', '')} | {r.get('seconds', '')} |")
-    return "\n".join(lines) + "\n"
+    def intro(sec):
+        budget = f"{sec['budget_s']:.0f} s budget" if sec["budget_s"] else "no time budget"
+        return (f"`vkconv tune` per layer and layout ({budget}; {sec.get('seconds', '?')} s spent). Every later "
+                "command reads the winners.")
+    return table_section(
+        data, "tune", "Tuning", intro,
+        ["layer", "layout", "status", "products tuned:", "changed from default:", "seconds:"],
+        lambda r: [r["layer"], r["layout"].upper(), r["status"], r.get("products", ""), r.get("changed", ""),
+                   r.get("seconds", "")], items="runs")
 
 
 def render_separable(data):
