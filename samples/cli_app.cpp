@@ -3,13 +3,14 @@
 #include "cli_app.hpp"
 
 #include "cli_common.hpp"
+#include "vkconv/version.hpp"
 
 namespace vkconv_cli {
 
 CliApp::CliApp() : app_("vkconv: 2-D convolution on any Vulkan device (MEC / im2col / direct), memory-aware") {
     // 0..1 rather than exactly 1, so an unknown word is reported as such rather than as a missing subcommand.
     app_.require_subcommand(0, 1);
-    app_.set_version_flag("--version", "vkconv " VKCONV_VERSION);
+    app_.set_version_flag("--version", "vkconv " VKCONV_VERSION_STRING);
     auto add = [&](Action (*make)(CLI::App&)) {
         const size_t before = app_.get_subcommands({}).size();
         auto action = make(app_);

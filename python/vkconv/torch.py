@@ -17,6 +17,7 @@ computes dx, dw and db in one submission (vkconv.layer_backward) when all are ne
 deterministic: the same inputs give bit-identical outputs and gradients on one device.
 """
 
+import copy
 import threading
 
 import torch
@@ -260,3 +261,24 @@ class Conv2d(torch.nn.Conv2d):
 
     def extra_repr(self):
         return super().extra_repr() + f", algorithm={self.vkconv_algorithm!r}, layout={self.vkconv_layout!r}"
+
+    def __getstate__(self):
+        """What pickle and torch.save store: the module without its device handles. `last_stats` (the last
+        passes' statistics) starts empty again; a vkconv.Context is a device and PassOptions may hold a
+        device tensor, so a loaded model runs on the default context with default options (give them back
+        with `vkconv_context` and `vkconv_options`, as the constructor's `context` and `options`)."""
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
+        state = dict(state, last_stats={}, vkconv_context=None, vkconv_options=None)
+        return state
+
+    def __deepcopy__(self, memo):
+        """copy.deepcopy: a copy with its own parameters and buffers that runs on the same context with the
+        same options (a device and its settings are shared, not copied), and no statistics yet."""
+        for shared in (self.vkconv_context, self.vkconv_options):
+            if shared is not None:
+                memo[id(shared)] = shared
+        copied = self.__class__.__new__(self.__class__)
+        memo[id(self)] = copied
+        state = dict(self.__dict__, last_stats={})
+        copied.__dict__.update({key: copy.deepcopy(value, memo) for key, value in state.items()})
+        return copied
