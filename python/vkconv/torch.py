@@ -25,7 +25,7 @@ import torch.nn.functional as functional
 
 import vkconv as _vk
 
-__all__ = ["Conv2d", "conv2d", "default_context", "set_default_context", "Conv2dFunction"]
+__all__ = ["Conv2d", "conv2d", "convert", "default_context", "set_default_context", "Conv2dFunction"]
 
 _default_context = None
 _default_lock = threading.Lock()
@@ -139,11 +139,16 @@ def _upload(context, tensor, layout):
 
 
 def _download(device_tensor, layout):
-    """A new CPU tensor in PyTorch's dimension order holding a device tensor of the problem's layout."""
+    """A new CPU tensor in PyTorch's dimension order holding a device tensor of the problem's layout. An NHWC
+    result is a channels_last tensor made as such, not a permuted view: autograd forbids in-place changes
+    (an in-place ReLU after the convolution) to a view a custom Function returns."""
+    if layout == _vk.Layout.NHWC and len(device_tensor.shape) == 4:
+        n, h, w, c = device_tensor.shape
+        result = torch.empty((n, c, h, w), dtype=torch.float32, memory_format=torch.channels_last)
+        device_tensor.download(result.permute(0, 2, 3, 1).numpy())
+        return result
     host = torch.empty(device_tensor.shape, dtype=torch.float32)
     device_tensor.download(host.numpy())
-    if layout == _vk.Layout.NHWC and host.dim() == 4:
-        return host.permute(0, 3, 1, 2)  # channels_last memory, NCHW shape
     return host
 
 
@@ -282,3 +287,56 @@ class Conv2d(torch.nn.Conv2d):
         state = dict(self.__dict__, last_stats={})
         copied.__dict__.update({key: copy.deepcopy(value, memo) for key, value in state.items()})
         return copied
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks",
+               "_forward_pre_hooks_with_kwargs", "_backward_hooks", "_backward_pre_hooks", "_state_dict_hooks",
+               "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+
+def _converted(conv, algorithm, layout, context, options):
+    """A vkconv Conv2d in place of one torch.nn.Conv2d: its parameters (the same Parameter objects, so an
+    optimizer holding them goes on working), padding mode, training state and hooks."""
+    replacement = Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                         conv.dilation, conv.groups, conv.bias is not None, conv.padding_mode,
+                         algorithm=algorithm, layout=layout, context=context, options=options)
+    replacement.weight = conv.weight
+    replacement.bias = conv.bias
+    replacement.train(conv.training)
+    for name in _HOOK_DICTS:
+        if hasattr(conv, name):
+            setattr(replacement, name, getattr(conv, name))
+    return replacement
+
+
+def _replace_convolutions(module, settings):
+    if type(module) is torch.nn.Conv2d:
+        return _converted(module, **settings)
+    for name, child in module.named_children():
+        converted = _replace_convolutions(child, settings)
+        if converted is not child:
+            module._modules[name] = converted
+    return module
+
+
+def convert(module, *, algorithm="auto", layout="nchw", context=None, options=None):
+    """The module with every torch.nn.Conv2d in it replaced by a vkconv.torch.Conv2d that keeps its
+    parameters (the same Parameter objects), padding mode, training state and hooks, as
+    torch.nn.SyncBatchNorm.convert_sync_batchnorm does for batch norms. The keyword arguments are
+    Conv2d's: one algorithm, layout, context and options for every converted layer. Layers already vkconv's,
+    and subclasses of torch.nn.Conv2d (which may compute something else), are left as they are. Returns the
+    module converted in place, or the new layer when `module` is itself a Conv2d. Everything is checked
+    before anything changes.
+
+        model = vkconv.torch.convert(torchvision.models.resnet18(), layout="nhwc")"""
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"vkconv.torch.convert takes a torch.nn.Module, got {type(module).__name__}")
+    _algorithms(algorithm)
+    if isinstance(layout, str):
+        _vk.Layout(layout)
+    for where, conv in module.named_modules(prefix="model"):
+        if type(conv) is torch.nn.Conv2d and (conv.weight.device.type != "cpu" or conv.weight.dtype != torch.float32):
+            raise TypeError(f"vkconv.torch.convert: {where} holds {conv.weight.dtype} parameters on "
+                            f"{conv.weight.device}; vkconv layers take float32 parameters on the CPU (call "
+                            "model.float().cpu() first); nothing was converted")
+    return _replace_convolutions(module, dict(algorithm=algorithm, layout=layout, context=context, options=options))

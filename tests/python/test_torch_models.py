@@ -1,7 +1,8 @@
 """Whole models of vkconv.torch layers as training code treats them: copied with copy.deepcopy (EMA copies),
 saved and loaded with torch.save / torch.load (checkpoints) and pickled, after they have run and trained,
 for every algorithm and both layouts; each copy must compute what the original computes and go on training
-as it does.
+as it does. vkconv.torch.convert on models that nest convolutions in containers, with hooks and training
+states, and on torchvision models, against the same models in PyTorch.
 Run: PYTHONPATH=<build>/python python3 -m unittest tests/python/test_torch_models.py"""
 
 import copy
@@ -113,6 +114,102 @@ class CopiesAndCheckpoints(unittest.TestCase):
             layer.vkconv_context = context()
         loaded[0].vkconv_options = options
         self.same_training(net, loaded, "context and options given back")
+
+
+
+def assert_like_torch(testcase, got, torch_fp32, exact, what):
+    """vkconv's fp32 result is as close to the float64 result as PyTorch's own fp32 result is: through a
+    whole network each layer's rounding is bounded alike, but the summation orders differ, so the errors
+    are compared (within 4x, plus 2^-20 of the largest value for results that round to near zero)."""
+    exact = exact.to(torch.float64)
+    scale = exact.abs().max().item()
+    ours = (got.to(torch.float64) - exact).abs().max().item()
+    theirs = (torch_fp32.to(torch.float64) - exact).abs().max().item()
+    testcase.assertFalse(torch.isnan(got).any().item(), f"{what}: NaN")
+    testcase.assertLessEqual(ours, 4 * theirs + 2 ** -20 * scale, f"{what}: vkconv's error {ours:.3g}, "
+                             f"PyTorch fp32's {theirs:.3g}, largest value {scale:.3g}")
+
+
+class Nested(torch.nn.Module):
+    """Convolutions in a Sequential, a ModuleList, a ModuleDict and a plain attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1, padding_mode="reflect"), torch.nn.ReLU())
+        self.blocks = torch.nn.ModuleList([torch.nn.Conv2d(8, 8, 3, padding=2, dilation=2, groups=4, bias=False),
+                                           torch.nn.Conv2d(8, 8, 1)])
+        self.heads = torch.nn.ModuleDict({"down": torch.nn.Conv2d(8, 4, 3, stride=2, padding="valid"),
+                                          "same": torch.nn.Conv2d(8, 4, 4, padding="same")})
+        self.tail = torch.nn.Conv2d(8, 2, 3, padding=1, padding_mode="circular")
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block in self.blocks:
+            x = torch.relu(block(x)) + x
+        return self.heads["down"](x).sum() + self.heads["same"](x).sum() + self.tail(x).square().sum()
+
+
+class Convert(unittest.TestCase):
+    def compare(self, torch_model, converted, x, what):
+        """Output and every parameter's gradient of the converted model against PyTorch's fp32 and fp64."""
+        exact_model = copy.deepcopy(torch_model).double()
+        results = []
+        for net, inputs in ((converted, x), (torch_model, x), (exact_model, x.double())):
+            net.zero_grad()
+            out = net(inputs)
+            out.sum().backward()
+            results.append((out.detach(), [p.grad.detach().clone() for p in net.parameters()]))
+        (ours, our_grads), (fp32, fp32_grads), (exact, exact_grads) = results
+        assert_like_torch(self, ours, fp32, exact, f"{what}: output")
+        for index, (a, b, c) in enumerate(zip(our_grads, fp32_grads, exact_grads)):
+            assert_like_torch(self, a, b, c, f"{what}: gradient of parameter {index}")
+
+    def test_nested_containers_hooks_and_training_state(self):
+        torch.manual_seed(3)
+        original = Nested()
+        original.blocks[1].eval()
+        calls = []
+        original.blocks[0].register_forward_hook(lambda m, i, o: calls.append("hook"))
+        original.heads["same"].register_forward_pre_hook(lambda m, i: calls.append("pre-hook"))
+        reference = copy.deepcopy(original)
+        parameters = list(original.parameters())
+        converted = vt.convert(original, algorithm="direct", layout="nhwc", context=context())
+        self.assertIs(converted, original)
+        convolutions = [m for m in converted.modules() if isinstance(m, torch.nn.Conv2d)]
+        self.assertEqual(len(convolutions), 6)
+        self.assertTrue(all(type(m) is vt.Conv2d for m in convolutions))
+        self.assertTrue(all(a is b for a, b in zip(parameters, converted.parameters())), "the same Parameters")
+        self.assertFalse(converted.blocks[1].training)
+        self.assertTrue(converted.blocks[0].training)
+        self.assertEqual(converted.stem[0].padding_mode, "reflect")
+        self.assertEqual(converted.tail.padding_mode, "circular")
+        self.assertEqual(converted.heads["same"].padding, "same")
+        self.assertEqual(converted.blocks[0].vkconv_layout, "nhwc")
+        self.assertEqual(converted.blocks[0].state_dict().keys(), reference.blocks[0].state_dict().keys())
+        self.compare(reference, converted, torch.randn(2, 3, 13, 11), "nested")
+        self.assertEqual(calls, ["hook", "pre-hook", "hook", "pre-hook", "hook", "pre-hook"])
+        self.assertIsInstance(vt.convert(torch.nn.Conv2d(2, 2, 3)), vt.Conv2d)
+
+    def test_bad_input_changes_nothing(self):
+        model = torch.nn.Sequential(torch.nn.Conv2d(2, 2, 3), torch.nn.Conv2d(2, 2, 3).double())
+        with self.assertRaisesRegex(TypeError, r"model\.1 holds torch.float64"):
+            vt.convert(model)
+        self.assertIs(type(model[0]), torch.nn.Conv2d, "nothing was converted")
+        with self.assertRaisesRegex(ValueError, "frobnicate"):
+            vt.convert(torch.nn.Sequential(torch.nn.Conv2d(2, 2, 3)), algorithm="frobnicate")
+        with self.assertRaises(TypeError):
+            vt.convert("resnet")
+
+    def test_torchvision_models(self):
+        import torchvision
+        cases = [("resnet18", "nchw", (2, 3, 64, 64)), ("mobilenet_v2", "nhwc", (2, 3, 64, 64)),
+                 ("squeezenet1_1", "nhwc", (1, 3, 65, 63))]
+        for name, layout, shape in cases:
+            torch.manual_seed(7)
+            reference = getattr(torchvision.models, name)(num_classes=10)
+            reference.eval()
+            converted = vt.convert(copy.deepcopy(reference), algorithm="im2col", layout=layout, context=context())
+            self.compare(reference, converted, torch.randn(*shape), f"{name} {layout}")
 
 
 if __name__ == "__main__":
