@@ -139,8 +139,13 @@ void ConvOptions::add_to(CLI::App& command) {
         ->check(CLI::IsMember({"auto", "a", "b"}, CLI::ignore_case))
         ->capture_default_str();
     add_workspace_limit_option(command, workspace_limit);
-    command.add_flag("--heuristic", heuristic,
-                     "algo auto: pick by the heuristic instead of measuring every algorithm once (find)");
+    auto* by_heuristic = command.add_flag(
+        "--heuristic", heuristic, "algo auto: the heuristic alone, even where a measured choice is stored");
+    command
+        .add_flag("--measure", measure,
+                  "algo auto: measure every algorithm once (find) where no measured choice is stored (default: "
+                  "a stored measurement, else the heuristic)")
+        ->excludes(by_heuristic);
     command.add_option("--find-cache", find_cache, "algo auto: keep measured choices in this file across runs");
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
@@ -180,6 +185,7 @@ vkconv::PassOptions ConvOptions::forward_options(const vkconv::Context& context)
         options.workspace_limit = std::stoull(workspace_limit);
     }
     if (heuristic) options.auto_choice = vkconv::AutoChoice::Heuristic;
+    if (measure) options.auto_choice = vkconv::AutoChoice::Measure;
     return options;
 }
 

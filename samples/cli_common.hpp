@@ -48,7 +48,8 @@ struct ConvOptions {
     std::string algorithm = "auto";
     std::string mec_schedule = "auto";
     std::string workspace_limit = "0";  // bytes, 0 = none, or "auto" (Context::auto_workspace_limit)
-    bool heuristic = false;             // algo auto without measuring
+    bool heuristic = false;             // algo auto: the heuristic alone
+    bool measure = false;               // algo auto: measure where nothing is stored
     std::string find_cache;             // ContextOptions::find_cache_path
     std::string device;
     bool stats = false;

@@ -1144,10 +1144,7 @@ TEST_CASE("cli: forward and backward-data read and write .npy tensors larger tha
     TempDir dir;
     // Buffers of 64 KiB (VKCONV_DEVICE_LIMITS): x, dx, y and dy span two or more each.
     const std::string profile = vkt::small_buffer_profile(dir, 65536);
-    struct Limits {
-        explicit Limits(const std::string& path) { ::setenv("VKCONV_DEVICE_LIMITS", path.c_str(), 1); }
-        ~Limits() { ::unsetenv("VKCONV_DEVICE_LIMITS"); }
-    } limits(profile);
+    const vkt::ScopedEnv limits("VKCONV_DEVICE_LIMITS", profile.c_str());
     const vkconv::ConvProblem p = vkt::problem().batch(7).channels(3).image(37, 37).filters(5).kernel(3, 3).pad(1);
     REQUIRE(uint64_t(p.input_elements()) * 4 > 65536);
     const auto operands = write_operands(dir, p, 91);

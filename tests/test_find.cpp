@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "context/context_impl.hpp"
+#include "select/find_cache.hpp"
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "planted_fault.hpp"
@@ -192,10 +193,13 @@ TEST_CASE("a workspace query with auto runs no GPU work, and covers whatever aut
     auto& impl = vkconv::detail::impl_of(*context);
     auto p = odd_problem();
     p.W = 15;  // measured by no other test on this context
+    vkconv::PassOptions measure;
+    measure.auto_choice = vkconv::AutoChoice::Measure;
     const auto query = [&](Pass pass) {
-        if (pass == Pass::Forward) return vkconv::forward_workspace_bytes(*context, p, Algorithm::Auto);
-        if (pass == Pass::BackwardData) return vkconv::backward_data_workspace_bytes(*context, p, Algorithm::Auto);
-        return vkconv::backward_filter_workspace_bytes(*context, p, Algorithm::Auto);
+        if (pass == Pass::Forward) return vkconv::forward_workspace_bytes(*context, p, Algorithm::Auto, measure);
+        if (pass == Pass::BackwardData)
+            return vkconv::backward_data_workspace_bytes(*context, p, Algorithm::Auto, measure);
+        return vkconv::backward_filter_workspace_bytes(*context, p, Algorithm::Auto, measure);
     };
     // Measuring would build pipelines, allocate find's operands and fill the cache: none of it happens.
     context->reset_peak();
@@ -203,7 +207,7 @@ TEST_CASE("a workspace query with auto runs no GPU work, and covers whatever aut
     const auto before = context->pool_stats();
     uint64_t bound[3];
     for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) bound[int(pass)] = query(pass);
-    const uint64_t step_bound = vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Auto);
+    const uint64_t step_bound = vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Auto, measure);
     CHECK(impl.pipelines->size() == pipelines);
     CHECK(context->pool_stats().peak_in_use == before.peak_in_use);
     CHECK(context->pool_stats().driver_allocations == before.driver_allocations);
@@ -216,11 +220,12 @@ TEST_CASE("a workspace query with auto runs no GPU work, and covers whatever aut
     // Auto then measures and runs; what it ran fits the bound, and the query is now exact.
     for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
         INFO(vkconv::to_string(pass));
-        const auto run = run_auto_checked(*context, pass, p, {}, 80 + uint32_t(pass));
+        const auto run = run_auto_checked(*context, pass, p, measure, 80 + uint32_t(pass));
+        CHECK(run.stats.chosen_by == vkconv::ChoiceSource::Measured);
         CHECK(run.stats.workspace_bytes <= bound[int(pass)]);
         CHECK(query(pass) == run.stats.workspace_bytes);
     }
-    const uint64_t step_exact = vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Auto);
+    const uint64_t step_exact = vkconv::layer_backward_workspace_bytes(*context, p, Algorithm::Auto, measure);
     CHECK(step_exact <= step_bound);
 }
 
@@ -234,10 +239,15 @@ TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find
     auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), ws);
     auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(p.K, 7));
     vkconv::Tensor y(*context, p.output_shape());
-    // The first Auto call measures (find's operands come and go), the rest reuse the cached choice.
-    const auto first = vkconv::forward(*context, p, x, w, &b, y);
+    // The first Auto call asked to measure does (find's operands come and go); the rest, by default, reuse
+    // the stored choice.
+    vkconv::PassOptions measure;
+    measure.auto_choice = vkconv::AutoChoice::Measure;
+    const auto first = vkconv::forward(*context, p, x, w, &b, y, Algorithm::Auto, measure);
+    CHECK(first.chosen_by == vkconv::ChoiceSource::Measured);
     const auto results = vkconv::find_algorithms(*context, Pass::Forward, p);
     const auto again = vkconv::forward(*context, p, x, w, &b, y);
+    CHECK(again.chosen_by == vkconv::ChoiceSource::Stored);
     CHECK(again.algorithm == results.front().algorithm);
     if (again.algorithm == Algorithm::Mec) CHECK(again.mec_schedule == results.front().mec_schedule);
     CHECK(first.algorithm != Algorithm::Auto);
@@ -250,6 +260,87 @@ TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find
     heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
     CHECK(vkconv::forward(*context, p, x, w, &b, y, Algorithm::Auto, heuristic).algorithm ==
           vkconv::choose_forward_algorithm(*context, p, heuristic));
+}
+
+// A forward call with Auto on fresh tensors; `live` the pool's bytes in use before it.
+struct AutoCall {
+    vkconv::RunStats stats;
+    uint64_t live = 0;
+};
+AutoCall forward_auto(vkconv::Context& context, const ConvProblem& p, const vkconv::PassOptions& options = {}) {
+    auto x = vkconv::Tensor::from_host(context, p.input_shape(), vkt::random_values(p.input_elements(), 3));
+    auto w = vkconv::Tensor::from_host(context, p.filter_shape(), vkt::random_values(p.filter_elements(), 4));
+    auto b = vkconv::Tensor::from_host(context, p.bias_shape(), vkt::random_values(p.K, 5));
+    vkconv::Tensor y(context, p.output_shape());
+    AutoCall call;
+    call.live = context.pool_stats().in_use;
+    context.reset_peak();
+    call.stats = vkconv::forward(context, p, x, w, &b, y, Algorithm::Auto, options);
+    return call;
+}
+
+TEST_CASE("auto measures only when asked: the heuristic first, a stored measurement after, never in a recording",
+          "[find][gpu]") {
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    auto& impl = vkconv::detail::impl_of(*context);
+    auto p = odd_problem();
+    p.W = 13;  // measured by no other test
+    vkconv::PassOptions measure, heuristic;
+    measure.auto_choice = vkconv::AutoChoice::Measure;
+    heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
+    // By default a first call runs the heuristic's choice and nothing else: no find operands, no entry.
+    const auto first = forward_auto(*context, p);
+    CHECK(first.stats.chosen_by == vkconv::ChoiceSource::Heuristic);
+    CHECK(first.stats.algorithm == vkconv::choose_forward_algorithm(*context, p));
+    CHECK(context->pool_stats().peak_in_use == first.live + first.stats.workspace_bytes);
+    CHECK_FALSE(impl.find_cache->lookup(Pass::Forward, p, {}));
+    // Asked to measure, it measures once; the default then runs the stored measurement; the heuristic,
+    // asked for, ignores it.
+    const auto measured = forward_auto(*context, p, measure);
+    CHECK(measured.stats.chosen_by == vkconv::ChoiceSource::Measured);
+    REQUIRE(impl.find_cache->lookup(Pass::Forward, p, {}));
+    const auto stored = forward_auto(*context, p);
+    CHECK(stored.stats.chosen_by == vkconv::ChoiceSource::Stored);
+    CHECK(stored.stats.algorithm == measured.stats.algorithm);
+    CHECK(forward_auto(*context, p, heuristic).stats.chosen_by == vkconv::ChoiceSource::Heuristic);
+    CHECK(forward_auto(*context, p, measure).stats.chosen_by == vkconv::ChoiceSource::Stored);  // measured once
+
+    // The context's default, from its options: Measure there measures where the pass leaves it open.
+    auto measuring_options = vkt::test_options();
+    measuring_options.auto_choice = vkconv::AutoChoice::Measure;
+    auto measuring = vkt::fresh_context(measuring_options);
+    CHECK(forward_auto(*measuring, p).stats.chosen_by == vkconv::ChoiceSource::Measured);
+    // Inside a recording nothing is measured, whatever is asked: the heuristic, and no entry stored.
+    p.W = 12;
+    auto x = vkconv::Tensor::from_host(*measuring, p.input_shape(), vkt::random_values(p.input_elements(), 3));
+    auto w = vkconv::Tensor::from_host(*measuring, p.filter_shape(), vkt::random_values(p.filter_elements(), 4));
+    auto b = vkconv::Tensor::from_host(*measuring, p.bias_shape(), vkt::random_values(p.K, 5));
+    vkconv::Tensor y(*measuring, p.output_shape());
+    vkconv::Recording recording(*measuring);
+    const auto recorded = vkconv::forward(recording, p, x, w, &b, y, Algorithm::Auto, measure);
+    recording.submit().wait();
+    CHECK(recorded.chosen_by == vkconv::ChoiceSource::Heuristic);
+    CHECK_FALSE(vkconv::detail::impl_of(*measuring).find_cache->lookup(Pass::Forward, p, {}));
+    // The layer step says how each of its passes was chosen.
+    vkconv::Tensor dy(*measuring, p.output_shape()), dx(*measuring, p.input_shape()), dw(*measuring, p.filter_shape());
+    const auto step = vkconv::layer_backward(*measuring, p, x, w, dy, dx, dw, nullptr, Algorithm::Auto, heuristic);
+    CHECK(step.data_chosen_by == vkconv::ChoiceSource::Heuristic);
+    CHECK(step.filter_chosen_by == vkconv::ChoiceSource::Heuristic);
+    CHECK(vkconv::layer_backward(*measuring, p, x, w, dy, dx, dw).data_chosen_by == vkconv::ChoiceSource::Measured);
+}
+
+TEST_CASE("VKCONV_AUTO_CHOICE sets a context's default, and a bad value is named", "[find][gpu]") {
+    const vkt::ScopedEnv measure("VKCONV_AUTO_CHOICE", "measure");
+    auto context = vkt::fresh_context();
+    if (!context) return;
+    auto p = odd_problem();
+    p.W = 11;
+    CHECK(forward_auto(*context, p).stats.chosen_by == vkconv::ChoiceSource::Measured);
+    const vkt::ScopedEnv bad("VKCONV_AUTO_CHOICE", "sometimes");
+    const auto e = vkt::thrown_error([&] { vkconv::Context c(vkt::test_options()); });
+    CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
+    CHECK_THAT(e.what(), Catch::Contains("'sometimes'") && Catch::Contains("stored, measure or heuristic"));
 }
 
 TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
@@ -323,6 +414,7 @@ TEST_CASE("the auto cache file is written, read back and used", "[find][gpu]") {
         vkconv::Tensor dy(*context, p.output_shape()), w(*context, p.filter_shape()), dx(*context, p.input_shape());
         const auto stats = vkconv::backward_data(*context, p, dy, w, dx);
         CHECK(stats.algorithm == planted);
+        CHECK(stats.chosen_by == vkconv::ChoiceSource::Stored);  // the default starts measured from the file
         CHECK(stats.peak_bytes == stats.operand_bytes + stats.workspace_bytes);  // nothing measured
     }
 }

@@ -94,6 +94,10 @@ void ContextImpl::finish_setup() {
     device->cap_workgroups(options.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.
     find_cache = std::make_unique<FindCache>(*device, options.find_cache_path);
+    if (options.auto_choice)
+        auto_choice = *options.auto_choice;
+    else if (const char* env = std::getenv("VKCONV_AUTO_CHOICE"); env && *env)
+        auto_choice = parse_auto_choice(env);
     pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
     std::string pipeline_file = options.pipeline_cache_path;
     if (pipeline_file.empty())

@@ -35,6 +35,8 @@ struct ContextImpl {
     std::unique_ptr<PipelineCache> pipelines;
     std::unique_ptr<Staging> staging;
     std::unique_ptr<FindCache> find_cache;  // Algorithm::Auto's measured choices
+    // How Auto chooses where a pass's options do not say (ContextOptions::auto_choice, VKCONV_AUTO_CHOICE).
+    AutoChoice auto_choice = AutoChoice::Stored;
     // A context runs one call at a time: every public entry point that touches the context holds this
     // (recursive: find's measuring calls the passes) for the whole call, so calls from several threads
     // are serialised and give the single-thread results bit for bit.

@@ -54,7 +54,12 @@ BufferRange usable_workspace(ContextImpl& context, const Tensor& workspace) {
 
 }  // namespace
 
-PassOptions planning_options(ContextImpl& context, const PassOptions& options) {
+PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target) {
+    if (target.recording && options.auto_choice.value_or(context.auto_choice) == AutoChoice::Measure) {
+        PassOptions recorded = options;
+        recorded.auto_choice = AutoChoice::Stored;
+        return planning_options(context, recorded, target);
+    }
     if (!options.workspace) return options;
     const Tensor& workspace = *options.workspace;
     if (workspace.empty()) throw Error(ErrorCategory::InvalidArgument, "the workspace tensor is empty");

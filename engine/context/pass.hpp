@@ -64,7 +64,9 @@ struct PassTarget {
 
 // The options a pass plans with: a caller's workspace caps the workspace limit at the bytes it offers from
 // its first aligned byte. Error(InvalidArgument) for an empty workspace tensor or one of another context.
-PassOptions planning_options(ContextImpl& context, const PassOptions& options);
+// A pass into a recording never measures: AutoChoice::Measure becomes Stored there, since measuring would
+// submit timed work of vkconv's own while the caller records.
+PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target = {});
 // Error(InvalidArgument) when the caller's workspace shares memory with one of the pass's tensors.
 void check_workspace(const PassOptions& options, std::initializer_list<const Tensor*> tensors);
 

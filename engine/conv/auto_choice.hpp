@@ -16,16 +16,21 @@ namespace vkconv::detail {
 struct Choice {
     Algorithm algorithm = Algorithm::Auto;         // Auto: the heuristic's
     MecSchedule mec_schedule = MecSchedule::Auto;  // what forward MEC runs with (options' own when not Auto)
+    ChoiceSource source = ChoiceSource::Named;     // how it was made (RunStats::chosen_by)
 };
+
+// The AutoChoice `options` ask for: their own, else the context's.
+AutoChoice auto_choice_of(const Context& context, const PassOptions& options);
 
 // `algorithm` itself unless it is Auto. A call that measures allocates find's synthetic operands once per
 // (pass, problem, options) on the context; every later call reuses it.
 Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                         const PassOptions& options);
 
-// What `algorithm` stands for without measuring: itself, the heuristic under AutoChoice::Heuristic, or
-// Auto's cached measurement where it still plans; nothing where only measuring can tell (the workspace
-// queries then answer for every candidate, never measuring themselves).
+// What `algorithm` stands for without measuring: itself; under AutoChoice::Heuristic the heuristic; else
+// a stored measurement where it still plans, and without one the heuristic under AutoChoice::Stored;
+// nothing where only measuring can tell (AutoChoice::Measure: the workspace queries then answer for every
+// candidate, never measuring themselves).
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const PassOptions& options);
 
@@ -41,10 +46,13 @@ inline Planned<PassPlan> plan_choice(const Context& context, const ConvProblem& 
     return plan_pass(impl_of(context), problem, pass, choice.algorithm, with_schedule(options, choice));
 }
 
-// A public pass's plan: `algorithm` chosen (measuring where Auto has no cached choice), then planned.
+// A public pass's plan: `algorithm` chosen (measuring where AutoChoice::Measure has no stored choice),
+// then planned; `source` receives how the choice was made.
 inline Planned<PassPlan> plan_call(Context& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
-                                   const PassOptions& options) {
-    return plan_choice(context, problem, pass, choose_algorithm(context, pass, problem, algorithm, options), options);
+                                   const PassOptions& options, ChoiceSource& source) {
+    const Choice choice = choose_algorithm(context, pass, problem, algorithm, options);
+    source = choice.source;
+    return plan_choice(context, problem, pass, choice, options);
 }
 
 // A workspace query: what `workspace_of(choice)` (a Planned<uint64_t>) gives for the choice `algorithm`

@@ -58,11 +58,13 @@ uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass
 // differently (detail::plan_for_operands).
 RunStats run_planned(Context& context, const detail::PassTarget& target, const ConvProblem& p,
                      const detail::PassPlan& planned, const detail::ConvOperands& ops,
-                     std::initializer_list<const Tensor*> tensors, const PassOptions& planning) {
+                     std::initializer_list<const Tensor*> tensors, const PassOptions& planning,
+                     ChoiceSource source = ChoiceSource::Named) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     const detail::PassPlan plan = detail::plan_for_operands(impl, p, planned, planning, ops);
     RunStats stats = plan.planned_stats(p, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
+    stats.chosen_by = source;
     if (target.recording) {
         for (const Tensor* t : tensors) target.recording->keep(t);
         target.recording->keep(target.workspace);
@@ -111,10 +113,11 @@ RunStats backward_data_to(Context& context, const detail::PassTarget& target, co
     problem.validate();
     const detail::ConvOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
     detail::check_workspace(options, {&grad_output, &filter, &grad_input});
-    const PassOptions planning = detail::planning_options(impl, options);
-    return run_planned(context, target, problem,
-                       detail::plan_call(context, problem, Pass::BackwardData, algorithm, planning).value(), ops,
-                       {&grad_output, &filter, &grad_input}, planning);
+    const PassOptions planning = detail::planning_options(impl, options, target);
+    ChoiceSource source{};
+    const detail::PassPlan plan =
+        detail::plan_call(context, problem, Pass::BackwardData, algorithm, planning, source).value();
+    return run_planned(context, target, problem, plan, ops, {&grad_output, &filter, &grad_input}, planning, source);
 }
 
 RunStats backward_filter_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
@@ -126,10 +129,12 @@ RunStats backward_filter_to(Context& context, const detail::PassTarget& target, 
     problem.validate();
     const detail::ConvOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
     detail::check_workspace(options, {&input, &grad_output, &grad_filter, grad_bias});
-    const PassOptions planning = detail::planning_options(impl, options);
-    return run_planned(context, target, problem,
-                       detail::plan_call(context, problem, Pass::BackwardFilter, algorithm, planning).value(), ops,
-                       {&input, &grad_output, &grad_filter, grad_bias}, planning);
+    const PassOptions planning = detail::planning_options(impl, options, target);
+    ChoiceSource source{};
+    const detail::PassPlan plan =
+        detail::plan_call(context, problem, Pass::BackwardFilter, algorithm, planning, source).value();
+    return run_planned(context, target, problem, plan, ops, {&input, &grad_output, &grad_filter, grad_bias}, planning,
+                       source);
 }
 
 RunStats backward_bias_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
@@ -143,7 +148,7 @@ RunStats backward_bias_to(Context& context, const detail::PassTarget& target, co
     ops.bias = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
     detail::check_workspace(options, {&grad_output, &grad_bias});
-    const PassOptions planning = detail::planning_options(impl, options);
+    const PassOptions planning = detail::planning_options(impl, options, target);
     return run_planned(context, target, problem,
                        detail::plan_pass(impl, problem, Pass::BackwardBias, Algorithm::Direct, planning).value(), ops,
                        {&grad_output, &grad_bias}, planning);
@@ -221,10 +226,12 @@ RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, c
         detail::check_not_aliased(output, "output", {bias});
     }
     detail::check_workspace(options, {&input, &filter, &output, bias});
-    const PassOptions planning = detail::planning_options(impl, options);
-    const detail::PassPlan planned = detail::plan_call(context, q, Pass::BackwardData, algorithm, planning).value();
+    const PassOptions planning = detail::planning_options(impl, options, target);
+    ChoiceSource source{};
+    const detail::PassPlan planned =
+        detail::plan_call(context, q, Pass::BackwardData, algorithm, planning, source).value();
     if (!problem.output_beyond_result())
-        return run_planned(context, target, q, planned, ops, {&input, &filter, &output, bias}, planning);
+        return run_planned(context, target, q, planned, ops, {&input, &filter, &output, bias}, planning, source);
 
     // The output reaches past what the convolution covers: its input (the result) goes to a staging tensor,
     // counted as workspace, and is placed in the output with the bias around it, in the same submission.
@@ -347,11 +354,11 @@ LayerBackwardStats layer_backward_to(Context& context, const detail::PassTarget&
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
     detail::check_workspace(options, {&input, &filter, &grad_output, &grad_input, &grad_filter, grad_bias});
-    const PassOptions planning = detail::planning_options(impl, options);
-    StepPlan plan =
-        step_plan(context, problem, detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, planning),
-                  detail::choose_algorithm(context, Pass::BackwardFilter, problem, algorithm, planning), planning)
-            .value();
+    const PassOptions planning = detail::planning_options(impl, options, target);
+    const detail::Choice data_choice = detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, planning);
+    const detail::Choice filter_choice =
+        detail::choose_algorithm(context, Pass::BackwardFilter, problem, algorithm, planning);
+    StepPlan plan = step_plan(context, problem, data_choice, filter_choice, planning).value();
     // Tensors paged otherwise than plans assume: each pass planned for them, one after the other.
     const detail::Paging data_paging = detail::paging_of(data_ops), filter_paging = detail::paging_of(filter_ops);
     if (!detail::plan_fits_paging(problem, plan.data, data_paging) ||
@@ -375,6 +382,8 @@ LayerBackwardStats layer_backward_to(Context& context, const detail::PassTarget&
     stats.filter_workspace_bytes = filter_stats.workspace_bytes;
     stats.data_chunks = data_stats.chunks, stats.filter_chunks = filter_stats.chunks;
     stats.step.algorithm = data_stats.algorithm;
+    stats.data_chosen_by = stats.step.chosen_by = data_choice.source;
+    stats.filter_chosen_by = filter_choice.source;
     stats.step.workspace_bytes = plan.workspace_bytes;
     stats.step.chunks = data_stats.chunks + filter_stats.chunks;
     stats.step.partial_products = filter_stats.partial_products;

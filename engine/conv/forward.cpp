@@ -118,12 +118,15 @@ RunStats forward_to(Context& context, const detail::PassTarget& target, const Co
     ops.epilogue = detail::fused_epilogue(impl, problem, epilogue, input, filter, bias, output);
     const Tensor* residual = epilogue.residual;
     detail::check_workspace(options, {&input, &filter, bias, &output, residual});
-    const PassOptions planning = detail::planning_options(impl, options);
+    const PassOptions planning = detail::planning_options(impl, options, target);
 
+    ChoiceSource source{};
     const detail::PassPlan plan = detail::plan_for_operands(
-        impl, problem, detail::plan_call(context, problem, Pass::Forward, algorithm, planning).value(), planning, ops);
+        impl, problem, detail::plan_call(context, problem, Pass::Forward, algorithm, planning, source).value(),
+        planning, ops);
     RunStats stats = plan.planned_stats(
         problem, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output, &ops.epilogue.residual}));
+    stats.chosen_by = source;
     if (target.recording)
         for (const Tensor* t :
              {&input, &filter, bias, static_cast<const Tensor*>(&output), residual, options.workspace})

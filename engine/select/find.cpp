@@ -16,6 +16,32 @@
 
 namespace vkconv {
 
+const char* to_string(AutoChoice choice) noexcept {
+    switch (choice) {
+        case AutoChoice::Measure: return "measure";
+        case AutoChoice::Heuristic: return "heuristic";
+        case AutoChoice::Stored: return "stored";
+    }
+    return "?";
+}
+
+AutoChoice parse_auto_choice(std::string_view name) {
+    for (AutoChoice choice : {AutoChoice::Stored, AutoChoice::Measure, AutoChoice::Heuristic})
+        if (name == to_string(choice)) return choice;
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown auto choice '" + std::string(name) + "' (expected stored, measure or heuristic)");
+}
+
+const char* to_string(ChoiceSource source) noexcept {
+    switch (source) {
+        case ChoiceSource::Named: return "named";
+        case ChoiceSource::Heuristic: return "heuristic";
+        case ChoiceSource::Stored: return "stored";
+        case ChoiceSource::Measured: return "measured";
+    }
+    return "?";
+}
+
 namespace {
 
 constexpr size_t kVerifiedSamples = 64;
@@ -220,16 +246,22 @@ bool plannable(const Context& context, Pass pass, const ConvProblem& problem, co
 
 }  // namespace
 
+AutoChoice auto_choice_of(const Context& context, const PassOptions& options) {
+    return options.auto_choice.value_or(impl_of(context).auto_choice);
+}
+
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const PassOptions& options) {
-    if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule};
-    if (options.auto_choice == AutoChoice::Heuristic || pass == Pass::BackwardBias)
-        return Choice{Algorithm::Auto, options.mec_schedule};  // the heuristic's, planned by plan_pass
-    // A cached choice that cannot plan here (a file written under other limits) is measured again.
+    if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule, ChoiceSource::Named};
+    const Choice heuristic{Algorithm::Auto, options.mec_schedule, ChoiceSource::Heuristic};  // planned by plan_pass
+    const AutoChoice mode = auto_choice_of(context, options);
+    if (mode == AutoChoice::Heuristic || pass == Pass::BackwardBias) return heuristic;
+    // A stored choice that cannot plan here (a file written under other limits) is not used.
     if (auto cached = impl_of(context).find_cache->lookup(pass, problem, options)) {
-        const Choice choice{cached->algorithm, cached->mec_schedule};
+        const Choice choice{cached->algorithm, cached->mec_schedule, ChoiceSource::Stored};
         if (plannable(context, pass, problem, choice, options)) return choice;
     }
+    if (mode == AutoChoice::Stored) return heuristic;
     return std::nullopt;
 }
 
@@ -244,8 +276,10 @@ Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem,
                         const PassOptions& options) {
     if (auto known = known_choice(context, pass, problem, algorithm, options)) return *known;
     const auto results = find_algorithms(context, pass, problem, options);
-    if (results.front().verified) return {results.front().algorithm, results.front().mec_schedule};
-    return {Algorithm::Auto, options.mec_schedule};  // nothing verified, not worth trusting a time: the heuristic
+    if (results.front().verified)
+        return {results.front().algorithm, results.front().mec_schedule, ChoiceSource::Measured};
+    // Nothing verified, not worth trusting a time: the heuristic.
+    return {Algorithm::Auto, options.mec_schedule, ChoiceSource::Heuristic};
 }
 
 PassOptions with_schedule(const PassOptions& options, const Choice& choice) {

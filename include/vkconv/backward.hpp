@@ -58,6 +58,7 @@ RunStats backward_bias(Recording& recording, const ConvProblem& problem, const T
 struct LayerBackwardStats {
     RunStats step;  // the whole step: GPU time, shared workspace, pool peak, dispatches
     Algorithm data_algorithm = Algorithm::Auto, filter_algorithm = Algorithm::Auto;  // never Auto after a run
+    ChoiceSource data_chosen_by = ChoiceSource::Named, filter_chosen_by = ChoiceSource::Named;  // how
     uint64_t data_workspace_bytes = 0;                                               // what each pass needs alone
     uint64_t filter_workspace_bytes = 0;
     uint32_t data_chunks = 1, filter_chunks = 1;

@@ -66,6 +66,18 @@ struct DeviceInfo {
 enum class MessageSeverity { Verbose, Info, Warning, Error };
 using MessageCallback = std::function<void(MessageSeverity, std::string_view)>;
 
+// How Algorithm::Auto chooses an algorithm:
+//  - Stored (the default): a measurement the context holds for this problem, pass and options (made by an
+//    earlier Measure call or find_algorithms, or read from its find cache file), else the heuristic. It
+//    never measures, so a first call costs no more than its own pass.
+//  - Measure: a stored measurement, else measure now (find_algorithms in find.hpp: every candidate timed
+//    once, the fastest verified one stored and run), as cudnn.benchmark = True does for PyTorch. Inside a
+//    recording, where vkconv submits nothing of its own, Measure acts as Stored.
+//  - Heuristic: the heuristic alone, even where a measurement is stored.
+enum class AutoChoice { Measure, Heuristic, Stored };
+const char* to_string(AutoChoice choice) noexcept;  // "measure", "heuristic", "stored"
+AutoChoice parse_auto_choice(std::string_view name);  // the names above; Error(InvalidArgument) otherwise
+
 struct ContextOptions {
     // Device selector: an index or a case-insensitive substring of the device name. Empty: the
     // VKCONV_DEVICE environment variable, else the best device (discrete > integrated > virtual > CPU).
@@ -118,6 +130,9 @@ struct ContextOptions {
     // with a warning through on_message. Empty: the VKCONV_TUNING environment variable, else the pipeline
     // cache file's path with ".tuning" appended where there is one, else no file.
     std::string tuning_path;
+    // How Algorithm::Auto chooses where a pass's options leave it unset (PassOptions::auto_choice). Unset:
+    // the VKCONV_AUTO_CHOICE environment variable ("stored", "measure" or "heuristic"), else Stored.
+    std::optional<AutoChoice> auto_choice;
 };
 
 class Context {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,9 +46,10 @@ Algorithm parse_algorithm(std::string_view text);  // case-insensitive name; thr
 enum class MecSchedule { Auto, A, B };
 const char* to_string(MecSchedule schedule) noexcept;
 
-// How Algorithm::Auto chooses: by measuring (find_algorithms in find.hpp, once per problem, pass and
-// options on a context, cached), or by the heuristic alone (no measuring, no extra memory or time).
-enum class AutoChoice { Measure, Heuristic };
+// How a pass's algorithm was chosen (RunStats::chosen_by): named by the caller, Auto's heuristic, Auto's
+// stored measurement, or measured by this call.
+enum class ChoiceSource { Named, Heuristic, Stored, Measured };
+const char* to_string(ChoiceSource source) noexcept;  // "named", "heuristic", "stored", "measured"
 
 // The options every pass takes: forward, the backward passes, the layer step, their workspace queries
 // and find_algorithms.
@@ -61,7 +63,8 @@ struct PassOptions {
     // fit gets Error(Unsupported), and Auto skips it (Error(InvalidArgument) naming the smallest workspace
     // any algorithm needs when none fits).
     uint64_t workspace_limit = 0;
-    AutoChoice auto_choice = AutoChoice::Measure;
+    // Unset: the context's (ContextOptions::auto_choice).
+    std::optional<AutoChoice> auto_choice;
     // Timed runs find makes of each algorithm after its warm-up run (at least 1).
     uint32_t find_repeats = 2;
     // The caller's memory for the pass's workspace (any tensor of the context: a pool tensor, or an
@@ -78,6 +81,7 @@ using ForwardOptions = PassOptions;
 
 struct RunStats {
     Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
+    ChoiceSource chosen_by = ChoiceSource::Named;  // how it was chosen (Auto: heuristic, stored or measured)
     MecSchedule mec_schedule = MecSchedule::Auto;  // for MEC: the schedule that ran (A or B)
     double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
     bool gpu_timed = false;                        // false: the queue has no timestamps, gpu_ms is wall time
@@ -107,14 +111,15 @@ struct RunStats {
 
 // Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact: the
 // pool's in-use counter grows by exactly this much during the pass (allocation rounding included).
-// A workspace query never runs GPU work. With Algorithm::Auto it is exact once the choice is known (Auto
-// has measured this problem on the context, its cache file has it, or AutoChoice::Heuristic); before that
-// it is the most any algorithm Auto may choose needs, so the measured choice fits in it.
+// A workspace query never runs GPU work. With Algorithm::Auto it is exact whenever the choice is known
+// without measuring (AutoChoice::Stored or Heuristic, or a measurement the context holds); under
+// AutoChoice::Measure before measuring, it is the most any algorithm Auto may choose needs, so the
+// measured choice fits in it.
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const PassOptions& options = {});
 
 // The algorithm the heuristic picks for this problem under `options` (see README.md for the rule); Auto
-// uses it under AutoChoice::Heuristic, and find_algorithms measures instead.
+// uses it where it has no measurement to go by (AutoChoice), and find_algorithms measures instead.
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options = {});
 
 // The activation a forward pass's epilogue applies (Epilogue below), as ncnn's activation types name them.

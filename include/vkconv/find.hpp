@@ -1,10 +1,11 @@
 // Measured algorithm choice: find runs every algorithm (and MEC schedule) that fits a pass's workspace
 // limit on the problem, checks each result, and returns them fastest first, as cuDNN's Find does.
 //
-// Algorithm::Auto uses it: the first Auto call for a (pass, problem, options) on a context runs find once
-// and caches the fastest verified choice; later calls reuse it. ContextOptions::find_cache_path keeps the
-// cache in a file across processes (keyed by device and driver). PassOptions::auto_choice =
-// AutoChoice::Heuristic skips measuring and uses the rule documented in README.md instead.
+// Algorithm::Auto uses what it stores (AutoChoice in context.hpp): by default a stored choice where there
+// is one, else the heuristic; under AutoChoice::Measure the first Auto call for a (pass, problem, options)
+// on a context runs find once and stores the fastest verified choice, which later calls reuse.
+// ContextOptions::find_cache_path keeps the stored choices in a file across processes (keyed by device
+// and driver).
 #pragma once
 
 #include <string_view>

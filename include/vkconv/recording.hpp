@@ -29,9 +29,9 @@
 // recording (the workspace the recording holds included).
 //
 // Threads: each call holds the context's lock, as a blocking call does; one Recording is used by one
-// thread at a time. Algorithm::Auto under AutoChoice::Measure measures a problem it has not seen before
-// with blocking runs on vkconv's queue while recording: use AutoChoice::Heuristic, a find cache file or
-// find_algorithms beforehand for a recording that runs no GPU work of its own.
+// thread at a time. A recording runs no GPU work of its own: Algorithm::Auto in it runs a stored
+// measurement or the heuristic's choice, even under AutoChoice::Measure (call find_algorithms beforehand,
+// or give the context a find cache file, to record measured choices).
 #pragma once
 
 #include <cstdint>

@@ -76,7 +76,8 @@ void bind_context(py::module_& module) {
         .def_readwrite("device_limits", &PyContextOptions::device_limits)
         .def_readwrite("find_cache_path", &PyContextOptions::find_cache_path)
         .def_readwrite("pipeline_cache_path", &PyContextOptions::pipeline_cache_path)
-        .def_readwrite("tuning_path", &PyContextOptions::tuning_path);
+        .def_readwrite("tuning_path", &PyContextOptions::tuning_path)
+        .def_readwrite("auto_choice", &PyContextOptions::auto_choice);
 
     py::class_<PoolStats>(module, "PoolStats")
         .def_readonly("in_use", &PoolStats::in_use)

@@ -26,7 +26,8 @@ void bind_option_types(py::module_& module) {
         .def_readwrite("auto_choice", &PyPassOptions::auto_choice)
         .def_readwrite("find_repeats", &PyPassOptions::find_repeats)
         .def_readwrite("workspace", &PyPassOptions::workspace_tensor,
-                       "The caller's workspace tensor (None: the pass allocates from the pool).");
+                       "The caller's workspace tensor (None: the pass allocates from the pool).")
+        .def("__copy__", [](const PyPassOptions& self) { return self; });
 
     py::class_<PyEpilogue> epilogue(module, "Epilogue",
                                     "y = activation(alpha * conv(x, w) + bias + beta * residual), in the pass.");
@@ -40,6 +41,7 @@ void bind_option_types(py::module_& module) {
     py::class_<RunStats>(module, "RunStats")
         .def_readonly("algorithm", &RunStats::algorithm)
         .def_readonly("mec_schedule", &RunStats::mec_schedule)
+        .def_readonly("chosen_by", &RunStats::chosen_by)
         .def_readonly("gpu_ms", &RunStats::gpu_ms)
         .def_readonly("gpu_timed", &RunStats::gpu_timed)
         .def_readonly("wall_ms", &RunStats::wall_ms)
@@ -64,6 +66,8 @@ void bind_option_types(py::module_& module) {
     py::class_<LayerBackwardStats>(module, "LayerBackwardStats")
         .def_readonly("step", &LayerBackwardStats::step)
         .def_readonly("data_algorithm", &LayerBackwardStats::data_algorithm)
+        .def_readonly("data_chosen_by", &LayerBackwardStats::data_chosen_by)
+        .def_readonly("filter_chosen_by", &LayerBackwardStats::filter_chosen_by)
         .def_readonly("filter_algorithm", &LayerBackwardStats::filter_algorithm)
         .def_readonly("data_workspace_bytes", &LayerBackwardStats::data_workspace_bytes)
         .def_readonly("filter_workspace_bytes", &LayerBackwardStats::filter_workspace_bytes)

@@ -64,9 +64,18 @@ void bind_problem(py::module_& module) {
     schedule.value("Auto", MecSchedule::Auto).value("A", MecSchedule::A).value("B", MecSchedule::B);
     text_str(schedule);
 
-    py::enum_<AutoChoice>(module, "AutoChoice")
-        .value("Measure", AutoChoice::Measure)
-        .value("Heuristic", AutoChoice::Heuristic);
+    py::enum_<AutoChoice> auto_choice(module, "AutoChoice");
+    auto_choice.value("Measure", AutoChoice::Measure)
+        .value("Heuristic", AutoChoice::Heuristic)
+        .value("Stored", AutoChoice::Stored);
+    text_names(auto_choice, parse_auto_choice);
+
+    py::enum_<ChoiceSource> source(module, "ChoiceSource");
+    source.value("Named", ChoiceSource::Named)
+        .value("Heuristic", ChoiceSource::Heuristic)
+        .value("Stored", ChoiceSource::Stored)
+        .value("Measured", ChoiceSource::Measured);
+    text_str(source);
 
     py::enum_<Activation> activation(module, "Activation");
     activation.value("None_", Activation::None)

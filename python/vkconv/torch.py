@@ -11,6 +11,11 @@ other. The keyword-only arguments pick what vkconv does: `algorithm` (a name suc
 shapes either way, and an NHWC layer returns a channels_last tensor), `context` (a vkconv.Context; None:
 the process's default context, see default_context) and `options` (vkconv.PassOptions).
 
+`algorithm="auto"` runs the algorithm the context has measured for the layer where it has one (in this
+process, or in its find cache file), else the heuristic's: a first step costs no more than a second. Set
+`vkconv.torch.benchmark = True`, as `torch.backends.cudnn.benchmark`, to have auto measure every algorithm
+on a layer's first call instead and keep the fastest (options whose `auto_choice` is set keep theirs).
+
 The autograd Function keeps the device copies of the input and filter from forward to backward (as the
 activations a framework keeps for its backward pass), so backward uploads only the output's gradient, and
 computes dx, dw and db in one submission (vkconv.layer_backward) when all are needed. Results are fp32 and
@@ -29,6 +34,10 @@ __all__ = ["Conv2d", "conv2d", "convert", "default_context", "set_default_contex
 
 _default_context = None
 _default_lock = threading.Lock()
+
+# As torch.backends.cudnn.benchmark: True makes Algorithm "auto" measure every algorithm on a layer's first
+# call for each input shape (and keep the fastest), where the layer's options leave the choice open.
+benchmark = False
 
 
 def default_context():
@@ -76,6 +85,15 @@ def _algorithms(algorithm):
     return {p: chosen for p in _PASSES}
 
 
+def _with_benchmark(options):
+    """The options, with AutoChoice.Measure where vkconv.torch.benchmark is on and they leave it open."""
+    if not benchmark or (options is not None and options.auto_choice is not None):
+        return options
+    measured = copy.copy(options) if options is not None else _vk.PassOptions()
+    measured.auto_choice = _vk.AutoChoice.Measure
+    return measured
+
+
 class _Config:
     """What one convolution call needs besides its tensors: geometry, algorithms, layout, context, options;
     and the statistics of its last passes."""
@@ -88,7 +106,7 @@ class _Config:
         self.algorithms = _algorithms(algorithm)
         self.layout = _vk.Layout(layout) if isinstance(layout, str) else layout
         self.context = context
-        self.options = options
+        self.options = _with_benchmark(options)
         self.stats = {}
 
     def device_context(self):
