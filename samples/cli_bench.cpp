@@ -381,7 +381,7 @@ Action add_bench_command(CLI::App& root) {
     auto args = std::make_shared<BenchArgs>();
     auto* command = root.add_subcommand("bench", "GEMM and per-layer forward benchmarks (checked, then timed)");
     command->add_option("--layer", args->only, "only these layers (repeatable; default: every layer)");
-    command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(CLI::PositiveNumber);
+    command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(positive_integer());
     command->add_option("--repeat", args->repeat, "timed runs (median reported)")->capture_default_str();
     command->add_option("--algo", args->algorithms, "algorithms to time (repeatable)")->capture_default_str();
     command->add_option("--layout", args->layout, "nchw or nhwc")

@@ -29,12 +29,16 @@ int run_guarded(const std::function<int()>& body) {
 }
 
 std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option) {
+    // Strides, dilations and output sizes start at 1; an output padding at 0. Said here, in the option's
+    // name, rather than later by the problem in its field's.
+    const int64_t least = option == "--output-padding" ? 0 : 1;
     auto number = [&](std::string_view part) {
         int64_t value = 0;
         const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
-        if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+        if (part.empty() || ec != std::errc() || end != part.data() + part.size() || value < least)
             throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
-                                option + " expects N or N,M with integers, got '" + text + "'");
+                                option + " expects N or N,M with integers of at least " + std::to_string(least) +
+                                    ", got '" + text + "'");
         return value;
     };
     const auto comma = text.find(',');
@@ -53,9 +57,10 @@ std::array<int64_t, 4> parse_padding(const std::string& text) {
         const std::string_view part = std::string_view(text).substr(start, comma == std::string::npos ? comma : comma - start);
         int64_t value = 0;
         const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
-        if (part.empty() || ec != std::errc() || end != part.data() + part.size())
+        if (part.empty() || ec != std::errc() || end != part.data() + part.size() || value < 0)
             throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
-                                "--padding expects P, PH,PW or TOP,BOTTOM,LEFT,RIGHT with integers, got '" + text + "'");
+                                "--padding expects P, PH,PW or TOP,BOTTOM,LEFT,RIGHT with integers of at least 0, "
+                                "got '" + text + "'");
         values.push_back(value);
         if (comma == std::string::npos) break;
         start = comma + 1;
@@ -72,6 +77,18 @@ std::array<int64_t, 4> parse_padding(const std::string& text) {
                                 "--padding expects 1, 2 or 4 values (P, PH,PW or TOP,BOTTOM,LEFT,RIGHT), got " +
                                     std::to_string(values.size()) + " in '" + text + "'");
     }
+}
+
+CLI::Validator positive_integer() {
+    return CLI::Validator(
+        [](const std::string& value) -> std::string {
+            int64_t number = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+            if (value.empty() || ec != std::errc() || end != value.data() + value.size() || number < 1)
+                return "expects a positive integer, got '" + value + "'";
+            return "";
+        },
+        "POSITIVE");
 }
 
 CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description) {

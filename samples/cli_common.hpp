@@ -35,6 +35,8 @@ std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::strin
 std::array<int64_t, 4> parse_padding(const std::string& text);
 
 CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const std::string& description);
+// A check for counts (batch sizes, repeats): a positive integer, said in words a person reads.
+CLI::Validator positive_integer();
 
 // --workspace-limit BYTES|auto, checked while parsing.
 void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit);

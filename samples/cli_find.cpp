@@ -100,7 +100,7 @@ Action add_find_command(CLI::App& root) {
     auto* command = root.add_subcommand(
         "find", "measure every algorithm that fits on layers of the table: time, workspace, peak, verified");
     command->add_option("--layer", args->only, "layers to measure (repeatable)")->required();
-    command->add_option("--batch", args->batch, "batch size N (default: the table's)")->check(CLI::PositiveNumber);
+    command->add_option("--batch", args->batch, "batch size N (default: the table's)")->check(positive_integer());
     command->add_option("--layout", args->layout, "nchw or nhwc")
         ->check(CLI::IsMember({"nchw", "nhwc"}))
         ->capture_default_str();
@@ -109,7 +109,7 @@ Action add_find_command(CLI::App& root) {
         ->capture_default_str();
     add_workspace_limit_option(*command, args->workspace_limit);
     command->add_option("--repeats", args->repeats, "timed runs of each algorithm after its warm-up")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_integer())
         ->capture_default_str();
     command->add_option("--find-cache", args->find_cache, "keep the fastest choices in this file for algo auto");
     command->add_option("--json", args->json_file, "also write the results as JSON to this file");

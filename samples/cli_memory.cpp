@@ -244,7 +244,7 @@ Action add_memory_command(CLI::App& root) {
     command->add_option("--layers", args->layers_file,
                         "a layer table in the layers.csv format (default: built in; pads may be BEGIN:END)");
     command->add_option("--batch", args->batch, "batch size N of every layer")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_integer())
         ->capture_default_str();
     command->add_option("--layout", args->layout, "nchw or nhwc")
         ->check(CLI::IsMember({"nchw", "nhwc"}))

@@ -168,7 +168,7 @@ Action add_plan_command(CLI::App& root) {
         "plan", "print the plan a pass or GEMM would run (algorithm, workspace, dispatches), without running it");
     command->add_option("--layer", args->layer, "a layer of the layer table (samples/layers.csv)");
     command->add_option("--layers", args->layers_file, "a layer table in the layers.csv format (default: built in)");
-    command->add_option("--batch", args->batch, "batch size (default: the layer's)")->check(CLI::PositiveNumber);
+    command->add_option("--batch", args->batch, "batch size (default: the layer's)")->check(positive_integer());
     command->add_option("--input-shape", args->input_shape, "a problem by shape: N,C,H,W (NHWC: N,H,W,C)");
     command->add_option("--filter-shape", args->filter_shape, "K,C/G,R,S (NHWC: K,R,S,C/G)");
     command->add_option("--gemm", args->gemm, "plan a GEMM of M,N,K instead");

@@ -144,7 +144,7 @@ Action add_tune_command(CLI::App& root) {
         "tune", "time the GEMM and implicit-GEMM configurations on this device for the layers, and keep the winners");
     command->add_option("--layer", args->only, "only these layers (repeatable; default: every layer)");
     command->add_option("--layers", args->layers_file, "a layer table in the layers.csv format (default: built in)");
-    command->add_option("--batch", args->batch, "batch size (default: the layer's)")->check(CLI::PositiveNumber);
+    command->add_option("--batch", args->batch, "batch size (default: the layer's)")->check(positive_integer());
     command->add_option("--layout", args->layout, "nchw or nhwc")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
@@ -154,7 +154,7 @@ Action add_tune_command(CLI::App& root) {
     command->add_option("--gemm", args->gemms, "also tune this GEMM shape: M,N,K[,BATCHES] (repeatable)")
         ->check(parsed_by([](const std::string& text) { parse_shape(text); }, "M,N,K[,B]"));
     command->add_option("--repeat", args->repeat, "timed runs per candidate (median)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_integer())
         ->capture_default_str();
     command->add_option("--tuning-file", args->tuning_file,
                         "where the winners are kept (default: VKCONV_TUNING, else the pipeline cache file + .tuning)");

@@ -421,8 +421,15 @@ TEST_CASE("cli: bad usage exits 2 with a message on stderr", "[cli]") {
         {{"forward", "--input", x, "--output", y}, "--weight"},
         {{"forward", "--input", x, "--weight", w}, "--output"},
         {{"demo", "--bogus"}, "--bogus"},
-        {{"demo", "--batch", "0"}, "--batch"},
+        {{"demo", "--batch", "0"}, "--batch: expects a positive integer, got '0'"},
         {{"demo", "--batch", "-4"}, "--batch"},
+        // A typo is named with the nearest option, even where a required option is then missing.
+        {{"forward", "--inptu", x, "--weight", w, "--output", y}, "unknown option --inptu for forward (did you mean --input?)"},
+        {{"forward", "--input", x, "--weight", w, "--output", y, "--paddng", "1"}, "did you mean --padding?"},
+        // Values are refused in the option's own name, not a field's.
+        {{"forward", "--input", x, "--weight", w, "--output", y, "--padding", "-1"}, "--padding expects"},
+        {{"forward", "--input", x, "--weight", w, "--output", y, "--stride", "0"}, "--stride expects"},
+        {{"forward", "--input", x, "--weight", w, "--output", y, "--dilation", "1,0"}, "--dilation expects"},
         {{"bench", "--gemm-shape", "0,4,4"}, "'0,4,4'"},
         {{"bench", "--gemm-shape", "64x64"}, "'64x64'"},
         {{"bench", "--first-call", "--layer", "nope"}, "'nope'"},
@@ -646,6 +653,20 @@ TEST_CASE("cli: demo runs the layers of a custom --layers file", "[cli][gpu]") {
     INFO(r.describe());
     CHECK_THAT(r.out, Catch::Contains("tiny ") && Catch::Contains(" ok "));
     CHECK_THAT(r.out, Catch::Contains("1 layers"));
+}
+
+TEST_CASE("cli: demo's summary claims only the layers it checked", "[cli][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    // "large": 604 million multiply-adds a pass, above the demo's check limit (4e8), so left unchecked.
+    vkt::write_bytes(dir.file("layers.csv"),
+                     "tiny,1,2,5,5,3,3,3,1,1,1,1,1,1,1,checked\n"
+                     "large,1,128,64,64,128,3,3,1,1,1,1,1,1,1,above the check limit\n");
+    const auto r = run_cli(dir, {"demo", "--layers", dir.file("layers.csv"), "--repeat", "1", "--algo", "im2col"});
+    check_success(r);
+    INFO(r.describe());
+    CHECK_THAT(r.out, Catch::Contains("2 layers") && Catch::Contains("1 of 2 checked, all within fp32 rounding bounds"));
+    CHECK_THAT(r.out, !Catch::Contains("all checked results"));
 }
 
 TEST_CASE("cli: demo refuses unknown layers and bad layer files with exit 2", "[cli]") {

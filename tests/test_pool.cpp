@@ -13,6 +13,7 @@ constexpr uint64_t kBlock = 1ull << 20;
 std::unique_ptr<vkconv::Context> pool_context(uint64_t limit = 0) {
     auto options = vkt::test_options();
     options.pool_block_bytes = kBlock;
+    options.pool_min_block_bytes = kBlock;  // blocks of kBlock from the first on: what these cases count
     options.device_memory_limit = limit;
     return vkt::fresh_context(options);
 }
@@ -81,6 +82,41 @@ TEST_CASE("pool reuses freed memory and merges neighbouring free ranges", "[pool
     CHECK(context->pool_stats().driver_allocations == 2);
     CHECK(context->pool_stats().live_blocks == 2);
     CHECK(context->pool_stats().in_use == kBlock + context->pool_stats().alignment);
+}
+
+TEST_CASE("pool blocks grow from what is asked: a small layer reserves what it uses plus alignment",
+          "[pool][gpu]") {
+    // The default: no floor on blocks, which grow as large as the pool already holds, up to the block size.
+    auto options = vkt::test_options();
+    options.pool_block_bytes = kBlock;
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    const uint64_t align = context->pool_stats().alignment;
+    const auto rounded = [&](uint64_t bytes) { return (bytes + align - 1) / align * align; };
+    // A small forward pass with its workspace: the pool reserves the rounded sizes of what it asked, no more.
+    vkconv::ConvProblem p;
+    p.N = 1, p.C = 3, p.H = 9, p.W = 7, p.K = 4, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    vkconv::Tensor x(*context, p.input_shape()), w(*context, p.filter_shape()), y(*context, p.output_shape());
+    const auto stats = vkconv::forward(*context, p, x, w, nullptr, y, vkconv::Algorithm::Im2col);
+    REQUIRE(stats.workspace_bytes > 0);
+    const auto after = context->pool_stats();
+    const uint64_t asked = rounded(x.bytes()) + rounded(w.bytes()) + rounded(y.bytes()) + stats.workspace_bytes;
+    CHECK(after.peak_in_use == asked);
+    // Each block is at least what was asked and as large as the pool before it: at most twice what is used.
+    CHECK(after.peak_reserved >= asked);
+    CHECK(after.peak_reserved <= 2 * asked + 4 * align);
+    CHECK(after.peak_reserved < kBlock / 16);
+    // Blocks grow geometrically: many small tensors make few blocks, none above the block size.
+    std::vector<vkconv::Tensor> many;
+    for (int i = 0; i < 256; ++i) many.emplace_back(*context, floats(1024));
+    const auto grown = context->pool_stats();
+    CHECK(grown.driver_allocations <= after.driver_allocations + 12);
+    CHECK(grown.reserved <= 2 * grown.in_use + kBlock);
+    // A floor gives blocks of that size from the first on.
+    options.pool_min_block_bytes = kBlock;
+    auto floored = vkt::fresh_context(options);
+    vkconv::Tensor small(*floored, floats(16));
+    CHECK(floored->pool_stats().reserved >= kBlock);
 }
 
 TEST_CASE("pool gives a request larger than a block its own block", "[pool][gpu]") {

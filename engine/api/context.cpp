@@ -73,7 +73,8 @@ ContextImpl::ContextImpl(const ExternalDevice& external, const ContextOptions& o
 ContextImpl::ContextImpl(const DeviceModel& model) {
     device = std::make_unique<Device>(model);
     find_cache = std::make_unique<FindCache>(*device, std::string());
-    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
+    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit,
+                                        options.pool_min_block_bytes);
     pipelines = std::make_unique<PipelineCache>(*device);
     tuning = std::make_unique<Tuning>();
 }
@@ -98,7 +99,8 @@ void ContextImpl::finish_setup() {
         auto_choice = *options.auto_choice;
     else if (const char* env = std::getenv("VKCONV_AUTO_CHOICE"); env && *env)
         auto_choice = parse_auto_choice(env);
-    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit);
+    pool = std::make_unique<BufferPool>(*device, options.pool_block_bytes, options.device_memory_limit,
+                                        options.pool_min_block_bytes);
     std::string pipeline_file = options.pipeline_cache_path;
     if (pipeline_file.empty())
         if (const char* env = std::getenv("VKCONV_PIPELINE_CACHE")) pipeline_file = env;

@@ -20,7 +20,7 @@ uint64_t round_up(uint64_t value, uint64_t multiple) {
 
 }  // namespace
 
-BufferPool::BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_limit)
+BufferPool::BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_limit, uint64_t min_block_bytes)
     : device_(device), memory_limit_(memory_limit) {
     const auto& limits = device_.limits();
     alignment_ = std::max<uint64_t>({limits.minStorageBufferOffsetAlignment, limits.minTexelBufferOffsetAlignment, 16});
@@ -30,6 +30,7 @@ BufferPool::BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_lim
     if (const uint64_t heap = device_.imposed_heap_bytes())
         memory_limit_ = memory_limit_ ? std::min(memory_limit_, heap) : heap;
     block_bytes_ = std::min(round_up(std::max<uint64_t>(block_bytes, alignment_), alignment_), largest_block_);
+    min_block_bytes_ = std::min(round_up(min_block_bytes, alignment_), block_bytes_);
 }
 
 std::string BufferPool::describe_limit() const {
@@ -113,7 +114,10 @@ void BufferPool::release(PoolAllocation& allocation) noexcept {
 }
 
 PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
-    const uint64_t size = std::max(block_bytes_, min_bytes);
+    // Geometric growth: as large as what the pool holds already (so the block count grows with the
+    // logarithm of the memory), between the smallest block asked for and block_bytes_.
+    const uint64_t grown = std::min(block_bytes_, std::max(min_block_bytes_, round_up(reserved_, alignment_)));
+    const uint64_t size = std::max(grown, min_bytes);
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
 

@@ -49,7 +49,7 @@ struct PoolAllocation {
 
 class BufferPool {
 public:
-    BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_limit);
+    BufferPool(Device& device, uint64_t block_bytes, uint64_t memory_limit, uint64_t min_block_bytes = 0);
     ~BufferPool();
     BufferPool(const BufferPool&) = delete;
     BufferPool& operator=(const BufferPool&) = delete;
@@ -99,6 +99,7 @@ private:
     Device& device_;
     std::string describe_limit() const;
     uint64_t block_bytes_;
+    uint64_t min_block_bytes_;  // ContextOptions::pool_min_block_bytes, rounded, at most block_bytes_
     uint64_t largest_block_ = UINT64_MAX;
     uint64_t largest_buffer_created_ = 0, largest_memory_created_ = 0;
     uint64_t memory_limit_;

@@ -90,8 +90,14 @@ struct ContextOptions {
     // Cap on the bytes the pool may reserve from the driver (0 = no cap beyond the driver's own).
     // An allocation past it throws Error(OutOfDeviceMemory), as a real out-of-memory would.
     uint64_t device_memory_limit = 0;
-    // Size of the pool's blocks; larger requests get a block of their own.
+    // The largest block the pool sizes for itself; larger requests get a block of their own. Blocks grow
+    // to it: a new block holds at least what is asked (rounded to the pool alignment) and is as large as
+    // all the pool holds already, up to pool_block_bytes, so a context that only ever runs a small layer
+    // (inside an application, say) reserves what it uses plus alignment, and a busy one few, large blocks.
     uint64_t pool_block_bytes = 64ull << 20;
+    // The smallest block the pool makes (0: what is asked). pool_block_bytes here gives blocks of
+    // pool_block_bytes from the first one on.
+    uint64_t pool_min_block_bytes = 0;
     // Lower the per-dispatch workgroup count below the device limit (0 = device limit). For tests: it
     // makes the dispatch splitting that large problems need happen on small ones.
     uint32_t max_workgroups_per_dispatch = 0;

@@ -70,6 +70,7 @@ void bind_context(py::module_& module) {
                        "Called as on_message(severity, text) for validation messages; None: printed on stderr.")
         .def_readwrite("device_memory_limit", &PyContextOptions::device_memory_limit)
         .def_readwrite("pool_block_bytes", &PyContextOptions::pool_block_bytes)
+        .def_readwrite("pool_min_block_bytes", &PyContextOptions::pool_min_block_bytes)
         .def_readwrite("max_workgroups_per_dispatch", &PyContextOptions::max_workgroups_per_dispatch)
         .def_readwrite("max_storage_buffer_range", &PyContextOptions::max_storage_buffer_range)
         .def_readwrite("max_buffer_bytes", &PyContextOptions::max_buffer_bytes)
