@@ -140,7 +140,7 @@ def render(data):
     parts = [render_device(data), render_summary(data), render_layers(data, "nchw"), render_layers(data, "nhwc"),
              render_gemm(data), render_first_call(data), render_overhead(data), render_separable(data),
              render_tune(data), render_cudnn(data)]
-    return "\n".join(head) + "\n".join(parts)
+    return "\n".join(head) + "\n" + "\n".join(parts)
 
 
 __all__ = ["render", "summarize"]
