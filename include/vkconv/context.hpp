@@ -69,7 +69,7 @@ using MessageCallback = std::function<void(MessageSeverity, std::string_view)>;
 // How Algorithm::Auto chooses an algorithm:
 //  - Stored (the default): a measurement the context holds for this problem, pass and options (made by an
 //    earlier Measure call or find_algorithms, or read from its find cache file), else the heuristic. It
-//    never measures, so a first call costs no more than its own pass.
+//    never measures: a first call costs its pass and the first build of the pass's pipelines.
 //  - Measure: a stored measurement, else measure now (find_algorithms in find.hpp: every candidate timed
 //    once, the fastest verified one stored and run), as cudnn.benchmark = True does for PyTorch. Inside a
 //    recording, where vkconv submits nothing of its own, Measure acts as Stored.

@@ -12,7 +12,7 @@ shapes either way, and an NHWC layer returns a channels_last tensor), `context` 
 the process's default context, see default_context) and `options` (vkconv.PassOptions).
 
 `algorithm="auto"` runs the algorithm the context has measured for the layer where it has one (in this
-process, or in its find cache file), else the heuristic's: a first step costs no more than a second. Set
+process, or in its find cache file), else the heuristic's, so a first step measures nothing. Set
 `vkconv.torch.benchmark = True`, as `torch.backends.cudnn.benchmark`, to have auto measure every algorithm
 on a layer's first call instead and keep the fastest (options whose `auto_choice` is set keep theirs).
 
