@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
+#include <functional>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,20 @@ struct BenchArgs {
 // row, where an "unsupported" line per layer would only be noise.
 inline bool applies(vkconv::Algorithm algorithm, const vkconv::ConvProblem& p) {
     return algorithm != vkconv::Algorithm::Depthwise || p.channels_per_group() == 1;
+}
+
+// The worst of `ratio_at(index)` (an error over its bound) at `samples` indices of a result of `size`
+// values, drawn from `seed` and evaluated on the host's threads; a NaN ratio counts as infinite.
+inline double worst_sampled_ratio(int64_t size, int samples, uint64_t seed,
+                                  const std::function<double(int64_t)>& ratio_at) {
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> indices(static_cast<size_t>(samples));
+    for (int64_t& index : indices) index = static_cast<int64_t>(rng() % static_cast<uint64_t>(size));
+    std::vector<double> ratios(indices.size());
+    parallel_for(samples, [&](int64_t i) { ratios[i] = ratio_at(indices[i]); });
+    double worst = 0;
+    for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
+    return worst;
 }
 
 inline double median(std::vector<double> values) {

@@ -131,18 +131,11 @@ std::pair<double, double> reference_at(const vkconv::ConvProblem& p, const std::
 // Worst |gpu - exact| over the fp32 summation bound on 512 sampled outputs; above 1 is a wrong result.
 double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
                      const std::vector<float>& y) {
-    std::mt19937_64 rng(11);
-    std::vector<int64_t> indices(512);
-    for (int64_t& index : indices) index = static_cast<int64_t>(rng() % y.size());
     const double factor = (p.channels_per_group() * p.R * p.S + 2) * std::ldexp(1.0, -24);
-    std::vector<double> ratios(indices.size());
-    parallel_for(static_cast<int64_t>(indices.size()), [&](int64_t i) {
-        const auto [exact, magnitude] = reference_at(p, x, w, indices[i]);
-        ratios[i] = std::fabs(y[indices[i]] - exact) / (factor * magnitude + 1e-30);
+    return worst_sampled_ratio(static_cast<int64_t>(y.size()), 512, 11, [&](int64_t index) {
+        const auto [exact, magnitude] = reference_at(p, x, w, index);
+        return std::fabs(y[index] - exact) / (factor * magnitude + 1e-30);
     });
-    double worst = 0;
-    for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
-    return worst;
 }
 
 // `paged`: a second context with smaller buffers (--paged), where each layer and algorithm also runs, checked

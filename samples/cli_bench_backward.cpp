@@ -74,18 +74,11 @@ Exact exact_dw(const vkconv::ConvProblem& p, const std::vector<float>& x, const 
 
 template <typename ExactAt>
 double sampled_error_over_bound(const std::vector<float>& result, ExactAt&& exact_at) {
-    std::mt19937_64 rng(13);
-    std::vector<int64_t> indices(128);
-    for (int64_t& index : indices) index = static_cast<int64_t>(rng() % result.size());
-    std::vector<double> ratios(indices.size());
-    parallel_for(static_cast<int64_t>(indices.size()), [&](int64_t i) {
-        const Exact e = exact_at(indices[i]);
+    return worst_sampled_ratio(static_cast<int64_t>(result.size()), 128, 13, [&](int64_t index) {
+        const Exact e = exact_at(index);
         const double bound = double(e.terms + 2) * std::ldexp(1.0, -24) * e.magnitude + 1e-30;
-        ratios[i] = std::fabs(result[indices[i]] - e.value) / bound;
+        return std::fabs(result[index] - e.value) / bound;
     });
-    double worst = 0;
-    for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
-    return worst;
 }
 
 }  // namespace

@@ -28,10 +28,7 @@ int run_guarded(const std::function<int()>& body) {
     }
 }
 
-std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option) {
-    // Strides, dilations and output sizes start at 1; an output padding at 0. Said here, in the option's
-    // name, rather than later by the problem in its field's.
-    const int64_t least = option == "--output-padding" ? 0 : 1;
+std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option, int64_t least) {
     auto number = [&](std::string_view part) {
         int64_t value = 0;
         const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);

@@ -24,7 +24,9 @@ enum ExitCode : int {
 int run_guarded(const std::function<int()>& body);
 
 // "3" -> {3, 3}; "2,3" -> {2, 3}. Throws InvalidArgument naming `option` otherwise.
-std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option);
+// N or N,M as two integers of at least `least`, refused in `option`'s name (strides, dilations and sizes
+// start at 1, an output padding at 0), rather than later by the problem in its field's.
+std::pair<int64_t, int64_t> parse_pair(const std::string& text, const std::string& option, int64_t least = 1);
 
 // A CLI11 check that runs `parse` on an option's text while the command line is parsed, so text it refuses
 // (with vkconv::Error) fails there: exit code 2 and the option named with parse's message, before any device

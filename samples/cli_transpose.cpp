@@ -33,7 +33,7 @@ vkconv::ConvTransposeProblem problem_from(const TransposeArgs& args, const vkcon
     p.W = nhwc ? x.shape[2] : x.shape[3];
     std::tie(p.stride_h, p.stride_w) = parse_pair(args.conv.stride, "--stride");
     std::tie(p.dilation_h, p.dilation_w) = parse_pair(args.conv.dilation, "--dilation");
-    std::tie(p.output_padding_h, p.output_padding_w) = parse_pair(args.output_padding, "--output-padding");
+    std::tie(p.output_padding_h, p.output_padding_w) = parse_pair(args.output_padding, "--output-padding", 0);
     p.groups = args.conv.groups;
     if (w.shape[0] != p.C)
         throw bad("--weight '" + args.weight + "' has " + std::to_string(w.shape[0]) + " input channels, but --input '" +
@@ -111,7 +111,7 @@ Action add_conv_transpose_command(CLI::App& root) {
     command
         ->add_option("--output-padding", args->output_padding,
                      "rows and columns added at the bottom and right: P or PH,PW (less than the stride or dilation)")
-        ->check(parsed_by([](const std::string& text) { parse_pair(text, "--output-padding"); }, "N|N,M"))
+        ->check(parsed_by([](const std::string& text) { parse_pair(text, "--output-padding", 0); }, "N|N,M"))
         ->capture_default_str();
     command
         ->add_option("--output-shape", args->output_shape,

@@ -55,17 +55,14 @@ BufferRange usable_workspace(ContextImpl& context, const Tensor& workspace) {
 }  // namespace
 
 PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target) {
-    if (target.recording && options.auto_choice.value_or(context.auto_choice) == AutoChoice::Measure) {
-        PassOptions recorded = options;
-        recorded.auto_choice = AutoChoice::Stored;
-        return planning_options(context, recorded, target);
-    }
-    if (!options.workspace) return options;
+    PassOptions planning = options;
+    if (target.recording && options.auto_choice.value_or(context.auto_choice) == AutoChoice::Measure)
+        planning.auto_choice = AutoChoice::Stored;
+    if (!options.workspace) return planning;
     const Tensor& workspace = *options.workspace;
     if (workspace.empty()) throw Error(ErrorCategory::InvalidArgument, "the workspace tensor is empty");
     if (storage_of(workspace)->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, "the workspace tensor belongs to another context");
-    PassOptions planning = options;
     // At least 1: a limit of 0 would mean none, and an unaligned sliver offers no slot at all.
     const uint64_t usable = std::max<uint64_t>(usable_workspace(context, workspace).size, 1);
     planning.workspace_limit = options.workspace_limit ? std::min(options.workspace_limit, usable) : usable;
