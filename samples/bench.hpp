@@ -2,10 +2,11 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdio>
-#include <random>
-#include <functional>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,19 @@ inline double worst_sampled_ratio(int64_t size, int samples, uint64_t seed,
     double worst = 0;
     for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
     return worst;
+}
+
+// Untimed runs of `run` right before the timed ones, until together they have taken at least `min_ms` of
+// wall time (at least one, at most 1,000). A GPU left idle while the host checks the previous result (seconds,
+// for a large layer on few cores) falls to its idle clocks, and the first passes after that run slow: on an
+// H200, backward-filter timed right after a 2-second check took 5x its warm time.
+inline void warm_up(const std::function<void()>& run, double min_ms = 100) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int runs = 0; runs < 1000; ++runs) {
+        run();
+        if (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() >= min_ms)
+            break;
+    }
 }
 
 inline double median(std::vector<double> values) {

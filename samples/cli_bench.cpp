@@ -85,6 +85,7 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
                                             " gave a wrong result at (" + std::to_string(m) + ", " + std::to_string(n) +
                                             ")");
             }
+            warm_up([&] { vkconv::gemm(context, a, b, c, options); });
             std::vector<double> times;
             for (int r = 0; r < args.repeat; ++r) times.push_back(vkconv::gemm(context, a, b, c, options).gpu_ms);
             const double ms = median(times);
@@ -209,6 +210,10 @@ void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchA
                                             " in pages gave a result beyond the fp32 rounding bound (err/bound " +
                                             std::to_string(paged_ratio) + ")");
             }
+            warm_up([&] {
+                vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
+                if (paged) vkconv::forward(*paged, p, *paged_input, *paged_filter, nullptr, *paged_output, algorithm);
+            });
             for (int r = 0; r < args.repeat; ++r) {
                 times.push_back(vkconv::forward(context, p, input, filter, nullptr, output, algorithm).gpu_ms);
                 if (paged)

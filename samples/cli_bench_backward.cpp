@@ -139,6 +139,7 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
                     if (!(ratio <= 1))
                         throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
                                             layer.name + ": " + pass.name + " gave a result beyond the fp32 bound");
+                    warm_up([&] { pass.run(algorithm); });
                     std::vector<double> times;
                     for (int r = 0; r < args.repeat; ++r) times.push_back(pass.run(algorithm).gpu_ms);
                     const double ms = median(times), gflops = p.forward_flops() / (ms * 1e6);
