@@ -97,6 +97,14 @@ std::vector<NamedProblem> odd_problems() {
         {"dilation 2", problem().batch(1).channels(5).image(14, 13).filters(3).kernel(3, 3).pad(2).dilation(2)},
         {"padding 0", problem().batch(3).channels(2).image(6, 5).filters(2).kernel(3, 3).pad(0)},
         {"padding 3", problem().batch(1).channels(3).image(5, 4).filters(2).kernel(3, 3).pad(3)},
+        // Pads beyond the dilated kernel (torch and ONNX accept them): whole output rows and columns that see
+        // only padding, at one side or both, with a stride that skips into and out of them, and a 1x1 kernel.
+        {"padding 5 beyond a 3x3", problem().batch(2).channels(3).image(6, 5).filters(4).kernel(3, 3).pad(5)},
+        {"1x1 pad 2", problem().batch(1).channels(5).image(4, 7).filters(3).kernel(1, 1).pad(2)},
+        {"pads 6,0,1,4 stride 2 dilation 2",
+         problem().batch(1).channels(4).image(9, 7).filters(3).kernel(2, 3).pads(6, 0, 1, 4).stride(2).dilation(2)},
+        {"depthwise pad 4 beyond a 3x3", problem().batch(2).channels(5).image(7, 6).filters(5).kernel(3, 3).pad(4).groups(5)},
+        {"groups 2 pad 3 beyond a 2x2", problem().batch(1).channels(6).image(5, 8).filters(4).kernel(2, 2).pad(3, 2).stride(3, 1).groups(2)},
         {"groups 2", problem().batch(2).channels(6).image(9, 7).filters(4).kernel(3, 3).pad(1).groups(2)},
         {"groups 3", problem().batch(1).channels(9).image(8, 10).filters(6).kernel(3, 3).pad(1).stride(2).groups(3)},
         {"depthwise", problem().batch(2).channels(7).image(11, 9).filters(7).kernel(3, 3).pad(1).groups(7)},

@@ -35,6 +35,8 @@ TEST_CASE("P and Q follow floor((H + 2*pad - dilation*(R-1) - 1)/stride) + 1", "
         {"dilation 3, pad 2, stride 2", 9, 2, 3, 3, 2, 4},  // (9+4-6-1)/2+1 = 3+1
         {"kernel larger than input", 4, 1, 1, 5, 1, 2},     // (4+2-4-1)/1+1
         {"stride larger than kernel", 9, 0, 1, 2, 4, 2},    // (9-1-1)/4+1 = floor(7/4)+1
+        {"pad beyond the 3-tap kernel", 6, 5, 1, 3, 1, 14},  // (6+10-2-1)/1+1: torch's size
+        {"pad 2 around a 1-tap kernel", 4, 2, 1, 1, 2, 4},  // (4+4-0-1)/2+1 = floor(7/2)+1
     };
     for (const Case& c : cases) {
         DYNAMIC_SECTION(c.name) {
@@ -141,10 +143,6 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
         {"pad_w negative", [](ConvProblem& p) { p.pad_w = -2; }, "pad_w (=-2) must be >= 0"},
         {"pad_h_end negative", [](ConvProblem& p) { p.pad_h_end = -1; }, "pad_h_end (=-1) must be >= 0"},
         {"pad_w_end negative", [](ConvProblem& p) { p.pad_w_end = -3; }, "pad_w_end (=-3) must be >= 0"},
-        {"pad beyond the kernel", [](ConvProblem& p) { p.pad_h = 4; },
-         "pad_h (=4) is larger than the dilated kernel height dilation_h*(R-1)+1 (=3)"},
-        {"end pad beyond the kernel", [](ConvProblem& p) { p.pad_w_end = 4; },
-         "pad_w_end (=4) is larger than the dilated kernel width dilation_w*(S-1)+1 (=3)"},
         {"kernel taller than the asymmetrically padded input", [](ConvProblem& p) { p.H = 1, p.pad_h_end = 1; },
          "dilated kernel height dilation_h*(R-1)+1 (=3) is larger than the padded input height H+pad_h+pad_h_end (=2)"},
         {"asymmetrically padded width overflows", [](ConvProblem& p) { p.pad_w_end = std::numeric_limits<int64_t>::max(); },

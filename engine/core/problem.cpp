@@ -80,12 +80,8 @@ void require_window_fits(const Axis& a) {
         invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
                 "-1)+1 overflows int64 (" + a.dilation_name + "=" + std::to_string(a.dilation) + ", " + a.taps_name +
                 "=" + std::to_string(a.taps) + ")");
-    // A pad beyond the dilated kernel gives output rows (columns) that see nothing but padding: no framework
-    // exports one, so it is a mistake in the caller's arithmetic.
-    for (const auto& [name, pad] : {std::pair{a.pad_name, a.pad}, {a.end_name, a.pad_end}})
-        if (pad > extent)
-            invalid(named(name, pad) + " is larger than the dilated kernel " + a.dimension + " " + a.dilation_name +
-                    "*(" + a.taps_name + "-1)+1 (=" + std::to_string(extent) + ")");
+    // A pad beyond the dilated kernel is allowed, as torch and ONNX allow it: the outer output rows (columns)
+    // see nothing but padding, so the forward pass gives them the bias alone and they add nothing to dx or dw.
     if (extent > padded)
         invalid(std::string("dilated kernel ") + a.dimension + " " + a.dilation_name + "*(" + a.taps_name +
                 "-1)+1 (=" + std::to_string(extent) + ") is larger than the padded input " + a.dimension + " " +

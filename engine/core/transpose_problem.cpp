@@ -77,8 +77,7 @@ void require_positive(const char* name, int64_t value) {
     if (value <= 0) invalid(named(name, value) + " must be positive");
 }
 
-// What the convolution needs of one axis: pads within the kernel, an output that starts at the full
-// result's first row and ends at most stride - 1 rows past what the convolution's windows map.
+// What the convolution needs of one axis: an output that starts at the full result's first row and ends at most stride - 1 rows past what the convolution's windows map.
 void check_axis(const Axis& a, const char* dimension) {
     if (a.output_padding < 0) invalid(named(a.output_padding_name, a.output_padding) + " must be >= 0");
     if (a.output_padding >= a.stride && a.output_padding >= a.dilation)
@@ -88,12 +87,8 @@ void check_axis(const Axis& a, const char* dimension) {
         if (a.begin < 0) invalid(named(a.begin_name, a.begin) + " must be >= 0");
         if (a.end < 0) invalid(named(a.end_name, a.end) + " must be >= 0");
     }
-    const auto [b, e] = a.pads();
-    const int64_t extent = a.extent();
-    for (const auto& [name, pad] : {std::pair{a.begin_name, b}, {a.end_name, e}})
-        if (pad > extent)
-            invalid(std::string(name) + (derived ? " from the output size" : "") + " (=" + std::to_string(pad) +
-                    ") crops more than the dilated kernel " + dimension + " (=" + std::to_string(extent) + ")");
+    // A crop beyond the dilated kernel is allowed, as torch and ONNX allow it: the convolution it is the
+    // backward-data pass of then pads beyond its kernel, whose outer rows only feed the rows cropped away.
     if (a.output_size && *a.output_size <= 0)
         invalid(std::string("output ") + dimension + " (=" + std::to_string(*a.output_size) + ") must be positive");
     if (a.out() <= 0)

@@ -1,7 +1,8 @@
 """vkconv.torch against PyTorch's own convolution: outputs and the gradients autograd gives (dx, dw, db) on
 random odd problems with groups, strides, padding and dilation, for every algorithm and both layouts, at
 the fp32 summation bound; padding="same" with even kernels and dilations (the odd pad at the end, as PyTorch
-puts it) in every algorithm and layout, and through Conv2d in every padding mode; Conv2d as a drop-in for torch.nn.Conv2d (arguments,
+puts it) in every algorithm and layout, and through Conv2d in every padding mode; pads beyond the dilated
+kernel; Conv2d as a drop-in for torch.nn.Conv2d (arguments,
 state_dict both ways, padding modes, unbatched input); determinism; bad input refused.
 Run: PYTHONPATH=<build>/python python3 -m unittest tests/python/test_torch.py"""
 
@@ -112,6 +113,17 @@ class Gradients(unittest.TestCase):
             (2, 3, 9, 8, 4, 2, 4, (1, 1), "same", (1, 1), 1),  # 1 and 3
             (1, 4, 10, 9, 6, 4, 3, (1, 1), "same", (3, 2), 2),  # 9 and 4
             (2, 2, 7, 11, 3, 3, 2, (1, 1), "same", (2, 5), 1),  # 4 and 5
+        ]
+        self.run_every_algorithm_and_layout(generator, shapes)
+
+    def test_padding_beyond_the_kernel(self):
+        """torch.nn.Conv2d accepts a pad larger than the dilated kernel: the outer rows and columns see only
+        padding and give the bias. A 3x3 with pad 5, a 1x1 with pad 2 at stride 2, a grouped dilated one."""
+        generator = torch.Generator().manual_seed(47)
+        shapes = [  # n, c, h, w, k, r, s, stride, padding, dilation, groups
+            (2, 3, 6, 5, 4, 3, 3, (1, 1), (5, 5), (1, 1), 1),
+            (1, 4, 5, 7, 3, 1, 1, (2, 2), (2, 2), (1, 1), 1),
+            (1, 4, 9, 8, 6, 2, 3, (2, 1), (4, 6), (2, 2), 2),
         ]
         self.run_every_algorithm_and_layout(generator, shapes)
 
