@@ -87,7 +87,8 @@ int run_backward_data(const DataArgs& args) {
     auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy.data);
     auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w.data);
     vkconv::Tensor tdx(context, p.input_shape());
-    const auto stats = vkconv::backward_data(context, p, tdy, tw, tdx, algorithm, args.conv.forward_options(context));
+    const auto stats = args.conv.run_pass(
+        [&] { return vkconv::backward_data(context, p, tdy, tw, tdx, algorithm, args.conv.forward_options(context)); });
     vkconv::write_npy(args.output, p.input_shape(), tdx.download());
     if (args.conv.stats) print_stats("backward_data", stats, context, p);
     return kSuccess;
@@ -121,8 +122,10 @@ int run_backward_filter(const FilterArgs& args) {
     vkconv::Tensor tdw(context, p.filter_shape());
     vkconv::Tensor tdb;
     if (p.has_bias) tdb = vkconv::Tensor(context, p.bias_shape());
-    const auto stats = vkconv::backward_filter(context, p, tx, tdy, tdw, p.has_bias ? &tdb : nullptr, algorithm,
-                                               args.conv.forward_options(context));
+    const auto stats = args.conv.run_pass([&] {
+        return vkconv::backward_filter(context, p, tx, tdy, tdw, p.has_bias ? &tdb : nullptr, algorithm,
+                                       args.conv.forward_options(context));
+    });
     const auto dw = tdw.download();
     const auto db = p.has_bias ? tdb.download() : std::vector<float>{};
     vkconv::write_npy(args.output, p.filter_shape(), dw);

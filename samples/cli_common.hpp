@@ -66,6 +66,20 @@ struct ConvOptions {
     vkconv::ContextOptions context_options() const;
     // Needs the context for --workspace-limit auto.
     vkconv::PassOptions forward_options(const vkconv::Context& context) const;
+    // Runs `pass`. An algorithm named with --algo that cannot run the problem here (the pass's Unsupported
+    // refusal) is the user's choice to change, so it becomes bad input (exit 2) naming the option; under
+    // auto an Unsupported error is the device's (exit 1).
+    template <typename Pass>
+    auto run_pass(Pass&& pass) const -> decltype(pass()) {
+        try {
+            return pass();
+        } catch (const vkconv::Error& e) {
+            if (e.category() != vkconv::ErrorCategory::Unsupported || algorithm == "auto") throw;
+            throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,
+                                "--algo " + algorithm + " cannot run this problem on this device: " + e.what() +
+                                    " (--algo auto chooses one that can)");
+        }
+    }
 };
 
 // The forward epilogue, y = act(alpha * conv + bias + beta * z) (vkconv::Epilogue): --activation,

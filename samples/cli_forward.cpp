@@ -76,9 +76,11 @@ int run_forward(const ForwardArgs& args) {
     if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
     vkconv::Tensor output(context, problem.output_shape()), residual;
     if (args.epilogue.has_residual()) residual = vkconv::Tensor::from_host(context, problem.output_shape(), z.data);
-    const auto stats = vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
-                                       args.epilogue.epilogue(args.epilogue.has_residual() ? &residual : nullptr),
-                                       algorithm, args.conv.forward_options(context));
+    const auto stats = args.conv.run_pass([&] {
+        return vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
+                               args.epilogue.epilogue(args.epilogue.has_residual() ? &residual : nullptr), algorithm,
+                               args.conv.forward_options(context));
+    });
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
 
     if (args.conv.stats) {

@@ -154,7 +154,8 @@ int run_plan(const PlanArgs& args) {
                                                               : vkconv::MecSchedule::B;
         options.workspace_limit = std::stoull(no_auto.workspace_limit);
     }
-    const auto plan = vkconv::plan_pass(profile, p, pass, vkconv::parse_algorithm(args.conv.algorithm), options);
+    const auto plan = args.conv.run_pass(
+        [&] { return vkconv::plan_pass(profile, p, pass, vkconv::parse_algorithm(args.conv.algorithm), options); });
     print_plan(plan, profile.info(), (args.layer.empty() ? std::string("problem") : args.layer) + " " + args.pass,
                args.json, problem_json(p));
     return kSuccess;

@@ -79,8 +79,10 @@ int run_conv_transpose(const TransposeArgs& args) {
     vkconv::Tensor bias;
     if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
     vkconv::Tensor output(context, problem.output_shape());
-    const auto stats = vkconv::conv_transpose(context, problem, input, filter, problem.has_bias ? &bias : nullptr,
-                                              output, algorithm, args.conv.forward_options(context));
+    const auto stats = args.conv.run_pass([&] {
+        return vkconv::conv_transpose(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
+                                      algorithm, args.conv.forward_options(context));
+    });
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
     if (args.conv.stats) {
         JsonObject o;

@@ -101,6 +101,8 @@ std::vector<NamedProblem> odd_problems() {
         // only padding, at one side or both, with a stride that skips into and out of them, and a 1x1 kernel.
         {"padding 5 beyond a 3x3", problem().batch(2).channels(3).image(6, 5).filters(4).kernel(3, 3).pad(5)},
         {"1x1 pad 2", problem().batch(1).channels(5).image(4, 7).filters(3).kernel(1, 1).pad(2)},
+        // The largest stride a problem allows: one output pixel, steps that must never be formed in 32 bits.
+        {"stride 2^31-1", problem().batch(2).channels(2).image(5, 6).filters(3).kernel(3, 2).stride(2147483647)},
         {"pads 6,0,1,4 stride 2 dilation 2",
          problem().batch(1).channels(4).image(9, 7).filters(3).kernel(2, 3).pads(6, 0, 1, 4).stride(2).dilation(2)},
         {"depthwise pad 4 beyond a 3x3", problem().batch(2).channels(5).image(7, 6).filters(5).kernel(3, 3).pad(4).groups(5)},

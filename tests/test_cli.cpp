@@ -216,6 +216,12 @@ std::vector<ForwardCase> forward_cases() {
     cases.push_back({"--auto-pad SAME_LOWER, nhwc, mec",
                      same_lower,
                      {"--stride", "2", "--auto-pad", "SAME_LOWER", "--layout", "nhwc", "--algo", "mec"}});
+    // The largest stride a problem allows (one output pixel): every algorithm runs it, measured or named.
+    const vkconv::ConvProblem far = vkt::problem().batch(1).channels(2).image(5, 5).filters(3).kernel(3, 3).stride(2147483647);
+    cases.push_back({"--stride 2^31-1 --measure", far, {"--stride", "2147483647", "--measure"}});
+    cases.push_back({"--stride 2^31-1 --algo mec", far, {"--stride", "2147483647", "--algo", "mec"}});
+    cases.push_back({"--padding 5 beyond a 3x3", vkt::problem().batch(1).channels(2).image(4, 5).filters(3).kernel(3, 3).pad(5).bias(),
+                     {"--padding", "5"}});
     return cases;
 }
 
@@ -618,9 +624,12 @@ TEST_CASE("cli: forward refuses bad input with exit 2 and writes nothing", "[cli
     for (const auto& c : bad_cases()) check_refused(c);
 }
 
-TEST_CASE("cli: forward refuses an unknown --device with exit 2 and writes nothing", "[cli][gpu]") {
+TEST_CASE("cli: forward refuses an unknown --device, or a named algorithm that cannot run, with exit 2", "[cli][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     check_refused({"--device no-such-device", {"no-such-device"}, extra({"--device", "no-such-device"})});
+    // An algorithm named that cannot run the problem is the user's choice to change: exit 2, the option named.
+    check_refused({"--algo depthwise on a dense problem", {"--algo depthwise cannot run this problem", "not depthwise"},
+                   extra({"--algo", "depthwise"})});
     check_refused({"--device out of range", {"device index 99"}, extra({"--device", "99"})});
 }
 
@@ -1107,11 +1116,13 @@ TEST_CASE("cli: plan refuses bad input with exit 2", "[cli]") {
         CHECK(r.out.empty());
         CHECK_THAT(r.err, Catch::Contains(mention));
     }
-    // An algorithm that cannot run the problem is the pass's own refusal (Unsupported: exit 1), named.
+    // An algorithm named that cannot run the problem: the pass's own refusal, as bad input naming the option.
     const auto r = run_cli(dir, {"plan", "--layer", "cv1", "--algo", "depthwise", "--device-profile", "nvidia-h100"});
     INFO(r.describe());
-    CHECK(r.code == 1);
-    CHECK_THAT(r.err, Catch::Contains("depthwise"));
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains("--algo depthwise cannot run this problem"));
+    CHECK_THAT(r.err, Catch::Contains("not depthwise"));
 }
 
 TEST_CASE("cli: tune checks and times the candidates and keeps the winners in the tuning file", "[cli][gpu]") {
