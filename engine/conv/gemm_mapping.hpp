@@ -79,10 +79,8 @@ inline MecWindows mec_windows(const ConvProblem& p, int64_t lowered_rows) {
     w.row = uint64_t(p.S * p.channels_per_group());
     w.column = uint64_t(lowered_rows) * w.row;
     w.image = uint64_t(p.Q()) * w.column;
-    // A stride with one output row, or a dilation with one tap row, never steps: 1 keeps the step within
-    // 32 bits for any stride or dilation the problem allows (2^31 - 1 on a 5-row image is a valid one).
-    w.window_step = uint64_t(p.P() > 1 ? p.stride_h : 1) * w.row;
-    w.tap_step = uint64_t(p.R > 1 ? p.dilation_h : 1) * w.row;
+    w.window_step = uint64_t(p.stride_h) * w.row;
+    w.tap_step = uint64_t(p.dilation_h) * w.row;
     return w;
 }
 

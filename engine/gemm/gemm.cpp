@@ -219,11 +219,14 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     GemmPush push{};
     push.K = p.K;
     push.a_stride_m = u32(a.stride_row, "stride"), push.a_stride_k = u32(a.stride_col, "stride");
-    push.a_batch_i = u32(a.batch_i, "batch stride"), push.a_batch_j = u32(a.batch_j, "batch stride");
+    // A batch level of one entry never steps: its stride may be anything (MEC's window step for the
+    // largest stride a problem allows is past 32 bits), and 0 is what the shader then multiplies.
+    auto batch_stride = [](uint64_t stride, uint32_t count) { return u32(count > 1 ? stride : 0, "batch stride"); };
+    push.a_batch_i = batch_stride(a.batch_i, p.batch_i), push.a_batch_j = batch_stride(a.batch_j, p.batch_j);
     push.b_stride_k = u32(b.stride_row, "stride"), push.b_stride_n = u32(b.stride_col, "stride");
-    push.b_batch_i = u32(b.batch_i, "batch stride"), push.b_batch_j = u32(b.batch_j, "batch stride");
+    push.b_batch_i = batch_stride(b.batch_i, p.batch_i), push.b_batch_j = batch_stride(b.batch_j, p.batch_j);
     push.c_stride_m = u32(p.c.stride_row, "stride"), push.c_stride_n = u32(p.c.stride_col, "stride");
-    push.c_batch_i = u32(p.c.batch_i, "batch stride"), push.c_batch_j = u32(p.c.batch_j, "batch stride");
+    push.c_batch_i = batch_stride(p.c.batch_i, p.batch_i), push.c_batch_j = batch_stride(p.c.batch_j, p.batch_j);
     push.batch_j_count = p.batch_j;
     push.a_k_segment = segment, push.a_k_segment_stride = segment_stride;
     // Without m segments, one segment spans every row (and the grid split below moves whole rows).
