@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "context/context_impl.hpp"
+#include "vkconv/testing.hpp"
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
@@ -134,4 +135,56 @@ TEST_CASE("a pipeline-cache file that cannot be written is an error naming it, a
     warnings.clear();
     context.reset();  // the destructor tries again and reports instead of throwing
     CHECK(mentions(warnings, "no such folder"));
+}
+
+TEST_CASE("a pass's first run builds the pipelines it lacks together, before recording, and later runs none",
+          "[context][gpu]") {
+    VKT_REQUIRE_CONTEXT(shared);
+    auto context = vkt::fresh_context(vkt::test_options());
+    auto& impl = vkconv::detail::impl_of(*context);
+    const vkconv::ConvProblem p = vkt::problem().batch(2).channels(5).image(9, 7).filters(6).kernel(3, 3).pad(1).bias();
+    REQUIRE(impl.pipelines->size() == 0);
+    // im2col's backward passes lower, multiply, scatter and sum the bias gradient: several pipelines a pass.
+    vkt::check_backward(*context, p, vkconv::Algorithm::Im2col, 71);
+    const size_t built = impl.pipelines->size();
+    CHECK(built >= 3);
+    CHECK(impl.prebuilt_passes.size() == 3);  // backward-data, backward-filter, backward-bias
+    const uint64_t objects = vkconv::testing::vulkan_objects_created(*context);
+    vkt::check_backward(*context, p, vkconv::Algorithm::Im2col, 72);
+    CHECK(impl.pipelines->size() == built);
+    CHECK(impl.prebuilt_passes.size() == 3);
+    CHECK(vkconv::testing::vulkan_objects_created(*context) == objects);
+}
+
+TEST_CASE("the pipeline cache notes what a dry run lacks and builds it once, on several threads", "[context][gpu]") {
+    VKT_REQUIRE_CONTEXT(shared);
+    auto context = vkt::fresh_context(vkt::test_options());
+    auto& cache = *vkconv::detail::impl_of(*context).pipelines;
+    namespace contract = vkconv::detail::contract;
+    std::vector<vkconv::detail::PipelineDesc> descs;
+    for (uint32_t nhwc : {0u, 1u}) {  // two pipelines of one shader
+        vkconv::detail::PipelineDesc desc;
+        desc.shader = "add_bias";
+        desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+        desc.push_constant_bytes = contract::add_bias::push::bytes;
+        desc.specialization = vkconv::detail::Specialization<contract::add_bias>()
+                                  .set(contract::add_bias::spec::LOCAL_SIZE_X, 64u)
+                                  .set(contract::add_bias::spec::NHWC, nhwc)
+                                  .values();
+        descs.push_back(desc);
+    }
+    cache.begin_collecting();
+    for (int round = 0; round < 2; ++round)  // asked twice, noted once; a stand-in has no Vulkan object
+        for (const auto& desc : descs) CHECK(cache.get(desc).pipeline == VK_NULL_HANDLE);
+    auto lacking = cache.end_collecting();
+    CHECK(lacking.size() == 2);
+    CHECK(cache.size() == 0);
+    const uint64_t before = vkconv::testing::vulkan_objects_created(*context);
+    lacking.push_back(lacking.front());  // a duplicate is built once
+    cache.build(lacking);
+    CHECK(cache.size() == 2);
+    CHECK(vkconv::testing::vulkan_objects_created(*context) - before == 2 * 3 + 1);  // 3 a pipeline, the module
+    for (const auto& desc : descs) CHECK(cache.get(desc).pipeline != VK_NULL_HANDLE);
+    cache.build(lacking);  // all built: nothing to do
+    CHECK(vkconv::testing::vulkan_objects_created(*context) - before == 2 * 3 + 1);
 }

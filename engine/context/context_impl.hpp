@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 
 #include "memory/buffer_pool.hpp"
 #include "vkconv/context.hpp"
@@ -41,6 +42,8 @@ struct ContextImpl {
     // (recursive: find's measuring calls the passes) for the whole call, so calls from several threads
     // are serialised and give the single-thread results bit for bit.
     std::recursive_mutex mutex;
+    // The passes (conv/pass_plan.cpp's pass_key) whose pipelines a dry run has already gathered and built.
+    std::unordered_set<uint64_t> prebuilt_passes;
 
     // The GEMM configurations valid on this device (made on first use).
     const GemmConfigTable& gemm_configs();

@@ -112,8 +112,49 @@ Planned<PassPlan> plan_pass(ContextImpl& context, const ConvProblem& problem, Pa
     return plan;
 }
 
+namespace {
+
+// A pass, for prebuilt_passes: its problem, pass, algorithm and workspace slots (FNV-1a). A pass that
+// collides with another only builds its pipelines one at a time, as the recording meets them.
+uint64_t pass_key(const ConvProblem& p, const PassPlan& plan) {
+    uint64_t hash = 14695981039346656037ull;
+    auto mix = [&](uint64_t value) { hash = (hash ^ value) * 1099511628211ull; };
+    for (int64_t v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups})
+        mix(uint64_t(v));
+    for (int64_t pad : {p.pad_top(), p.pad_bottom(), p.pad_left(), p.pad_right()}) mix(uint64_t(pad));
+    mix(uint64_t(p.layout)), mix(p.has_bias), mix(uint64_t(plan.pass)), mix(uint64_t(plan.algorithm()));
+    mix(plan.how.index());
+    for (uint64_t floats : plan.slots()) mix(floats);
+    return hash;
+}
+
+// The first time a context records a pass: the pass is recorded first into a planning stream, with the
+// pipeline cache noting the pipelines it lacks, which are then built together on several threads
+// (PipelineCache::build). Drivers compile a pipeline on the calling thread, and a first training step
+// builds dozens. Whatever fails here is left to the real recording, which reports it.
+void prebuild_pipelines(ContextImpl& context, const ConvProblem& problem, const PassPlan& plan,
+                        const ConvOperands& operands, std::span<const Operand> workspace) {
+    if (!context.prebuilt_passes.insert(pass_key(problem, plan)).second) return;
+    std::vector<PlannedDispatch> ignored;
+    CommandStream dry_run(*context.device, ignored);
+    context.pipelines->begin_collecting();
+    try {
+        record_pass(context, dry_run, problem, plan, operands, workspace);
+    } catch (...) {
+    }
+    const std::vector<PipelineDesc> lacking = context.pipelines->end_collecting();
+    try {
+        if (lacking.size() > 1) context.pipelines->build(lacking);
+    } catch (...) {
+    }
+}
+
+}  // namespace
+
 void record_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const PassPlan& plan,
                  const ConvOperands& operands, std::span<const Operand> workspace) {
+    if (!stream.planning() && !context.device->modelled())
+        prebuild_pipelines(context, problem, plan, operands, workspace);
     std::visit(Overloaded{[&](const AlgorithmPlan& p) {
                               record_algorithm(context, stream, problem, p, operands, Workspace{workspace});
                           },

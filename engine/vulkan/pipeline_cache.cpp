@@ -3,7 +3,11 @@
 #include "vulkan/spirv_reflect.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "vulkan/pipeline_cache_file.hpp"
 #include "vulkan/shader_registry.hpp"
@@ -87,9 +91,7 @@ uint32_t workgroup_invocations(const PipelineDesc& desc) {
     return invocations;
 }
 
-const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
-    if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
-    device_.throw_if_lost();
+uint64_t PipelineCache::check_limits(const PipelineDesc& desc) {
     // What no device may be asked for, checked on every pipeline whatever planned it: the storage-buffer
     // descriptors, push constants and shared memory (as the SPIR-V itself declares it) it needs against
     // this device's limits (imposed ones included).
@@ -113,21 +115,87 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
                                                     " bytes of shared memory; this device allows " +
                                                     std::to_string(limits.maxComputeSharedMemorySize) +
                                                     " (maxComputeSharedMemorySize)");
-    if (device_.modelled()) {  // a plan's dispatches need the description, never the pipeline
-        auto p = std::make_unique<Pipeline>();
-        p->desc = desc;
-        p->invocations = workgroup_invocations(desc);
-        p->shared_bytes = shared;
-        return *pipelines_.emplace(desc, std::move(p)).first->second;
-    }
-    const auto& vk = device_.vk();
-    VkDevice dev = device_.handle();
-    VkShaderModule shader_module = module(desc.shader);
+    return shared;
+}
 
+std::unique_ptr<Pipeline> PipelineCache::described(const PipelineDesc& desc, uint64_t shared_bytes) {
     auto p = std::make_unique<Pipeline>();
     p->desc = desc;
     p->invocations = workgroup_invocations(desc);
-    p->shared_bytes = shared;
+    p->shared_bytes = shared_bytes;
+    return p;
+}
+
+const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
+    if (auto it = pipelines_.find(desc); it != pipelines_.end()) return *it->second;
+    device_.throw_if_lost();
+    const uint64_t shared = check_limits(desc);
+    if (device_.modelled())  // a plan's dispatches need the description, never the pipeline
+        return *pipelines_.emplace(desc, described(desc, shared)).first->second;
+    if (collecting_) {
+        auto [it, added] = stand_ins_.try_emplace(desc);
+        if (added) it->second = described(desc, shared), collected_.push_back(desc);
+        return *it->second;
+    }
+    auto p = create(desc, module(desc.shader), shared);
+    unsaved_ = true;
+    device_.note_created(3);  // its set layout, pipeline layout and pipeline
+    return *pipelines_.emplace(desc, std::move(p)).first->second;
+}
+
+void PipelineCache::begin_collecting() {
+    collecting_ = true;
+    collected_.clear();
+}
+
+std::vector<PipelineDesc> PipelineCache::end_collecting() noexcept {
+    collecting_ = false;
+    stand_ins_.clear();
+    return std::move(collected_);
+}
+
+void PipelineCache::build(const std::vector<PipelineDesc>& descs) {
+    if (device_.modelled()) return;
+    std::vector<const PipelineDesc*> missing;
+    std::vector<uint64_t> shared;
+    std::vector<VkShaderModule> modules;
+    std::set<PipelineDesc> seen;
+    for (const PipelineDesc& desc : descs) {
+        if (pipelines_.count(desc) || !seen.insert(desc).second) continue;
+        missing.push_back(&desc);
+        shared.push_back(check_limits(desc));
+        modules.push_back(module(desc.shader));  // modules_ is not shared between threads
+    }
+    std::vector<std::unique_ptr<Pipeline>> built(missing.size());
+    std::vector<std::exception_ptr> failed(missing.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t i; (i = next++) < missing.size();) try {
+                built[i] = create(*missing[i], modules[i], shared[i]);
+            } catch (...) {
+                failed[i] = std::current_exception();
+            }
+    };
+    const size_t threads = std::min<size_t>({missing.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+    work();
+    for (std::thread& helper : helpers) helper.join();
+    for (size_t i = 0; i < missing.size(); ++i) {
+        if (!built[i]) continue;
+        unsaved_ = true;
+        device_.note_created(3);
+        pipelines_.emplace(*missing[i], std::move(built[i]));
+    }
+    for (const std::exception_ptr& failure : failed)
+        if (failure) std::rethrow_exception(failure);
+}
+
+std::unique_ptr<Pipeline> PipelineCache::create(const PipelineDesc& desc, VkShaderModule shader_module,
+                                                uint64_t shared_bytes) {
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
+    auto p = described(desc, shared_bytes);
     std::vector<VkDescriptorSetLayoutBinding> bindings(desc.bindings.size());
     for (uint32_t i = 0; i < bindings.size(); ++i) {
         bindings[i].binding = i;
@@ -169,9 +237,8 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
         vk.vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
         VKC_CHECK(device_.lost_flag(), result);
     }
-    unsaved_ = true;
-    device_.note_created(3);  // its set layout, pipeline layout and pipeline
-    return *pipelines_.emplace(desc, std::move(p)).first->second;
+    return p;
 }
+
 
 }  // namespace vkconv::detail

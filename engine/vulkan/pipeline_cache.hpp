@@ -99,6 +99,15 @@ public:
 
     const Pipeline& get(const PipelineDesc& desc);
     size_t size() const { return pipelines_.size(); }
+
+    // Between these two calls get() answers a pipeline not built yet with a stand-in (its description, no
+    // Vulkan object) and notes the description; a planning stream records with those (the pass's dry run).
+    void begin_collecting();
+    std::vector<PipelineDesc> end_collecting() noexcept;
+    // Builds the pipelines of `descs` not built yet on several threads at once (drivers compile them on
+    // the calling thread), so a pass's first run waits for about its slowest pipeline, not their sum.
+    // Throws the first failure, after keeping every pipeline that was built.
+    void build(const std::vector<PipelineDesc>& descs);
     // Bytes of driver cache data the file gave at start-up (0: none, or not trusted).
     uint64_t loaded_bytes() const { return loaded_bytes_; }
     // Writes the driver's cache to the file if pipelines were built since it was read or last written.
@@ -112,6 +121,12 @@ public:
 
 private:
     VkShaderModule module(const std::string& shader);
+    // The device's limits against what `desc` asks (Error(Unsupported) naming the shortfall); its shared
+    // memory in bytes.
+    uint64_t check_limits(const PipelineDesc& desc);
+    static std::unique_ptr<Pipeline> described(const PipelineDesc& desc, uint64_t shared_bytes);
+    // The Vulkan objects of one pipeline; touches no member but the device, so threads may call it at once.
+    std::unique_ptr<Pipeline> create(const PipelineDesc& desc, VkShaderModule shader_module, uint64_t shared_bytes);
 
     Device& device_;
     std::string file_;
@@ -122,6 +137,9 @@ private:
     std::map<std::string, VkShaderModule> modules_;
     std::map<std::string, std::vector<uint32_t>> user_spirv_;
     std::map<PipelineDesc, std::unique_ptr<Pipeline>> pipelines_;
+    bool collecting_ = false;
+    std::map<PipelineDesc, std::unique_ptr<Pipeline>> stand_ins_;
+    std::vector<PipelineDesc> collected_;
 };
 
 }  // namespace vkconv::detail
