@@ -54,8 +54,8 @@ inline double worst_sampled_ratio(int64_t size, int samples, uint64_t seed,
 
 // Untimed runs of `run` right before the timed ones, until together they have taken at least `min_ms` of
 // wall time (at least one, at most 1,000). A GPU left idle while the host checks the previous result (seconds,
-// for a large layer on few cores) falls to its idle clocks, and the first passes after that run slow: on an
-// H200, backward-filter timed right after a 2-second check took 5x its warm time.
+// for a large layer on few cores) likely falls to its idle clocks, and the first passes after that run slow:
+// on an H200, backward-filter timed right after a check of seconds took 5x its warm time.
 inline void warm_up(const std::function<void()>& run, double min_ms = 100) {
     const auto start = std::chrono::steady_clock::now();
     for (int runs = 0; runs < 1000; ++runs) {

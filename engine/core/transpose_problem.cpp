@@ -77,7 +77,8 @@ void require_positive(const char* name, int64_t value) {
     if (value <= 0) invalid(named(name, value) + " must be positive");
 }
 
-// What the convolution needs of one axis: an output that starts at the full result's first row and ends at most stride - 1 rows past what the convolution's windows map.
+// What the convolution needs of one axis: an output that starts at the full result's first row and ends
+// at most stride - 1 rows past what the convolution's windows map.
 void check_axis(const Axis& a, const char* dimension) {
     if (a.output_padding < 0) invalid(named(a.output_padding_name, a.output_padding) + " must be >= 0");
     if (a.output_padding >= a.stride && a.output_padding >= a.dilation)

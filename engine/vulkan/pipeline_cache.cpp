@@ -137,10 +137,13 @@ const Pipeline& PipelineCache::get(const PipelineDesc& desc) {
         if (added) it->second = described(desc, shared), collected_.push_back(desc);
         return *it->second;
     }
-    auto p = create(desc, module(desc.shader), shared);
+    return keep(desc, create(desc, module(desc.shader), shared));
+}
+
+const Pipeline& PipelineCache::keep(const PipelineDesc& desc, std::unique_ptr<Pipeline> built) {
     unsaved_ = true;
     device_.note_created(3);  // its set layout, pipeline layout and pipeline
-    return *pipelines_.emplace(desc, std::move(p)).first->second;
+    return *pipelines_.emplace(desc, std::move(built)).first->second;
 }
 
 void PipelineCache::begin_collecting() {
@@ -181,12 +184,8 @@ void PipelineCache::build(const std::vector<PipelineDesc>& descs) {
     for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
     work();
     for (std::thread& helper : helpers) helper.join();
-    for (size_t i = 0; i < missing.size(); ++i) {
-        if (!built[i]) continue;
-        unsaved_ = true;
-        device_.note_created(3);
-        pipelines_.emplace(*missing[i], std::move(built[i]));
-    }
+    for (size_t i = 0; i < missing.size(); ++i)
+        if (built[i]) keep(*missing[i], std::move(built[i]));
     for (const std::exception_ptr& failure : failed)
         if (failure) std::rethrow_exception(failure);
 }
@@ -239,6 +238,5 @@ std::unique_ptr<Pipeline> PipelineCache::create(const PipelineDesc& desc, VkShad
     }
     return p;
 }
-
 
 }  // namespace vkconv::detail

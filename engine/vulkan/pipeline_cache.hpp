@@ -125,6 +125,8 @@ private:
     // memory in bytes.
     uint64_t check_limits(const PipelineDesc& desc);
     static std::unique_ptr<Pipeline> described(const PipelineDesc& desc, uint64_t shared_bytes);
+    // Takes a built pipeline into the cache (counted, and marked for the cache file).
+    const Pipeline& keep(const PipelineDesc& desc, std::unique_ptr<Pipeline> built);
     // The Vulkan objects of one pipeline; touches no member but the device, so threads may call it at once.
     std::unique_ptr<Pipeline> create(const PipelineDesc& desc, VkShaderModule shader_module, uint64_t shared_bytes);
 
