@@ -18,7 +18,7 @@ struct BenchArgs {
     std::vector<std::string> only;
     int64_t batch = 0;
     int repeat = 5;
-    std::vector<std::string> algorithms{"direct", "im2col", "mec", "depthwise", "implicit-gemm"};
+    std::vector<std::string> algorithms = all_algorithm_names();
     bool gemm_only = false, layers_only = false, backward = false;
     bool all_configs = false;
     bool overhead = false;                 // only the host overhead of blocking calls
@@ -32,10 +32,10 @@ struct BenchArgs {
     uint64_t paged_bytes = 0;
 };
 
-// Depthwise runs only problems with one input channel per group: on other layers it is skipped without a
-// row, where an "unsupported" line per layer would only be noise.
+// An algorithm runs only the problems its table row applies to (depthwise: one input channel per group): on
+// other layers it is skipped without a row, where an "unsupported" line per layer would only be noise.
 inline bool applies(vkconv::Algorithm algorithm, const vkconv::ConvProblem& p) {
-    return algorithm != vkconv::Algorithm::Depthwise || p.channels_per_group() == 1;
+    return vkconv::algorithm_applies(algorithm, p, vkconv::Pass::Forward);
 }
 
 // The worst of `ratio_at(index)` (an error over its bound) at `samples` indices of a result of `size`

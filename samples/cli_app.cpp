@@ -61,7 +61,7 @@ std::optional<std::string> unknown_option(const CLI::App& app, int argc, const c
 
 }  // namespace
 
-CliApp::CliApp() : app_("vkconv: 2-D convolution on any Vulkan device (MEC / im2col / direct), memory-aware") {
+CliApp::CliApp() : app_("vkconv: 2-D convolution on any Vulkan device (" + algorithm_choices(false) + "), memory-aware") {
     // 0..1 rather than exactly 1, so an unknown word is reported as such rather than as a missing subcommand.
     app_.require_subcommand(0, 1);
     app_.set_version_flag("--version", "vkconv " VKCONV_VERSION_STRING);
@@ -102,8 +102,11 @@ std::variant<Action, int> CliApp::parse(int argc, const char* const* argv, std::
     }
     for (const auto& [command, action] : actions_)
         if (command->parsed()) return action;
-    err << "vkconv: a subcommand is required (devices, forward, backward-data, backward-filter, demo or bench); "
-           "run with --help for more\n";
+    std::string names;
+    const auto commands = app_.get_subcommands({});
+    for (size_t i = 0; i < commands.size(); ++i)
+        names += (i == 0 ? "" : i + 1 == commands.size() ? " or " : ", ") + commands[i]->get_name();
+    err << "vkconv: a subcommand is required (" << names << "); run with --help for more\n";
     return kBadInput;
 }
 

@@ -146,8 +146,8 @@ void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchA
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::vector<vkconv::Algorithm> algorithms;
     for (const auto& name : args.algorithms) algorithms.push_back(vkconv::parse_algorithm(name));
-    std::printf("\nForward convolution (%s), median of %d runs\n%-17s %-9s %10s %9s %10s %10s %7s  %s\n",
-                args.layout.c_str(), args.repeat, "layer", "algo", "gpu ms", "GFLOP/s", "workspace", "peak", "chunks",
+    std::printf("\nForward convolution (%s), median of %d runs\n%-17s %-*s %10s %9s %10s %10s %7s  %s\n",
+                args.layout.c_str(), args.repeat, "layer", algorithm_column_width(), "algo", "gpu ms", "GFLOP/s", "workspace", "peak", "chunks",
                 paged ? "paged: gpu ms, / one buffer, pages of x, check" : "check (sampled err/bound; vs direct)");
     for (auto& layer : layers) {
         const bool wanted = args.only.empty() ? true : std::count(args.only.begin(), args.only.end(), layer.name) > 0;
@@ -175,8 +175,8 @@ void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchA
                 result = output.download();
             } catch (const vkconv::Error& e) {
                 if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
-                std::printf("%-17s %-9s unsupported on this device: %s\n", layer.name.c_str(),
-                            vkconv::to_string(algorithm), e.what());
+                std::printf("%-17s %-*s unsupported on this device: %s\n", layer.name.c_str(),
+                            algorithm_column_width(), vkconv::to_string(algorithm), e.what());
                 continue;
             }
             const double ratio = sampled_error(p, x, w, result);
@@ -232,7 +232,8 @@ void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchA
             std::string name = vkconv::to_string(stats.algorithm);
             if (stats.algorithm == vkconv::Algorithm::Mec)
                 name += std::string("-") + vkconv::to_string(stats.mec_schedule);
-            std::printf("%-17s %-9s %10.3f %9.2f %10s %10s %7u  %s\n", layer.name.c_str(), name.c_str(), ms, gflops,
+            std::printf("%-17s %-*s %10.3f %9.2f %10s %10s %7u  %s\n", layer.name.c_str(), algorithm_column_width(),
+                        name.c_str(), ms, gflops,
                         mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check);
             std::fflush(stdout);
             JsonObject row;
@@ -381,7 +382,9 @@ Action add_bench_command(CLI::App& root) {
     command->add_option("--layer", args->only, "only these layers (repeatable; default: every layer)");
     command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(positive_integer());
     command->add_option("--repeat", args->repeat, "timed runs (median reported)")->capture_default_str();
-    command->add_option("--algo", args->algorithms, "algorithms to time (repeatable)")->capture_default_str();
+    command->add_option("--algo", args->algorithms, "algorithms to time (repeatable): " + algorithm_choices(false))
+        ->check(parsed_by([](const std::string& text) { vkconv::parse_algorithm(text); }, "ALGORITHM"))
+        ->capture_default_str();
     command->add_option("--layout", args->layout, "nchw or nhwc")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();

@@ -87,8 +87,8 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::printf(
         "\nBackward passes (%s), median of %d runs (GFLOP/s counts the forward's 2*N*K*P*Q*C/G*R*S)\n"
-        "%-17s %-16s %-9s %10s %9s %10s %10s  %s\n",
-        args.layout.c_str(), args.repeat, "layer", "pass", "algo", "gpu ms", "GFLOP/s", "workspace", "peak",
+        "%-17s %-16s %-*s %10s %9s %10s %10s  %s\n",
+        args.layout.c_str(), args.repeat, "layer", "pass", algorithm_column_width(), "algo", "gpu ms", "GFLOP/s", "workspace", "peak",
         "check (sampled err/bound)");
     for (auto& layer : layers) {
         if (!args.only.empty() && std::count(args.only.begin(), args.only.end(), layer.name) == 0) continue;
@@ -131,8 +131,8 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
                         stats = pass.run(algorithm);
                     } catch (const vkconv::Error& e) {
                         if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
-                        std::printf("%-17s %-16s %-9s unsupported: %s\n", layer.name.c_str(), pass.name,
-                                    algorithm_name.c_str(), e.what());
+                        std::printf("%-17s %-16s %-*s unsupported: %s\n", layer.name.c_str(), pass.name,
+                                    algorithm_column_width(), algorithm_name.c_str(), e.what());
                         continue;
                     }
                     const double ratio = pass.check();
@@ -143,8 +143,8 @@ void bench_backward(vkconv::Context& context, const BenchArgs& args, std::vector
                     std::vector<double> times;
                     for (int r = 0; r < args.repeat; ++r) times.push_back(pass.run(algorithm).gpu_ms);
                     const double ms = median(times), gflops = p.forward_flops() / (ms * 1e6);
-                    std::printf("%-17s %-16s %-9s %10.3f %9.2f %10s %10s  %.2g\n", layer.name.c_str(), pass.name,
-                                vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.workspace_bytes).c_str(),
+                    std::printf("%-17s %-16s %-*s %10.3f %9.2f %10s %10s  %.2g\n", layer.name.c_str(), pass.name,
+                                algorithm_column_width(), vkconv::to_string(stats.algorithm), ms, gflops, mib(stats.workspace_bytes).c_str(),
                                 mib(stats.peak_bytes).c_str(), ratio);
                     std::fflush(stdout);
                     JsonObject row;

@@ -76,6 +76,27 @@ std::array<int64_t, 4> parse_padding(const std::string& text) {
     }
 }
 
+std::vector<std::string> all_algorithm_names() {
+    std::vector<std::string> names;
+    for (vkconv::Algorithm algorithm : vkconv::all_algorithms()) names.emplace_back(vkconv::to_string(algorithm));
+    return names;
+}
+
+std::string algorithm_choices(bool with_auto) {
+    std::vector<std::string> names = all_algorithm_names();
+    if (with_auto) names.insert(names.begin(), "auto");
+    std::string text;
+    for (size_t i = 0; i < names.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return text;
+}
+
+int algorithm_column_width() {
+    size_t width = 4;  // "algo", "auto"
+    for (const std::string& name : all_algorithm_names()) width = std::max(width, name.size());
+    return static_cast<int>(width);
+}
+
 CLI::Validator positive_integer() {
     return CLI::Validator(
         [](const std::string& value) -> std::string {
@@ -146,7 +167,7 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
-    command.add_option("--algo", algorithm, "algorithm: auto, direct, im2col, mec, depthwise or implicit-gemm")
+    command.add_option("--algo", algorithm, "algorithm: " + algorithm_choices())
         ->check(parsed_by([](const std::string& text) { vkconv::parse_algorithm(text); }, "ALGORITHM"))
         ->capture_default_str();
     command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")

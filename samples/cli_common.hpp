@@ -40,6 +40,13 @@ CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const st
 // A check for counts (batch sizes, repeats): a positive integer, said in words a person reads.
 CLI::Validator positive_integer();
 
+// The algorithm table's names, as the CLI spells them (vkconv::all_algorithms; "auto" not among them).
+std::vector<std::string> all_algorithm_names();
+// "auto, direct, ... or implicit-gemm" (without "auto, " when with_auto is false), for help texts.
+std::string algorithm_choices(bool with_auto = true);
+// The longest algorithm name: the width of an algorithm column.
+int algorithm_column_width();
+
 // --workspace-limit BYTES|auto, checked while parsing.
 void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit);
 

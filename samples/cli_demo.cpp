@@ -94,7 +94,8 @@ std::vector<Layer> choose_layers(const DemoArgs& args) {
 
 void print_table_head(const vkconv::Context& context) {
     std::printf("device: %s\n", context.device().summary().c_str());
-    std::printf("%-17s %-34s %-7s %9s %8s %10s %10s %10s  %s\n", "layer", "N,C,HxW -> K,PxQ  RxS/stride", "algo",
+    std::printf("%-17s %-34s %-*s %9s %8s %10s %10s %10s  %s\n", "layer", "N,C,HxW -> K,PxQ  RxS/stride",
+                algorithm_column_width(), "algo",
                 "gpu ms", "GFLOP/s", "operands", "workspace", "peak", "check");
 }
 
@@ -137,8 +138,8 @@ bool run_forward_row(vkconv::Context& context, const Layer& layer, const DemoArg
             error_over_bound(output.download(), expected, magnitude, p.channels_per_group() * p.R * p.S + 3), failures);
     }
     const std::string shape = shape_text(p);
-    std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", layer.name.c_str(), shape.c_str(),
-                vkconv::to_string(stats.algorithm), ms, p.forward_flops() / (ms * 1e6), human_bytes(operands).c_str(),
+    std::printf("%-17s %-34s %-*s %9.3f %8.2f %10s %10s %10s  %s\n", layer.name.c_str(), shape.c_str(),
+                algorithm_column_width(), vkconv::to_string(stats.algorithm), ms, p.forward_flops() / (ms * 1e6), human_bytes(operands).c_str(),
                 human_bytes(stats.workspace_bytes).c_str(), human_bytes(stats.peak_bytes).c_str(), check.c_str());
     std::fflush(stdout);
     return checked;
@@ -182,7 +183,8 @@ void run_backward_row(vkconv::Context& context, const Layer& layer, const DemoAr
     if (checked) step_check = check_text(backward_error_over_bound(p, x, w, dy, grad_input, grad_filter), failures);
     const std::string algorithms = std::string("  backward: ") + vkconv::to_string(step.data_algorithm) + " + " +
                                    vkconv::to_string(step.filter_algorithm);
-    std::printf("%-17s %-34s %-7s %9.3f %8.2f %10s %10s %10s  %s\n", "", algorithms.c_str(), "step", step_ms,
+    std::printf("%-17s %-34s %-*s %9.3f %8.2f %10s %10s %10s  %s\n", "", algorithms.c_str(), algorithm_column_width(),
+                "step", step_ms,
                 2 * p.forward_flops() / (step_ms * 1e6), human_bytes(step_operands).c_str(),
                 human_bytes(step.step.workspace_bytes).c_str(), human_bytes(step.step.peak_bytes).c_str(),
                 step_check.c_str());
@@ -268,7 +270,8 @@ Action add_demo_command(CLI::App& root) {
     command->add_option("--batch", args->batch, "override the batch size N of every layer")->check(positive_integer());
     command->add_option("--repeat", args->repeat, "timed runs per layer (median reported)")->capture_default_str();
     command->add_flag("--no-check", args->no_check, "skip the CPU-reference check");
-    command->add_option("--algo", args->algorithm, "algorithm: auto, direct, im2col, mec or depthwise")
+    command->add_option("--algo", args->algorithm, "algorithm: " + algorithm_choices())
+        ->check(parsed_by([](const std::string& text) { vkconv::parse_algorithm(text); }, "ALGORITHM"))
         ->capture_default_str();
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     args->epilogue.add_to(*command,

@@ -177,7 +177,7 @@ int run_memory(const MemoryArgs& args) {
         "Workspace (exact, from the library's queries) and pool peak (operands + workspace) per pass, "
         "batch %lld, %s\n",
         (long long)args.batch, args.layout.c_str());
-    std::printf("%-17s %-9s %10s %10s %10s %10s %11s %11s\n", "layer", "algo", "forward", "bwd data", "bwd filter",
+    std::printf("%-17s %-*s %10s %10s %10s %10s %11s %11s\n", "layer", algorithm_column_width(), "algo", "forward", "bwd data", "bwd filter",
                 "bwd step", "fwd peak", "step peak");
     std::vector<LayerReport> reports;
     std::vector<std::string> rows;
@@ -186,14 +186,12 @@ int run_memory(const MemoryArgs& args) {
         LayerReport report{layer.name, layer.problem, {}, 0};
         auto& p = report.problem;
         p.N = args.batch, p.layout = layout;
-        std::vector<vkconv::Algorithm> algorithms = {vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
-                                                     vkconv::Algorithm::Direct};
-        if (p.channels_per_group() == 1) algorithms.push_back(vkconv::Algorithm::Depthwise);
-        algorithms.push_back(vkconv::Algorithm::ImplicitGemm);
-        for (auto a : algorithms) {
+        for (vkconv::Algorithm a : vkconv::all_algorithms()) {
+            if (!vkconv::algorithm_applies(a, p, vkconv::Pass::Forward)) continue;
             const Cost c = cost_of(context, p, a);
             report.costs.emplace_back(a, c);
-            std::printf("%-17s %-9s %10s %10s %10s %10s %11s %11s\n", layer.name.c_str(), vkconv::to_string(a),
+            std::printf("%-17s %-*s %10s %10s %10s %10s %11s %11s\n", layer.name.c_str(), algorithm_column_width(),
+                        vkconv::to_string(a),
                         cell(c.forward).c_str(), cell(c.data).c_str(), cell(c.filter).c_str(), cell(c.step).c_str(),
                         cell(c.forward_peak).c_str(), cell(c.step_peak).c_str());
             JsonObject row;

@@ -179,9 +179,9 @@ std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed) {
 }
 
 std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem) {
-    std::vector<vkconv::Algorithm> list{vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec};
-    if (problem.groups == problem.C) list.push_back(vkconv::Algorithm::Depthwise);
-    list.push_back(vkconv::Algorithm::ImplicitGemm);
+    std::vector<vkconv::Algorithm> list;
+    for (vkconv::Algorithm algorithm : vkconv::all_algorithms())
+        if (vkconv::algorithm_applies(algorithm, problem, vkconv::Pass::Forward)) list.push_back(algorithm);
     return list;
 }
 

@@ -71,8 +71,9 @@ std::vector<NamedProblem> odd_problems();
 // with and without bias.
 std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed);
 
-// Every algorithm that runs `problem` in all passes: direct, im2col and mec, and depthwise where each group has
-// one input channel. The one list the pass tests iterate: a new algorithm added here is checked by all of them.
+// Every algorithm of the table that applies to `problem` (vkconv::algorithm_applies). The one list the pass
+// tests iterate: a new row of the algorithm table is checked by all of them. (A test of a pass an algorithm does
+// not run asks algorithm_applies for that pass.)
 std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem);
 
 // ---------------------------------------------------------------------------------------------------------

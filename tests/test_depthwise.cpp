@@ -351,7 +351,7 @@ TEST_CASE("depthwise rejects problems that are not depthwise", "[depthwise][gpu]
     auto expect_unsupported = [&](auto&& call) {
         const auto e = vkt::thrown_error(call);
         CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
-        CHECK_THAT(e.what(), Catch::Contains("not depthwise") && Catch::Contains("groups=2"));
+        CHECK_THAT(e.what(), Catch::Contains("one input channel per group") && Catch::Contains("groups=2"));
     };
     expect_unsupported([&] { vkconv::forward(*context, p, x, w, nullptr, y, Algorithm::Depthwise); });
     expect_unsupported([&] { vkconv::forward_workspace_bytes(*context, p, Algorithm::Depthwise); });

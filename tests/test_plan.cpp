@@ -26,7 +26,7 @@ std::string temp_file(const std::string& name, const std::string& text) {
 }
 
 bool depthwise_layer(const ConvProblem& p) {
-    return p.channels_per_group() == 1;
+    return vkconv::algorithm_applies(Algorithm::Depthwise, p, vkconv::Pass::Forward);
 }
 
 }  // namespace
@@ -168,7 +168,7 @@ TEST_CASE("plans for an NVIDIA H100 fill it on every layer of the benchmark tabl
     const DeviceProfile h100 = DeviceProfile::load("nvidia-h100");
     const uint64_t sms = h100.info().compute_units;
     const auto layers = vkconv_cli::parse_layers(vkconv_cli::builtin_layers_csv(), "layers.csv");
-    std::printf("%-18s %-6s %-16s %-10s %-20s %10s %8s %12s %10s\n", "layer", "layout", "pass", "algorithm",
+    std::printf("%-18s %-6s %-16s %-13s %-20s %10s %8s %12s %10s\n", "layer", "layout", "pass", "algorithm",
                 "main dispatch", "workgroups", "wg/SM", "inv/SM", "serial");
     for (const auto& layer : layers)
         for (Layout layout : {Layout::NCHW, Layout::NHWC})
@@ -184,7 +184,7 @@ TEST_CASE("plans for an NVIDIA H100 fill it on every layer of the benchmark tabl
                 REQUIRE(main);
                 const double per_sm = double(main->workgroups) / double(sms);
                 const double invocations = double(main->workgroups) * main->invocations_per_workgroup / double(sms);
-                std::printf("%-18s %-6s %-16s %-10s %-20s %10llu %8.1f %12.0f %10llu\n", layer.name.c_str(),
+                std::printf("%-18s %-6s %-16s %-13s %-20s %10llu %8.1f %12.0f %10llu\n", layer.name.c_str(),
                             layout == Layout::NCHW ? "nchw" : "nhwc", vkconv::to_string(pass),
                             vkconv::to_string(plan.algorithm), main->name.substr(0, 20).c_str(),
                             static_cast<unsigned long long>(main->workgroups), per_sm, invocations,

@@ -1,16 +1,15 @@
 // What one algorithm runs for one pass of a problem whose tensors it can bind whole: its chunks, its
-// split reductions and its workspace, in named slots. Every pass of every algorithm plans into this one
-// type (conv/pass_plan.hpp adds the tiles around it), and the algorithms are found through one table
-// (conv/algorithm_table.cpp): an algorithm is a folder with a plan and a record function for it.
+// split reductions and its workspace, in named slots, and the algorithm's own plan. Every pass of every
+// algorithm plans into this one type (conv/pass_plan.hpp adds the tiles around it), and the algorithms are
+// found through one table (conv/algorithm_table.cpp, its rows in vkconv/algorithm_list.hpp): an algorithm
+// is a folder defining an AlgorithmEntry, one row and its shaders.
 #pragma once
 
+#include <any>
 #include <array>
+#include <cstdint>
 #include <span>
 
-#include "conv/depthwise/depthwise.hpp"
-#include "conv/implicit/implicit.hpp"
-#include "conv/lowered/lowered.hpp"
-#include "conv/mec/mec.hpp"
 #include "conv/operands.hpp"
 #include "conv/planned.hpp"
 #include "conv/shared/bias_grad.hpp"
@@ -41,44 +40,48 @@ uint64_t workspace_bytes_of(const ContextImpl& context, std::span<const uint64_t
 struct AlgorithmPlan {
     Pass pass = Pass::Forward;
     Algorithm algorithm = Algorithm::Direct;  // never Auto
-    LoweredPlan lowered;                      // im2col, mec
-    DepthwisePlan depthwise;                  // depthwise
-    ImplicitPlan implicit;                    // implicit-gemm
-    uint32_t im2col_splits = 1;               // im2col backward-filter's split-K
-    MecFilterSplit mec_split;                 // mec backward-filter's split
-    BiasPlan bias;                            // backward-filter with a bias, backward-bias: the bias gradient
+    // The algorithm's own plan, of a type its folder defines (std::any keeps this type free of every
+    // algorithm's): read back with own_as<T>().
+    std::any own;
+    BiasPlan bias;  // backward-filter with a bias, backward-bias: the bias gradient
     WorkspaceSlots slots{};
     uint64_t workspace_bytes = 0;  // the slots as the pool counts them
     uint32_t chunks = 1;
+    // What RunStats reports of the algorithm's plan: forward MEC's schedule (Auto otherwise) and
+    // backward-filter's partial products (RunStats::partial_products; 0 for the other passes).
+    MecSchedule mec_schedule = MecSchedule::Auto;
+    uint32_t partial_products = 0;
 
     uint64_t& slot(Slot s) { return slots[static_cast<size_t>(s)]; }
-    // What RunStats reports: forward MEC's schedule (Auto otherwise), backward-filter's split reductions
-    // (RunStats::partial_products) and the bias gradient's pieces (RunStats::bias_pieces).
-    MecSchedule mec_schedule() const {
-        return pass == Pass::Forward && algorithm == Algorithm::Mec ? lowered.schedule : MecSchedule::Auto;
+    template <typename T>
+    const T& own_as() const {
+        return std::any_cast<const T&>(own);
     }
-    uint32_t partial_products() const;
+    template <typename T>
+    T& own_as() {
+        return std::any_cast<T&>(own);
+    }
+    // The bias gradient's pieces (RunStats::bias_pieces).
     uint32_t bias_pieces(const ConvProblem& problem) const;
 };
 
-// A lowering's plan (im2col, MEC) as the pass's: its chunks, and its lowered matrix and filter copy in
-// their slots.
-inline AlgorithmPlan lowered_pass_plan(Pass pass, const LoweredPlan& lowered) {
-    AlgorithmPlan plan{.pass = pass, .algorithm = lowered.algorithm, .lowered = lowered};
-    plan.chunks = lowered.chunks;
-    plan.slot(Slot::Lowered) = lowered.scratch_floats;
-    plan.slot(Slot::FilterCopy) = lowered.filter_floats;
-    return plan;
-}
+// Which passes an algorithm runs, as a set of bits.
+constexpr uint32_t pass_bit(Pass pass) { return 1u << static_cast<uint32_t>(pass); }
+constexpr uint32_t kConvPasses = pass_bit(Pass::Forward) | pass_bit(Pass::BackwardData) | pass_bit(Pass::BackwardFilter);
 
-// One row of the algorithm table: how an algorithm plans a pass (refused where it cannot run it) and
-// records it. The table-wide steps (the bias gradient, the workspace limit) are plan_algorithm's.
+// An algorithm's entry in the table (its row in vkconv/algorithm_list.hpp names it): the passes it runs,
+// the problems it applies to, how it plans a pass (refused where the device or a limit does not allow
+// it) and records it. The table-wide steps (the bias gradient, the workspace limit) are plan_algorithm's.
 struct AlgorithmEntry {
-    Algorithm algorithm;
+    uint32_t passes = kConvPasses;
+    // The shapes it runs (null: every problem), and what it needs of them in words (for its refusal);
+    // algorithm_applies and every candidate list ask this.
+    bool (*applies)(const ConvProblem& problem) = nullptr;
+    const char* requirement = "";
     Planned<AlgorithmPlan> (*plan)(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                                   const PassOptions& options);
+                                   const PassOptions& options) = nullptr;
     void (*record)(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const AlgorithmPlan& plan,
-                   const ConvOperands& operands, Workspace workspace);
+                   const ConvOperands& operands, Workspace workspace) = nullptr;
 };
 
 // Plans `algorithm` (not Auto) for `pass`: the algorithm's own plan, then backward-filter's bias gradient

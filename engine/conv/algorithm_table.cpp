@@ -1,29 +1,43 @@
 // The algorithm table, and the steps every algorithm's plan and recording share.
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <string>
 
 #include "conv/algorithm_plan.hpp"
-#include "conv/depthwise/depthwise_pass.hpp"
-#include "conv/direct/direct_pass.hpp"
-#include "conv/im2col/im2col_pass.hpp"
-#include "conv/implicit/implicit_pass.hpp"
-#include "conv/mec/mec_pass.hpp"
 
 namespace vkconv::detail {
+
+// Each row's entry, defined in its algorithm's folder.
+#define VKCONV_DECLARE_ENTRY(enumerator, name, entry, summary) extern const AlgorithmEntry entry##_algorithm;
+VKCONV_ALGORITHMS(VKCONV_DECLARE_ENTRY)
+#undef VKCONV_DECLARE_ENTRY
+
 namespace {
 
-// Every algorithm, one row each.
-const AlgorithmEntry* const kAlgorithms[] = {
-    &direct_algorithm,
-    &im2col_algorithm,
-    &mec_algorithm,
-    &depthwise_algorithm,
-    &implicit_gemm_algorithm,
+struct AlgorithmRow {
+    Algorithm algorithm;
+    const char* name;
+    const char* summary;
+    const AlgorithmEntry* entry;
 };
 
+#define VKCONV_ROW(enumerator, name, entry, summary) AlgorithmRow{Algorithm::enumerator, name, summary, &entry##_algorithm},
+const AlgorithmRow kRows[] = {VKCONV_ALGORITHMS(VKCONV_ROW)};
+#undef VKCONV_ROW
+
+#define VKCONV_ENUMERATOR(enumerator, name, entry, summary) Algorithm::enumerator,
+constexpr Algorithm kAlgorithms[] = {VKCONV_ALGORITHMS(VKCONV_ENUMERATOR)};
+#undef VKCONV_ENUMERATOR
+
+const AlgorithmRow* row_of(Algorithm algorithm) noexcept {
+    for (const AlgorithmRow& row : kRows)
+        if (row.algorithm == algorithm) return &row;
+    return nullptr;
+}
+
 const AlgorithmEntry& entry_of(Algorithm algorithm) {
-    for (const AlgorithmEntry* entry : kAlgorithms)
-        if (entry->algorithm == algorithm) return *entry;
+    if (const AlgorithmRow* row = row_of(algorithm)) return *row->entry;
     throw Error(ErrorCategory::InvalidArgument,
                 std::string("no algorithm entry for '") + to_string(algorithm) + "' (Auto must be resolved first)");
 }
@@ -55,22 +69,6 @@ uint64_t workspace_bytes_of(const ContextImpl& context, std::span<const uint64_t
     return bytes;
 }
 
-uint32_t AlgorithmPlan::partial_products() const {
-    if (pass != Pass::BackwardFilter) return 0;
-    switch (algorithm) {
-        case Algorithm::Im2col:
-            return im2col_splits > 1 ? im2col_splits : 0;
-        case Algorithm::Mec:
-            return static_cast<uint32_t>(mec_split.slots);
-        case Algorithm::Depthwise:
-            return depthwise.splits;
-        case Algorithm::ImplicitGemm:
-            return implicit.partials ? implicit.slices : 0;
-        default:
-            return 0;
-    }
-}
-
 uint32_t AlgorithmPlan::bias_pieces(const ConvProblem& problem) const {
     if (pass == Pass::BackwardBias) return static_cast<uint32_t>(bias.pieces);
     if (pass != Pass::BackwardFilter || !problem.has_bias) return 0;
@@ -88,7 +86,13 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
         plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
         return plan;
     }
-    auto planned = entry_of(algorithm).plan(context, p, pass, options);
+    const AlgorithmEntry& entry = entry_of(algorithm);
+    if (!(entry.passes & pass_bit(pass)))
+        return unsupported(std::string(to_string(algorithm)) + " does not run " + to_string(pass) + " (" + p.str() + ")");
+    if (entry.applies && !entry.applies(p))
+        return unsupported(std::string(to_string(algorithm)) + ": the problem is not one it runs (it needs " +
+                           entry.requirement + "): " + p.str());
+    auto planned = entry.plan(context, p, pass, options);
     if (!planned) return planned;
     AlgorithmPlan& plan = *planned;
     if (pass == Pass::BackwardFilter && p.has_bias)
@@ -110,3 +114,41 @@ void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvPro
 }
 
 }  // namespace vkconv::detail
+
+namespace vkconv {
+
+const char* to_string(Algorithm algorithm) noexcept {
+    if (algorithm == Algorithm::Auto) return "auto";
+    const detail::AlgorithmRow* row = detail::row_of(algorithm);
+    return row ? row->name : "unknown";
+}
+
+const char* algorithm_summary(Algorithm algorithm) noexcept {
+    if (algorithm == Algorithm::Auto) return "chooses one of the others (measured or by the heuristic)";
+    const detail::AlgorithmRow* row = detail::row_of(algorithm);
+    return row ? row->summary : "unknown";
+}
+
+std::span<const Algorithm> all_algorithms() noexcept { return detail::kAlgorithms; }
+
+Algorithm parse_algorithm(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == "auto") return Algorithm::Auto;
+    std::string expected = "auto";
+    for (const detail::AlgorithmRow& row : detail::kRows) {
+        if (name == row.name) return row.algorithm;
+        expected += std::string(&row == &detail::kRows[std::size(detail::kRows) - 1] ? " or " : ", ") + row.name;
+    }
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown algorithm '" + std::string(text) + "' (expected " + expected + ")");
+}
+
+bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pass) noexcept {
+    if (algorithm == Algorithm::Auto) return true;
+    const detail::AlgorithmRow* row = detail::row_of(algorithm);
+    if (!row || !(row->entry->passes & detail::pass_bit(pass))) return false;
+    return !row->entry->applies || row->entry->applies(problem);
+}
+
+}  // namespace vkconv

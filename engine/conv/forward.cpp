@@ -13,24 +13,6 @@
 
 namespace vkconv {
 
-const char* to_string(Algorithm algorithm) noexcept {
-    switch (algorithm) {
-        case Algorithm::Auto:
-            return "auto";
-        case Algorithm::Direct:
-            return "direct";
-        case Algorithm::Im2col:
-            return "im2col";
-        case Algorithm::Mec:
-            return "mec";
-        case Algorithm::Depthwise:
-            return "depthwise";
-        case Algorithm::ImplicitGemm:
-            return "implicit-gemm";
-    }
-    return "unknown";
-}
-
 const char* to_string(MecSchedule schedule) noexcept {
     switch (schedule) {
         case MecSchedule::Auto:
@@ -41,17 +23,6 @@ const char* to_string(MecSchedule schedule) noexcept {
             return "B";
     }
     return "unknown";
-}
-
-Algorithm parse_algorithm(std::string_view text) {
-    std::string name(text);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise,
-                        Algorithm::ImplicitGemm})
-        if (name == to_string(a)) return a;
-    throw Error(ErrorCategory::InvalidArgument,
-                "unknown algorithm '" + std::string(text) +
-                                                    "' (expected auto, direct, im2col, mec, depthwise or implicit-gemm)");
 }
 
 const char* to_string(Pass pass) noexcept {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "conv/lowered/lowered.hpp"
 #include "conv/tiled/tiled.hpp"
 
 namespace vkconv::detail {
@@ -25,7 +26,7 @@ Planned<AlgorithmPlan> heuristic_whole_plan(ContextImpl& context, const ConvProb
     auto plan = [&](Algorithm algorithm) { return plan_algorithm(context, p, pass, algorithm, options); };
     // One input channel per group: a GEMM with a reduction of R·S per group (backward-data: K/G) is all
     // overhead. The depthwise kernels run in chunks of images; direct where one image is too large for them.
-    if (p.channels_per_group() == 1) {
+    if (algorithm_applies(Algorithm::Depthwise, p, pass)) {
         if (auto depthwise = plan(Algorithm::Depthwise)) return depthwise;
         if (auto direct = plan(Algorithm::Direct)) return direct;
     }

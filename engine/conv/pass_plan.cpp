@@ -40,9 +40,9 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
     stats.workspace_bytes = workspace_bytes();
     stats.operand_bytes = operand_bytes;
     std::visit(Overloaded{[&](const AlgorithmPlan& p) {
-                              stats.mec_schedule = p.mec_schedule();
+                              stats.mec_schedule = p.mec_schedule;
                               stats.chunks = p.chunks;
-                              stats.partial_products = p.partial_products();
+                              stats.partial_products = p.partial_products;
                               stats.bias_pieces = p.bias_pieces(problem);
                           },
                           [&](const TiledPlan& p) {

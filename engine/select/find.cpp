@@ -9,7 +9,6 @@
 
 #include "context/context_impl.hpp"
 #include "conv/auto_choice.hpp"
-#include "conv/depthwise/depthwise.hpp"
 #include "conv/heuristic.hpp"
 #include "select/find_cache.hpp"
 #include "select/sampled_reference.hpp"
@@ -103,9 +102,8 @@ struct Bench {
 std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const ConvProblem& problem,
                                                               const PassOptions& options) {
     std::vector<std::pair<Algorithm, MecSchedule>> candidates;
-    for (Algorithm algorithm :
-         {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::Depthwise, Algorithm::ImplicitGemm}) {
-        if (algorithm == Algorithm::Depthwise && !detail::is_depthwise(problem)) continue;
+    for (Algorithm algorithm : all_algorithms()) {
+        if (!algorithm_applies(algorithm, problem, pass)) continue;
         if (pass == Pass::Forward && algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto) {
             candidates.emplace_back(algorithm, MecSchedule::A);
             candidates.emplace_back(algorithm, MecSchedule::B);

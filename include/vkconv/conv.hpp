@@ -1,15 +1,17 @@
 // Convolution passes on the GPU.
 //
 // Each pass takes the problem, its device tensors (shapes checked against the problem) and an algorithm.
-// Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in README.md. The returned RunStats
+// Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in docs/algorithms.md. The returned RunStats
 // say what ran, how long the GPU took and what memory it needed.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "vkconv/algorithm_list.hpp"
 #include "vkconv/context.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/export.hpp"
@@ -27,19 +29,24 @@ enum class Pass { Forward, BackwardData, BackwardFilter, BackwardBias };
 const char* to_string(Pass pass) noexcept;  // "forward", "backward-data", "backward-filter", "backward-bias"
 Pass parse_pass(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
 
+// Auto, then one enumerator per row of the algorithm table (algorithm_list.hpp).
 enum class Algorithm {
     Auto,
-    Direct,     // one invocation per output value; the baseline every other algorithm is checked against
-    Im2col,     // im2col lowering (N·P·Q × R·S·C/G per group) + tiled GEMM
-    Mec,        // MEC lowering (N·Q × H·S·C, Cho & Brand 2017) + overlapping-window GEMMs
-    Depthwise,  // one input channel per group (groups == C, K = m·C): register-window kernels, no GEMM
-    // Implicit GEMM: the tiled GEMM with im2col's addresses computed as operands load, no lowered matrix
-    // (workspace only for backward-filter's split reduction)
-    ImplicitGemm,
+#define VKCONV_ALGORITHM_ENUMERATOR(enumerator, name, entry, summary) enumerator,
+    VKCONV_ALGORITHMS(VKCONV_ALGORITHM_ENUMERATOR)
+#undef VKCONV_ALGORITHM_ENUMERATOR
 };
 
-const char* to_string(Algorithm algorithm) noexcept;
-Algorithm parse_algorithm(std::string_view text);  // case-insensitive name; throws InvalidArgument
+const char* to_string(Algorithm algorithm) noexcept;  // the row's name ("auto" for Auto)
+Algorithm parse_algorithm(std::string_view text);     // case-insensitive name; throws InvalidArgument
+// Every algorithm (Auto excluded), in the table's order.
+std::span<const Algorithm> all_algorithms() noexcept;
+// The row's one-line description ("chooses one of the others" for Auto).
+const char* algorithm_summary(Algorithm algorithm) noexcept;
+// Whether `algorithm` runs `pass` of problems shaped like `problem` at all (depthwise: one input channel per
+// group). A pass it applies to may still be refused by the device's limits or a workspace limit; Auto
+// applies to every pass.
+bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pass) noexcept;
 
 // MEC's two schedules (the paper's Solutions A and B). Auto follows the paper's rule: A when Q <= 100 and
 // the output is no larger than the lowered matrix, else B.
@@ -118,7 +125,7 @@ struct RunStats {
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const PassOptions& options = {});
 
-// The algorithm the heuristic picks for this problem under `options` (see README.md for the rule); Auto
+// The algorithm the heuristic picks for this problem under `options` (docs/algorithms.md, "How auto chooses"); Auto
 // uses it where it has no measurement to go by (AutoChoice), and find_algorithms measures instead.
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options = {});
 

@@ -52,13 +52,18 @@ void bind_problem(py::module_& module) {
     text_names(pass, parse_pass);
 
     py::enum_<Algorithm> algorithm(module, "Algorithm");
-    algorithm.value("Auto", Algorithm::Auto)
-        .value("Direct", Algorithm::Direct)
-        .value("Im2col", Algorithm::Im2col)
-        .value("Mec", Algorithm::Mec)
-        .value("Depthwise", Algorithm::Depthwise)
-        .value("ImplicitGemm", Algorithm::ImplicitGemm);
+    // Auto and one value per row of the algorithm table, named by its C++ enumerator.
+    algorithm.value("Auto", Algorithm::Auto);
+#define VKCONV_PYTHON_ALGORITHM(enumerator, name, entry, summary) algorithm.value(#enumerator, Algorithm::enumerator);
+    VKCONV_ALGORITHMS(VKCONV_PYTHON_ALGORITHM)
+#undef VKCONV_PYTHON_ALGORITHM
     text_names(algorithm, parse_algorithm);
+    module.def(
+        "all_algorithms", [] { return std::vector<Algorithm>(all_algorithms().begin(), all_algorithms().end()); },
+        "Every algorithm (Auto excluded), in the algorithm table's order.");
+    module.def("algorithm_applies", &algorithm_applies, py::arg("algorithm"), py::arg("problem"), py::arg("pass_"),
+               "Whether the algorithm runs this pass of problems shaped like this one at all (depthwise: one input "
+               "channel per group); the device and a workspace limit may still refuse it.");
 
     py::enum_<MecSchedule> schedule(module, "MecSchedule");
     schedule.value("Auto", MecSchedule::Auto).value("A", MecSchedule::A).value("B", MecSchedule::B);

@@ -161,9 +161,8 @@ int main(int argc, char** argv) {
         std::vector<vkconv::Algorithm> chosen;
         for (const auto& name : algorithms) chosen.push_back(vkconv::parse_algorithm(name));
         if (chosen.empty()) {
-            chosen = {vkconv::Algorithm::Direct, vkconv::Algorithm::Im2col, vkconv::Algorithm::Mec,
-                      vkconv::Algorithm::ImplicitGemm};
-            if (p.channels_per_group() == 1) chosen.push_back(vkconv::Algorithm::Depthwise);
+            for (vkconv::Algorithm a : vkconv::all_algorithms())
+                if (vkconv::algorithm_applies(a, p, vkconv::Pass::Forward)) chosen.push_back(a);
         }
         vkconv::ContextOptions options;
         options.device = device;

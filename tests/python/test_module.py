@@ -22,10 +22,7 @@ CASES = [
 
 
 def algorithms_for(problem):
-    algorithms = [A.Direct, A.Im2col, A.Mec, A.ImplicitGemm]
-    if problem.groups == problem.C:
-        algorithms.append(A.Depthwise)
-    return algorithms
+    return [a for a in vkconv.all_algorithms() if vkconv.algorithm_applies(a, problem, vkconv.Pass.Forward)]
 
 
 class Passes(unittest.TestCase):
@@ -263,6 +260,17 @@ class Errors(unittest.TestCase):
 
 
 class Descriptors(unittest.TestCase):
+    def test_algorithms_are_the_tables(self):
+        table = vkconv.all_algorithms()
+        self.assertEqual(set(vkconv.Algorithm.__members__.values()), set(table) | {A.Auto})
+        self.assertNotIn(A.Auto, table)
+        for algorithm in table:
+            self.assertEqual(vkconv.Algorithm(str(algorithm)), algorithm)  # the CLI's name parses back
+        depthwise = vkconv.ConvProblem(N=1, C=4, H=5, W=5, K=4, R=3, S=3, groups=4)
+        dense = vkconv.ConvProblem(N=1, C=4, H=5, W=5, K=4, R=3, S=3)
+        self.assertTrue(vkconv.algorithm_applies(A.Depthwise, depthwise, vkconv.Pass.Forward))
+        self.assertFalse(vkconv.algorithm_applies("depthwise", dense, vkconv.Pass.BackwardData))
+
     def test_devices_context_and_pool(self):
         devices = vkconv.list_devices()
         self.assertGreaterEqual(len(devices), 1)

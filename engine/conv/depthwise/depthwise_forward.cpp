@@ -34,9 +34,6 @@ VKCONV_PUSH_MEMBER(ForwardPush, depthwise_forward, negative_slope)
 
 Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p, Pass pass,
                                       const PassOptions& options) {
-    if (!is_depthwise(p))
-        return unsupported(
-            "depthwise: the problem is not depthwise (it needs one input channel per group, groups == C): " + p.str());
     DepthwisePlan plan;
     const uint64_t limit = storage_binding_limit(context, options);
     const uint64_t align = context.pool->alignment();

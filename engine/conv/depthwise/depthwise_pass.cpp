@@ -1,4 +1,8 @@
-#include "conv/depthwise/depthwise_pass.hpp"
+// The depthwise kernels: every pass of a problem with one input channel per group, backward-filter's
+// partial sums in the Lowered slot.
+// Its entry in the algorithm table (conv/algorithm_plan.hpp).
+#include "conv/algorithm_plan.hpp"
+#include "conv/depthwise/depthwise.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -10,16 +14,18 @@ Planned<AlgorithmPlan> plan_depthwise_pass(ContextImpl& context, const ConvProbl
     AlgorithmPlan plan;
     plan.pass = pass;
     plan.algorithm = Algorithm::Depthwise;
-    plan.depthwise = *depthwise;
-    plan.slot(Slot::Lowered) = plan.depthwise.workspace_floats;
-    plan.chunks = plan.depthwise.chunks;
+    plan.own = *depthwise;
+    plan.slot(Slot::Lowered) = depthwise->workspace_floats;
+    plan.chunks = depthwise->chunks;
+    // Its sums are workspace even as one piece (RunStats::partial_products).
+    if (pass == Pass::BackwardFilter) plan.partial_products = depthwise->splits;
     return plan;
 }
 
 void record_depthwise_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                            const ConvOperands& ops, Workspace workspace) {
     // An application's buffer is never read through texel views (its usage may not allow them).
-    DepthwisePlan depthwise = plan.depthwise;
+    DepthwisePlan depthwise = plan.own_as<DepthwisePlan>();
     const Device& device = *context.device;
     for (const Operand* op : {&ops.input, &ops.filter, &ops.bias, &ops.output})
         if (*op && device.foreign_buffer(op->allocation.buffer)) depthwise.texel = false;
@@ -39,8 +45,13 @@ void record_depthwise_pass(ContextImpl& context, CommandStream& stream, const Co
     }
 }
 
+bool one_channel_per_group(const ConvProblem& p) { return is_depthwise(p); }
+
 }  // namespace
 
-const AlgorithmEntry depthwise_algorithm{Algorithm::Depthwise, plan_depthwise_pass, record_depthwise_pass};
+extern const AlgorithmEntry depthwise_algorithm{.applies = one_channel_per_group,
+                                         .requirement = "one input channel per group, groups == C",
+                                         .plan = plan_depthwise_pass,
+                                         .record = record_depthwise_pass};
 
 }  // namespace vkconv::detail

@@ -1,7 +1,9 @@
-#include "conv/direct/direct_pass.hpp"
-
+// The direct algorithm: every pass, no workspace; refused where one of the problem's tensors exceeds
+// maxStorageBufferRange (the passes then run direct in tiles, tiled/tiled.hpp).
+// Its entry in the algorithm table (conv/algorithm_plan.hpp).
 #include <array>
 
+#include "conv/algorithm_plan.hpp"
 #include "conv/direct/direct.hpp"
 
 namespace vkconv::detail {
@@ -65,6 +67,6 @@ void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvP
 
 }  // namespace
 
-const AlgorithmEntry direct_algorithm{Algorithm::Direct, plan_direct_pass, record_direct_pass};
+extern const AlgorithmEntry direct_algorithm{.plan = plan_direct_pass, .record = record_direct_pass};
 
 }  // namespace vkconv::detail

@@ -1,14 +1,14 @@
 // The implicit-GEMM algorithm (implicit.hpp): its plan (tile configuration, reduction pieces, backward-filter's
 // slices) and its dispatches.
-#include "conv/implicit/implicit_pass.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <span>
 #include <string>
 
+#include "conv/algorithm_plan.hpp"
 #include "conv/epilogue.hpp"
+#include "conv/implicit/implicit.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
 #include "gemm/tuning.hpp"
@@ -153,7 +153,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     if (ceil_div(product.rows, config.tile_m()) > context.device->max_workgroups(1))
         return unsupported("implicit-gemm: " + std::to_string(product.rows) +
                            " rows per group need more workgroups than one dispatch may have (" + p.str() + ")");
-    ImplicitPlan& ip = plan.implicit;
+    ImplicitPlan& ip = plan.own.emplace<ImplicitPlan>();
     ip.config = *config_index;
     ip.registers = config.kernel == GemmKernel::Registers;
     ip.reduction = product.reduction;
@@ -188,6 +188,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
         ip.partials = false;
     }
     if (ip.partials) plan.slot(Slot::Partials) = uint64_t(ip.slices) * filter_floats;
+    plan.partial_products = ip.partials ? ip.slices : 0;
     return plan;
 }
 
@@ -327,7 +328,7 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
 
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                           const ConvOperands& ops, Workspace workspace) {
-    const ImplicitPlan& ip = plan.implicit;
+    const ImplicitPlan& ip = plan.own_as<ImplicitPlan>();
     if (ip.registers)
         return record_registers(context, stream, p, plan.pass, ip, context.gemm_configs().any(ip.config), ops,
                                 workspace);
@@ -409,6 +410,6 @@ bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c, co
     return c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer && c.stages == 1 && !c.vec4_shared;
 }
 
-const AlgorithmEntry implicit_gemm_algorithm{Algorithm::ImplicitGemm, plan_implicit_pass, record_implicit_pass};
+extern const AlgorithmEntry implicit_gemm_algorithm{.plan = plan_implicit_pass, .record = record_implicit_pass};
 
 }  // namespace vkconv::detail

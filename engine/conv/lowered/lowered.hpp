@@ -11,6 +11,7 @@
 #include <array>
 #include <vector>
 
+#include "conv/algorithm_plan.hpp"
 #include "conv/operands.hpp"
 #include "conv/planned.hpp"
 #include "vkconv/conv.hpp"
@@ -69,5 +70,15 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& probl
                                   const PassOptions& options, uint64_t fixed_workspace_bytes = 0);
 // The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
+
+// A lowering's plan (im2col, MEC) as the pass's: its chunks, and its lowered matrix and filter copy in
+// their slots (the algorithm adds its own plan).
+inline AlgorithmPlan lowered_pass_plan(Pass pass, const LoweredPlan& lowered) {
+    AlgorithmPlan plan{.pass = pass, .algorithm = lowered.algorithm};
+    plan.chunks = lowered.chunks;
+    plan.slot(Slot::Lowered) = lowered.scratch_floats;
+    plan.slot(Slot::FilterCopy) = lowered.filter_floats;
+    return plan;
+}
 
 }  // namespace vkconv::detail

@@ -1,16 +1,29 @@
-#include "conv/mec/mec_pass.hpp"
-
+// MEC: forward in Solution A or B, the backward passes on Solution B's chunks with a reordered filter
+// copy, backward-filter with its split reduction.
+// Its entry in the algorithm table (conv/algorithm_plan.hpp).
+#include "conv/algorithm_plan.hpp"
 #include "conv/gemm_mapping.hpp"
+#include "conv/lowered/lowered.hpp"
+#include "conv/mec/mec.hpp"
 
 namespace vkconv::detail {
 namespace {
+
+// MEC's own plan: its chunks and backward-filter's split reduction.
+struct MecPlan {
+    LoweredPlan lowered;
+    MecFilterSplit split;
+};
 
 Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                      const PassOptions& options) {
     if (pass == Pass::Forward) {
         auto lowered = plan_lowered(context, p, Algorithm::Mec, options);
         if (!lowered) return lowered.refusal();
-        return lowered_pass_plan(pass, *lowered);
+        AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
+        plan.own = MecPlan{*lowered};
+        plan.mec_schedule = lowered->schedule;
+        return plan;
     }
     // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.
     const bool filter = pass == Pass::BackwardFilter;
@@ -22,35 +35,38 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     auto lowered = plan_lowered(context, p, Algorithm::Mec, b, data_copy);
     if (!lowered) return lowered.refusal();
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
+    MecPlan& own = plan.own.emplace<MecPlan>(MecPlan{*lowered});
     // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter builds
     // an OIHW gradient in OHWI order first.
-    plan.slot(Slot::FilterCopy) = filter ? plan.lowered.filter_floats : uint64_t(p.filter_elements());
+    plan.slot(Slot::FilterCopy) = filter ? own.lowered.filter_floats : uint64_t(p.filter_elements());
     if (filter) {
-        plan.mec_split = mec_backward_filter_split(context, p, plan.lowered, storage_binding_limit(context, options));
-        plan.slot(Slot::Partials) = plan.mec_split.slots * uint64_t(group_filter_floats(p));
+        own.split = mec_backward_filter_split(context, p, own.lowered, storage_binding_limit(context, options));
+        plan.slot(Slot::Partials) = own.split.slots * uint64_t(group_filter_floats(p));
         if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
             // No split: each image's product adds into dw in turn, with no partial products.
-            plan.mec_split = MecFilterSplit{plan.lowered.rows, 1, 0};
+            own.split = MecFilterSplit{own.lowered.rows, 1, 0};
             plan.slot(Slot::Partials) = 0;
         }
+        plan.partial_products = static_cast<uint32_t>(own.split.slots);
     }
     return plan;
 }
 
 void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                      const ConvOperands& ops, Workspace workspace) {
+    const auto& [lowered, split] = plan.own_as<MecPlan>();
     switch (plan.pass) {
         case Pass::Forward:
-            record_mec_forward(context, stream, p, ops, plan.lowered, workspace[Slot::Lowered],
+            record_mec_forward(context, stream, p, ops, lowered, workspace[Slot::Lowered],
                                workspace[Slot::FilterCopy]);
             break;
         case Pass::BackwardData:
-            record_mec_backward_data(context, stream, p, ops.output, ops.filter, ops.input, plan.lowered,
+            record_mec_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
                                      workspace[Slot::Lowered], workspace[Slot::FilterCopy]);
             break;
         case Pass::BackwardFilter:
-            record_mec_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, plan.lowered,
-                                       workspace[Slot::Lowered], workspace[Slot::FilterCopy], plan.mec_split,
+            record_mec_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,
+                                       workspace[Slot::Lowered], workspace[Slot::FilterCopy], split,
                                        workspace[Slot::Partials]);
             break;
         case Pass::BackwardBias:
@@ -60,6 +76,6 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
 
 }  // namespace
 
-const AlgorithmEntry mec_algorithm{Algorithm::Mec, plan_mec_pass, record_mec_pass};
+extern const AlgorithmEntry mec_algorithm{.plan = plan_mec_pass, .record = record_mec_pass};
 
 }  // namespace vkconv::detail

@@ -10,6 +10,7 @@
 #include "context/context_impl.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/heuristic.hpp"
+#include "conv/lowered/lowered.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
@@ -193,7 +194,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
                 break;
             }
             for (size_t i = 0; i < kSlots; ++i) own[i] = std::max(own[i], tile_plan->slots[i]);
-            plan.partial_products = std::max(plan.partial_products, tile_plan->partial_products());
+            plan.partial_products = std::max(plan.partial_products, tile_plan->partial_products);
             plan.bias_pieces = std::max(plan.bias_pieces, tile_plan->bias_pieces(q));
             plan.shapes.push_back({q.C, q.K, q.groups, q.H, *tile_plan});
         }
@@ -245,8 +246,9 @@ Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass p
     std::optional<TiledPlan> smallest;
     std::vector<Algorithm> candidates{algorithm};
     if (algorithm == Algorithm::Auto) {
-        candidates = {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm};
-        if (p.channels_per_group() == 1) candidates.push_back(Algorithm::Depthwise);
+        candidates.clear();
+        for (Algorithm a : all_algorithms())
+            if (algorithm_applies(a, p, pass)) candidates.push_back(a);
     }
     for (Algorithm a : candidates) {
         auto plan = plan_with(context, p, pass, a, unlimited, 1, 1);

@@ -57,7 +57,7 @@ struct TiledPlan {
 
     const AlgorithmPlan& plan_of(const ConvProblem& tile) const;
     // Forward MEC: the schedule of the first tile's plan (Auto otherwise).
-    MecSchedule mec_schedule() const { return shapes.empty() ? MecSchedule::Auto : shapes.front().plan.mec_schedule(); }
+    MecSchedule mec_schedule() const { return shapes.empty() ? MecSchedule::Auto : shapes.front().plan.mec_schedule; }
 };
 
 // Whether `algorithm` (Auto: any but direct) must run this problem in tiles.

@@ -1,0 +1,17 @@
+// Every convolution algorithm vkconv has, one row each: the one list that vkconv::Algorithm, the names the
+// CLI, Python, JSON files and the docs use, find_algorithms' and Auto's candidates, the tool's columns and
+// the tests' tables all derive from. A row is
+//     X(Enumerator, "name", engine_entry, "what it does, in one line")
+// where engine_entry names the engine's table entry of the algorithm's folder (engine/conv/<folder>/,
+// defining detail::<engine_entry>_algorithm). Algorithm::Auto is not a row: it chooses among them.
+#pragma once
+
+#define VKCONV_ALGORITHMS(X)                                                                                      \
+    X(Direct, "direct", direct,                                                                                   \
+      "one invocation per output value; the baseline every other algorithm is checked against")                 \
+    X(Im2col, "im2col", im2col, "im2col lowering (N*P*Q x R*S*C/G per group) + tiled GEMM")                       \
+    X(Mec, "mec", mec, "MEC lowering (N*Q x H*S*C, Cho & Brand 2017) + overlapping-window GEMMs")                 \
+    X(Depthwise, "depthwise", depthwise,                                                                          \
+      "one input channel per group (groups == C, K = m*C): register-window kernels, no GEMM")                     \
+    X(ImplicitGemm, "implicit-gemm", implicit_gemm,                                                               \
+      "the tiled GEMM with im2col's addresses computed as operands load, no lowered matrix")
