@@ -421,7 +421,7 @@ TEST_CASE("cli: forward refuses an unknown --device, or a named algorithm that c
     VKT_REQUIRE_CONTEXT(context);
     check_refused({"--device no-such-device", {"no-such-device"}, extra({"--device", "no-such-device"})});
     // An algorithm named that cannot run the problem is the user's choice to change: exit 2, the option named.
-    check_refused({"--algo depthwise on a dense problem", {"--algo depthwise cannot run this problem", "not depthwise"},
+    check_refused({"--algo depthwise on a dense problem", {"--algo depthwise cannot run this problem", "one input channel per group"},
                    extra({"--algo", "depthwise"})});
     check_refused({"--device out of range", {"device index 99"}, extra({"--device", "99"})});
 }

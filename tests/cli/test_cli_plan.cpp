@@ -78,5 +78,5 @@ TEST_CASE("cli: plan refuses bad input with exit 2", "[cli]") {
     CHECK(r.code == 2);
     CHECK(r.out.empty());
     CHECK_THAT(r.err, Catch::Contains("--algo depthwise cannot run this problem"));
-    CHECK_THAT(r.err, Catch::Contains("not depthwise"));
+    CHECK_THAT(r.err, Catch::Contains("one input channel per group"));
 }
