@@ -7,6 +7,7 @@
 #include "context/tensor_storage.hpp"
 #include "conv/bias_add.hpp"
 #include "conv/auto_choice.hpp"
+#include "conv/pass_call.hpp"
 #include "vkconv/backward.hpp"
 #include "vkconv/recording.hpp"
 #include "vkconv/transpose.hpp"
@@ -45,177 +46,106 @@ detail::ConvOperands filter_operands(detail::ContextImpl& impl, const ConvProble
     return ops;
 }
 
-uint64_t pass_workspace_query(const Context& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                              const PassOptions& options) {
-    return detail::query_workspace(
-               context, pass, p, algorithm, options,
-               [&](const detail::Choice& choice) { return detail::pass_workspace(context, p, pass, choice, options); })
-        .value();
-}
-
-// Runs (or records) one planned pass on its workspace; a recording keeps `tensors` (and the caller's workspace).
-// The plan is made for the tensors the context allocates; it is made again where the operands are paged
-// differently (detail::plan_for_operands).
-RunStats run_planned(Context& context, const detail::PassTarget& target, const ConvProblem& p,
-                     const detail::PassPlan& planned, const detail::ConvOperands& ops,
-                     std::initializer_list<const Tensor*> tensors, const PassOptions& planning,
-                     ChoiceSource source = ChoiceSource::Named) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    const detail::PassPlan plan = detail::plan_for_operands(impl, p, planned, planning, ops);
-    RunStats stats = plan.planned_stats(p, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output}));
-    stats.chosen_by = source;
-    if (target.recording) {
-        for (const Tensor* t : tensors) target.recording->keep(t);
-        target.recording->keep(target.workspace);
-    }
-    detail::run_pass(impl, stats, plan.slots(), target,
-                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_pass(impl, stream, p, plan, ops, workspace);
-                     });
-    return stats;
-}
-
 }  // namespace
 
 uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                        const PassOptions& options) {
-    const auto lock = detail::serialise(context);
-    problem.validate();
-    return pass_workspace_query(context, problem, Pass::BackwardData, algorithm, options);
+    return detail::workspace_query(context, Pass::BackwardData, problem, algorithm, options);
 }
 
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const PassOptions& options) {
-    const auto lock = detail::serialise(context);
-    problem.validate();
-    return pass_workspace_query(context, problem, Pass::BackwardFilter, algorithm, options);
+    return detail::workspace_query(context, Pass::BackwardFilter, problem, algorithm, options);
 }
 
 namespace {
 
-// Where a public call's work goes: now (a Context) or into a recording, and the context to plan on.
-struct CallTarget {
-    Context context;
-    detail::PassTarget target;
-};
-CallTarget call_target(Recording& recording, const PassOptions& options) {
-    detail::RecordingState& state = detail::recording_state(recording);
-    return {detail::Access::context(state.context), {&state, options.workspace}};
+RunStats backward_data_to(detail::CallTarget call, const ConvProblem& problem, const Tensor& grad_output,
+                          const Tensor& filter, Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
+    const auto lock = detail::open_door(call.context, problem);
+    const detail::ConvOperands ops =
+        data_operands(detail::impl_of(call.context), problem, grad_output, filter, grad_input);
+    const detail::PassCall pass{Pass::BackwardData, problem, ops, {&grad_output, &filter, &grad_input}, algorithm};
+    return detail::run_call(call.context, call.target, pass, options);
 }
 
-RunStats backward_data_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
-                          const Tensor& grad_output, const Tensor& filter, Tensor& grad_input, Algorithm algorithm,
-                          const PassOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    problem.validate();
-    const detail::ConvOperands ops = data_operands(impl, problem, grad_output, filter, grad_input);
-    detail::check_workspace(options, {&grad_output, &filter, &grad_input});
-    const PassOptions planning = detail::planning_options(impl, options, target);
-    ChoiceSource source{};
-    const detail::PassPlan plan =
-        detail::plan_call(context, problem, Pass::BackwardData, algorithm, planning, source).value();
-    return run_planned(context, target, problem, plan, ops, {&grad_output, &filter, &grad_input}, planning, source);
+RunStats backward_filter_to(detail::CallTarget call, const ConvProblem& problem, const Tensor& input,
+                            const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
+                            const PassOptions& options) {
+    const auto lock = detail::open_door(call.context, problem);
+    const detail::ConvOperands ops =
+        filter_operands(detail::impl_of(call.context), problem, input, grad_output, grad_filter, grad_bias);
+    const detail::PassCall pass{
+        Pass::BackwardFilter, problem, ops, {&input, &grad_output, &grad_filter, grad_bias}, algorithm};
+    return detail::run_call(call.context, call.target, pass, options);
 }
 
-RunStats backward_filter_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
-                            const Tensor& input, const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias,
-                            Algorithm algorithm, const PassOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    problem.validate();
-    const detail::ConvOperands ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
-    detail::check_workspace(options, {&input, &grad_output, &grad_filter, grad_bias});
-    const PassOptions planning = detail::planning_options(impl, options, target);
-    ChoiceSource source{};
-    const detail::PassPlan plan =
-        detail::plan_call(context, problem, Pass::BackwardFilter, algorithm, planning, source).value();
-    return run_planned(context, target, problem, plan, ops, {&input, &grad_output, &grad_filter, grad_bias}, planning,
-                       source);
-}
-
-RunStats backward_bias_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
-                          const Tensor& grad_output, Tensor& grad_bias, const PassOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    problem.validate();
+// Backward-bias has one algorithm, the bias-gradient kernel, planned under the name Direct.
+RunStats backward_bias_to(detail::CallTarget call, const ConvProblem& problem, const Tensor& grad_output,
+                          Tensor& grad_bias, const PassOptions& options) {
+    const auto lock = detail::open_door(call.context, problem);
+    detail::ContextImpl& impl = detail::impl_of(call.context);
     detail::ConvOperands ops;
     ops.output = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape());
     ops.bias = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
-    detail::check_workspace(options, {&grad_output, &grad_bias});
-    const PassOptions planning = detail::planning_options(impl, options, target);
-    return run_planned(context, target, problem,
-                       detail::plan_pass(impl, problem, Pass::BackwardBias, Algorithm::Direct, planning).value(), ops,
-                       {&grad_output, &grad_bias}, planning);
+    const detail::PassCall pass{Pass::BackwardBias, problem, ops, {&grad_output, &grad_bias}, Algorithm::Direct};
+    return detail::run_call(call.context, call.target, pass, options);
 }
 
 }  // namespace
 
 uint64_t backward_bias_workspace_bytes(const Context& context, const ConvProblem& problem, const PassOptions& options) {
-    const auto lock = detail::serialise(context);
-    problem.validate();
-    if (!problem.has_bias) throw Error(ErrorCategory::InvalidArgument, "the problem has has_bias = false");
-    return detail::plan_pass(detail::impl_of(context), problem, Pass::BackwardBias, Algorithm::Direct,
-                             detail::planning_options(detail::impl_of(context), options))
-        .value()
-        .workspace_bytes();
+    return detail::workspace_query(context, Pass::BackwardBias, problem, Algorithm::Direct, options);
 }
 
 RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
                        Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
-    return backward_data_to(context, {nullptr, options.workspace}, problem, grad_output, filter, grad_input, algorithm,
+    return backward_data_to(detail::call_target(context, options), problem, grad_output, filter, grad_input, algorithm,
                             options);
 }
 RunStats backward_data(Recording& recording, const ConvProblem& problem, const Tensor& grad_output,
                        const Tensor& filter, Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
-    CallTarget call = call_target(recording, options);
-    return backward_data_to(call.context, call.target, problem, grad_output, filter, grad_input, algorithm, options);
+    return backward_data_to(detail::call_target(recording, options), problem, grad_output, filter, grad_input,
+                            algorithm, options);
 }
 
 RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
                          Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const PassOptions& options) {
-    return backward_filter_to(context, {nullptr, options.workspace}, problem, input, grad_output, grad_filter,
+    return backward_filter_to(detail::call_target(context, options), problem, input, grad_output, grad_filter,
                               grad_bias, algorithm, options);
 }
 RunStats backward_filter(Recording& recording, const ConvProblem& problem, const Tensor& input,
                          const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
                          const PassOptions& options) {
-    CallTarget call = call_target(recording, options);
-    return backward_filter_to(call.context, call.target, problem, input, grad_output, grad_filter, grad_bias, algorithm,
-                              options);
+    return backward_filter_to(detail::call_target(recording, options), problem, input, grad_output, grad_filter,
+                              grad_bias, algorithm, options);
 }
 
 RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
                        const PassOptions& options) {
-    return backward_bias_to(context, {nullptr, options.workspace}, problem, grad_output, grad_bias, options);
+    return backward_bias_to(detail::call_target(context, options), problem, grad_output, grad_bias, options);
 }
 RunStats backward_bias(Recording& recording, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
                        const PassOptions& options) {
-    CallTarget call = call_target(recording, options);
-    return backward_bias_to(call.context, call.target, problem, grad_output, grad_bias, options);
+    return backward_bias_to(detail::call_target(recording, options), problem, grad_output, grad_bias, options);
 }
 
 namespace {
 
 // A transposed convolution is its convolution's backward-data pass: the input plays dy, the output dx; the
 // bias, when there is one, is added once the output is whole (conv/bias_add.hpp).
-RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, const ConvTransposeProblem& problem,
-                           const Tensor& input, const Tensor& filter, const Tensor* bias, Tensor& output,
-                           Algorithm algorithm, const PassOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    problem.validate();
+RunStats conv_transpose_to(detail::CallTarget call, const ConvTransposeProblem& problem, const Tensor& input,
+                           const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
+                           const PassOptions& options) {
+    problem.validate();  // before its convolution is formed
+    const ConvProblem q = problem.convolution();
+    const auto lock = detail::open_door(call.context, q);
     if (bias && !problem.has_bias)
         throw Error(ErrorCategory::InvalidArgument, "a bias tensor was given but the problem has has_bias = false");
     if (!bias && problem.has_bias)
         throw Error(ErrorCategory::InvalidArgument, "the problem has has_bias = true but no bias tensor was given");
-    const ConvProblem q = problem.convolution();
+    detail::ContextImpl& impl = detail::impl_of(call.context);
     detail::ConvOperands ops;
     ops.output = detail::tensor_operand(impl, input, "input", problem.input_shape());
     ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape());
@@ -225,36 +155,28 @@ RunStats conv_transpose_to(Context& context, const detail::PassTarget& target, c
         ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
         detail::check_not_aliased(output, "output", {bias});
     }
-    detail::check_workspace(options, {&input, &filter, &output, bias});
-    const PassOptions planning = detail::planning_options(impl, options, target);
-    ChoiceSource source{};
-    const detail::PassPlan planned =
-        detail::plan_call(context, q, Pass::BackwardData, algorithm, planning, source).value();
-    if (!problem.output_beyond_result())
-        return run_planned(context, target, q, planned, ops, {&input, &filter, &output, bias}, planning, source);
+    detail::PassCall pass{Pass::BackwardData, q, ops, {&input, &filter, &output, bias}, algorithm};
+    const detail::CallPlan planned = detail::plan_for_call(call.context, call.target, pass, options);
+    if (!problem.output_beyond_result()) return detail::run_plan(call.context, call.target, pass, planned);
 
     // The output reaches past what the convolution covers: its input (the result) goes to a staging tensor,
     // counted as workspace, and is placed in the output with the bias around it, in the same submission.
-    Tensor staged(context, q.input_shape());
-    const detail::Operand out = ops.input, bias_operand = ops.bias;
-    ops.input = detail::tensor_operand(impl, staged, "staged result", q.input_shape());
-    ops.bias = {};
-    const detail::PassPlan plan = detail::plan_for_operands(impl, q, planned, planning, ops);
-    RunStats stats = plan.planned_stats(q, detail::operand_bytes({&ops.output, &ops.filter, &bias_operand, &out}));
-    stats.workspace_bytes += impl.pool->round(staged.bytes());
-    if (target.recording) {
-        for (const Tensor* t : std::initializer_list<const Tensor*>{&input, &filter, &output, bias, &staged})
-            target.recording->keep(t);
-        target.recording->keep(target.workspace);
-    }
+    Tensor staged(call.context, q.input_shape());
+    detail::ConvOperands staged_ops = ops;
+    staged_ops.input = detail::tensor_operand(impl, staged, "staged result", q.input_shape());
+    staged_ops.bias = {};
     const auto origin = problem.convolution_origin();
     const detail::Placement placement{problem.layout, problem.N, problem.K, problem.P(), problem.Q(),
                                       q.H,            q.W,       origin[0], origin[1]};
-    detail::run_pass(impl, stats, plan.slots(), target,
-                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_pass(impl, stream, q, plan, ops, workspace);
-                         detail::record_place_output(impl, stream, placement, ops.input, bias_operand, out);
-                     });
+    const detail::AfterPass place{
+        [&](detail::CommandStream& stream) {
+            detail::record_place_output(impl, stream, placement, staged_ops.input, ops.bias, ops.input);
+        },
+        {&ops.output, &ops.filter, &ops.bias, &ops.input}};
+    const detail::PassCall staged_pass{Pass::BackwardData, q, staged_ops, {&input, &filter, &output, bias, &staged},
+                                       algorithm};
+    RunStats stats = detail::run_plan(call.context, call.target, staged_pass, planned, &place);
+    stats.workspace_bytes += impl.pool->round(staged.bytes());
     return stats;
 }
 
@@ -268,20 +190,20 @@ uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransp
     const uint64_t staged = problem.output_beyond_result()
                                 ? detail::impl_of(context).pool->round(uint64_t(q.input_elements()) * sizeof(float))
                                 : 0;
-    return pass_workspace_query(context, q, Pass::BackwardData, algorithm, options) + staged;
+    return detail::workspace_query(context, Pass::BackwardData, q, algorithm, options) + staged;
 }
 
 RunStats conv_transpose(Context& context, const ConvTransposeProblem& problem, const Tensor& input,
                         const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
                         const PassOptions& options) {
-    return conv_transpose_to(context, {nullptr, options.workspace}, problem, input, filter, bias, output, algorithm,
+    return conv_transpose_to(detail::call_target(context, options), problem, input, filter, bias, output, algorithm,
                              options);
 }
 RunStats conv_transpose(Recording& recording, const ConvTransposeProblem& problem, const Tensor& input,
                         const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
                         const PassOptions& options) {
-    CallTarget call = call_target(recording, options);
-    return conv_transpose_to(call.context, call.target, problem, input, filter, bias, output, algorithm, options);
+    return conv_transpose_to(detail::call_target(recording, options), problem, input, filter, bias, output, algorithm,
+                             options);
 }
 
 namespace {
@@ -338,14 +260,14 @@ uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProble
 
 namespace {
 
-LayerBackwardStats layer_backward_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem,
-                                     const Tensor& input, const Tensor& filter, const Tensor& grad_output,
-                                     Tensor& grad_input, Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
+LayerBackwardStats layer_backward_to(detail::CallTarget call, const ConvProblem& problem, const Tensor& input,
+                                     const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
+                                     Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
                                      const PassOptions& options) {
+    Context& context = call.context;
+    const detail::PassTarget& target = call.target;
+    const auto lock = detail::open_door(context, problem);
     detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    problem.validate();
     const detail::ConvOperands data_ops = data_operands(impl, problem, grad_output, filter, grad_input);
     const detail::ConvOperands filter_ops = filter_operands(impl, problem, input, grad_output, grad_filter, grad_bias);
     if (detail::overlaps(grad_input, grad_filter) || (grad_bias && detail::overlaps(*grad_bias, grad_input)))
@@ -425,7 +347,7 @@ LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, 
                                   const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
                                   Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
                                   const PassOptions& options) {
-    return layer_backward_to(context, {nullptr, options.workspace}, problem, input, filter, grad_output, grad_input,
+    return layer_backward_to(detail::call_target(context, options), problem, input, filter, grad_output, grad_input,
                              grad_filter, grad_bias, algorithm, options);
 }
 
@@ -433,9 +355,8 @@ LayerBackwardStats layer_backward(Recording& recording, const ConvProblem& probl
                                   const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
                                   Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
                                   const PassOptions& options) {
-    CallTarget call = call_target(recording, options);
-    return layer_backward_to(call.context, call.target, problem, input, filter, grad_output, grad_input, grad_filter,
-                             grad_bias, algorithm, options);
+    return layer_backward_to(detail::call_target(recording, options), problem, input, filter, grad_output, grad_input,
+                             grad_filter, grad_bias, algorithm, options);
 }
 
 }  // namespace vkconv

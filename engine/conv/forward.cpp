@@ -1,4 +1,5 @@
-// The public forward pass: argument checks, algorithm choice, workspace, timing and memory measurement.
+// The public forward pass: its operands, then the door every pass goes through (conv/pass_call.hpp); the
+// names of passes and MEC schedules; the heuristic's choice.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -7,6 +8,7 @@
 #include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
 #include "conv/auto_choice.hpp"
+#include "conv/pass_call.hpp"
 #include "conv/heuristic.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/recording.hpp"
@@ -58,24 +60,16 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
 
 uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                  const PassOptions& options) {
-    const auto lock = detail::serialise(context);
-    problem.validate();
-    return detail::query_workspace(context, Pass::Forward, problem, algorithm, options,
-                                   [&](const detail::Choice& choice) {
-                                       return detail::pass_workspace(context, problem, Pass::Forward, choice, options);
-                                   })
-        .value();
+    return detail::workspace_query(context, Pass::Forward, problem, algorithm, options);
 }
 
 namespace {
 
-RunStats forward_to(Context& context, const detail::PassTarget& target, const ConvProblem& problem, const Tensor& input,
-                    const Tensor& filter, const Tensor* bias, Tensor& output, const Epilogue& epilogue,
-                    Algorithm algorithm, const PassOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    problem.validate();
+RunStats forward_to(detail::CallTarget call, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                    const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
+                    const PassOptions& options) {
+    const auto lock = detail::open_door(call.context, problem);
+    detail::ContextImpl& impl = detail::impl_of(call.context);
     detail::ConvOperands ops;
     ops.input = detail::tensor_operand(impl, input, "input", problem.input_shape());
     ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape());
@@ -87,26 +81,9 @@ RunStats forward_to(Context& context, const detail::PassTarget& target, const Co
     if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
     ops.epilogue = detail::fused_epilogue(impl, problem, epilogue, input, filter, bias, output);
-    const Tensor* residual = epilogue.residual;
-    detail::check_workspace(options, {&input, &filter, bias, &output, residual});
-    const PassOptions planning = detail::planning_options(impl, options, target);
-
-    ChoiceSource source{};
-    const detail::PassPlan plan = detail::plan_for_operands(
-        impl, problem, detail::plan_call(context, problem, Pass::Forward, algorithm, planning, source).value(),
-        planning, ops);
-    RunStats stats = plan.planned_stats(
-        problem, detail::operand_bytes({&ops.input, &ops.filter, &ops.bias, &ops.output, &ops.epilogue.residual}));
-    stats.chosen_by = source;
-    if (target.recording)
-        for (const Tensor* t :
-             {&input, &filter, bias, static_cast<const Tensor*>(&output), residual, options.workspace})
-            target.recording->keep(t);
-    detail::run_pass(impl, stats, plan.slots(), target,
-                     [&](detail::CommandStream& stream, std::span<const detail::Operand> workspace) {
-                         detail::record_pass(impl, stream, problem, plan, ops, workspace);
-                     });
-    return stats;
+    const detail::PassCall pass{Pass::Forward, problem, ops, {&input, &filter, bias, &output, epilogue.residual},
+                                algorithm};
+    return detail::run_call(call.context, call.target, pass, options);
 }
 
 }  // namespace
@@ -124,17 +101,15 @@ RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor&
 RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
                  const PassOptions& options) {
-    return forward_to(context, {nullptr, options.workspace}, problem, input, filter, bias, output, epilogue, algorithm,
+    return forward_to(detail::call_target(context, options), problem, input, filter, bias, output, epilogue, algorithm,
                       options);
 }
 
 RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
                  const PassOptions& options) {
-    detail::RecordingState& state = detail::recording_state(recording);
-    Context context = detail::Access::context(state.context);
-    return forward_to(context, {&state, options.workspace}, problem, input, filter, bias, output, epilogue, algorithm,
-                      options);
+    return forward_to(detail::call_target(recording, options), problem, input, filter, bias, output, epilogue,
+                      algorithm, options);
 }
 
 }  // namespace vkconv

@@ -2,45 +2,20 @@
 //
 // All three products (forward, backward data, backward filter) visit the same set of taps — one
 // (output element, input element, filter element) triple per multiply-add — and differ only in which of the
-// three they accumulate into. So one loop nest enumerates the taps as flat offsets and each pass is a line,
+// three they accumulate into. So one loop nest (io/conv_taps.hpp, which find's sampled checks enumerate one
+// value at a time) enumerates the taps as flat offsets and each pass is a line,
 // which keeps the passes consistent with each other by construction and the layouts out of the arithmetic.
 // Backward data is therefore a scatter; it is deterministic because the loop order is fixed.
 #include "vkconv/reference.hpp"
 
 #include <string>
 
-#include "io/conv_indexer.hpp"
+#include "io/conv_taps.hpp"
 #include "vkconv/error.hpp"
 
 namespace vkconv::reference {
 
 namespace {
-
-// Calls tap(input offset, filter offset, output offset) for every multiply-add of the convolution; taps that
-// fall into the padding are skipped, as they multiply a zero.
-template <class Tap>
-void for_each_tap(const ConvProblem& pr, Tap&& tap) {
-    const detail::ConvIndexer ix(pr);
-    const int64_t Cg = pr.channels_per_group(), Kg = pr.filters_per_group();
-    for (int64_t n = 0; n < pr.N; ++n)
-        for (int64_t k = 0; k < pr.K; ++k) {
-            const int64_t c0 = (k / Kg) * Cg;  // first input channel of k's group
-            for (int64_t p = 0; p < ix.P; ++p)
-                for (int64_t q = 0; q < ix.Q; ++q) {
-                    const size_t out = ix.output(n, k, p, q);
-                    for (int64_t c = 0; c < Cg; ++c)
-                        for (int64_t r = 0; r < pr.R; ++r) {
-                            const int64_t h = p * pr.stride_h - pr.pad_h + r * pr.dilation_h;
-                            if (h < 0 || h >= pr.H) continue;
-                            for (int64_t s = 0; s < pr.S; ++s) {
-                                const int64_t w = q * pr.stride_w - pr.pad_w + s * pr.dilation_w;
-                                if (w < 0 || w >= pr.W) continue;
-                                tap(ix.input(n, c0 + c, h, w), ix.filter(k, c, r, s), out);
-                            }
-                        }
-                }
-        }
-}
 
 void check_size(const char* pass, const char* role, size_t given, int64_t expected) {
     if (given != static_cast<size_t>(expected))
@@ -74,7 +49,7 @@ std::vector<double> forward(const ConvProblem& problem, std::span<const float> i
                 for (int64_t p = 0; p < ix.P; ++p)
                     for (int64_t q = 0; q < ix.Q; ++q) y[ix.output(n, k, p, q)] = bias[static_cast<size_t>(k)];
     }
-    for_each_tap(problem, [&](size_t i, size_t f, size_t o) {
+    detail::for_each_tap(problem, [&](size_t i, size_t f, size_t o) {
         y[o] += static_cast<double>(input[i]) * static_cast<double>(filter[f]);
     });
     return y;
@@ -87,7 +62,7 @@ std::vector<double> backward_data(const ConvProblem& problem, std::span<const fl
     check_size("backward_data", "filter", filter.size(), problem.filter_elements());
 
     std::vector<double> dx = zeros(problem.input_elements());
-    for_each_tap(problem, [&](size_t i, size_t f, size_t o) {
+    detail::for_each_tap(problem, [&](size_t i, size_t f, size_t o) {
         dx[i] += static_cast<double>(grad_output[o]) * static_cast<double>(filter[f]);
     });
     return dx;
@@ -100,7 +75,7 @@ std::vector<double> backward_filter(const ConvProblem& problem, std::span<const 
     check_size("backward_filter", "grad_output", grad_output.size(), problem.output_elements());
 
     std::vector<double> dw = zeros(problem.filter_elements());
-    for_each_tap(problem, [&](size_t i, size_t f, size_t o) {
+    detail::for_each_tap(problem, [&](size_t i, size_t f, size_t o) {
         dw[f] += static_cast<double>(input[i]) * static_cast<double>(grad_output[o]);
     });
     return dw;

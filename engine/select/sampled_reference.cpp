@@ -1,4 +1,5 @@
-// Spot checks against the CPU reference: one output value at a time, with its error bound.
+// Spot checks against the CPU reference: one output value at a time (the reference's taps, io/conv_taps.hpp),
+// with its error bound.
 #include "select/sampled_reference.hpp"
 
 #include <algorithm>
@@ -6,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "io/conv_indexer.hpp"
+#include "io/conv_taps.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -31,28 +32,11 @@ Sum forward_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const floa
     const bool nhwc = p.layout == Layout::NHWC;
     auto at = coordinates(flat, nhwc ? std::array{p.N, ix.P, ix.Q, p.K} : std::array{p.N, p.K, ix.P, ix.Q});
     const int64_t n = at[0], k = nhwc ? at[3] : at[1], op = nhwc ? at[1] : at[2], oq = nhwc ? at[2] : at[3];
-    const int64_t c0 = k / p.filters_per_group() * ix.Cg;
     Sum sum;
     if (!bias.empty()) sum.add(bias[static_cast<size_t>(k)]);
-    for (int64_t c = 0; c < ix.Cg; ++c)
-        for (int64_t r = 0; r < p.R; ++r) {
-            const int64_t h = op * p.stride_h - p.pad_h + r * p.dilation_h;
-            if (h < 0 || h >= p.H) continue;
-            for (int64_t s = 0; s < p.S; ++s) {
-                const int64_t wi = oq * p.stride_w - p.pad_w + s * p.dilation_w;
-                if (wi < 0 || wi >= p.W) continue;
-                sum.add(double(x[ix.input(n, c0 + c, h, wi)]) * double(w[ix.filter(k, c, r, s)]));
-            }
-        }
+    for_each_output_tap(p, ix, n, k, op, oq,
+                        [&](size_t i, size_t f, size_t) { sum.add(double(x[i]) * double(w[f])); });
     return sum;
-}
-
-// Input position h reached from output row p through tap r, or -1.
-int64_t output_index(int64_t h, int64_t r, int64_t stride, int64_t pad, int64_t dilation, int64_t extent) {
-    const int64_t offset = h + pad - r * dilation;
-    if (offset < 0 || offset % stride) return -1;
-    const int64_t o = offset / stride;
-    return o < extent ? o : -1;
 }
 
 Sum backward_data_at(const ConvProblem& p, const ConvIndexer& ix, std::span<const float> dy, std::span<const float> w,
@@ -60,18 +44,8 @@ Sum backward_data_at(const ConvProblem& p, const ConvIndexer& ix, std::span<cons
     const bool nhwc = p.layout == Layout::NHWC;
     auto at = coordinates(flat, nhwc ? std::array{p.N, p.H, p.W, p.C} : std::array{p.N, p.C, p.H, p.W});
     const int64_t n = at[0], c = nhwc ? at[3] : at[1], h = nhwc ? at[1] : at[2], wi = nhwc ? at[2] : at[3];
-    const int64_t Kg = p.filters_per_group(), group = c / ix.Cg;
     Sum sum;
-    for (int64_t k = group * Kg; k < (group + 1) * Kg; ++k)
-        for (int64_t r = 0; r < p.R; ++r) {
-            const int64_t op = output_index(h, r, p.stride_h, p.pad_h, p.dilation_h, ix.P);
-            if (op < 0) continue;
-            for (int64_t s = 0; s < p.S; ++s) {
-                const int64_t oq = output_index(wi, s, p.stride_w, p.pad_w, p.dilation_w, ix.Q);
-                if (oq < 0) continue;
-                sum.add(double(dy[ix.output(n, k, op, oq)]) * double(w[ix.filter(k, c % ix.Cg, r, s)]));
-            }
-        }
+    for_each_input_tap(p, ix, n, c, h, wi, [&](size_t, size_t f, size_t o) { sum.add(double(dy[o]) * double(w[f])); });
     return sum;
 }
 
@@ -80,18 +54,8 @@ Sum backward_filter_at(const ConvProblem& p, const ConvIndexer& ix, std::span<co
     const bool nhwc = p.layout == Layout::NHWC;
     auto at = coordinates(flat, nhwc ? std::array{p.K, p.R, p.S, ix.Cg} : std::array{p.K, ix.Cg, p.R, p.S});
     const int64_t k = at[0], c = nhwc ? at[3] : at[1], r = nhwc ? at[1] : at[2], s = nhwc ? at[2] : at[3];
-    const int64_t c0 = k / p.filters_per_group() * ix.Cg;
     Sum sum;
-    for (int64_t n = 0; n < p.N; ++n)
-        for (int64_t op = 0; op < ix.P; ++op) {
-            const int64_t h = op * p.stride_h - p.pad_h + r * p.dilation_h;
-            if (h < 0 || h >= p.H) continue;
-            for (int64_t oq = 0; oq < ix.Q; ++oq) {
-                const int64_t wi = oq * p.stride_w - p.pad_w + s * p.dilation_w;
-                if (wi < 0 || wi >= p.W) continue;
-                sum.add(double(x[ix.input(n, c0 + c, h, wi)]) * double(dy[ix.output(n, k, op, oq)]));
-            }
-        }
+    for_each_filter_tap(p, ix, k, c, r, s, [&](size_t i, size_t, size_t o) { sum.add(double(x[i]) * double(dy[o])); });
     return sum;
 }
 
