@@ -82,7 +82,13 @@ struct AlgorithmEntry {
                                    const PassOptions& options) = nullptr;
     void (*record)(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const AlgorithmPlan& plan,
                    const ConvOperands& operands, Workspace workspace) = nullptr;
+    // Where the heuristic picks it first, before its rule for the lowerings (conv/heuristic.cpp), when it
+    // plans there (null: never). Depthwise: every problem it applies to.
+    bool (*preferred)(const ContextImpl& context, const ConvProblem& problem, Pass pass) = nullptr;
 };
+
+// The table's entry of `algorithm` (not Auto).
+const AlgorithmEntry& algorithm_entry(Algorithm algorithm);
 
 // Plans `algorithm` (not Auto) for `pass`: the algorithm's own plan, then backward-filter's bias gradient
 // where the problem has a bias, all under options.workspace_limit. Backward-bias has one algorithm, the

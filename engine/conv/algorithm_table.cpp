@@ -36,11 +36,15 @@ const AlgorithmRow* row_of(Algorithm algorithm) noexcept {
     return nullptr;
 }
 
-const AlgorithmEntry& entry_of(Algorithm algorithm) {
+}  // namespace
+
+const AlgorithmEntry& algorithm_entry(Algorithm algorithm) {
     if (const AlgorithmRow* row = row_of(algorithm)) return *row->entry;
     throw Error(ErrorCategory::InvalidArgument,
                 std::string("no algorithm entry for '") + to_string(algorithm) + "' (Auto must be resolved first)");
 }
+
+namespace {
 
 // The bias gradient of backward-filter with a bias, or of backward-bias: partial sums where the workspace
 // limit leaves room for them, else its pieces added straight into db.
@@ -86,7 +90,7 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
         plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
         return plan;
     }
-    const AlgorithmEntry& entry = entry_of(algorithm);
+    const AlgorithmEntry& entry = algorithm_entry(algorithm);
     if (!(entry.passes & pass_bit(pass)))
         return unsupported(std::string(to_string(algorithm)) + " does not run " + to_string(pass) + " (" + p.str() + ")");
     if (entry.applies && !entry.applies(p))
@@ -107,7 +111,7 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
 
 void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                       const ConvOperands& operands, Workspace workspace) {
-    if (plan.pass != Pass::BackwardBias) entry_of(plan.algorithm).record(context, stream, p, plan, operands, workspace);
+    if (plan.pass != Pass::BackwardBias) algorithm_entry(plan.algorithm).record(context, stream, p, plan, operands, workspace);
     const bool bias_gradient = plan.pass == Pass::BackwardBias || plan.pass == Pass::BackwardFilter;
     if (bias_gradient && operands.bias)
         record_bias_grad(context, stream, p, plan.bias, operands.output, operands.bias, workspace[Slot::BiasPartials]);

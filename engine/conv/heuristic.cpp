@@ -24,12 +24,16 @@ Refusal nothing_fits(ContextImpl& context, const ConvProblem& p, const PassOptio
 Planned<AlgorithmPlan> heuristic_whole_plan(ContextImpl& context, const ConvProblem& p, Pass pass,
                                             const PassOptions& options) {
     auto plan = [&](Algorithm algorithm) { return plan_algorithm(context, p, pass, algorithm, options); };
-    // One input channel per group: a GEMM with a reduction of R·S per group (backward-data: K/G) is all
-    // overhead. The depthwise kernels run in chunks of images; direct where one image is too large for them.
-    if (algorithm_applies(Algorithm::Depthwise, p, pass)) {
-        if (auto depthwise = plan(Algorithm::Depthwise)) return depthwise;
-        if (auto direct = plan(Algorithm::Direct)) return direct;
+    // First the algorithms whose rows prefer the problem, in the table's order, where they plan.
+    for (Algorithm algorithm : all_algorithms()) {
+        const AlgorithmEntry& entry = algorithm_entry(algorithm);
+        if (entry.preferred && algorithm_applies(algorithm, p, pass) && entry.preferred(context, p, pass))
+            if (auto preferred = plan(algorithm)) return preferred;
     }
+    // One input channel per group: a GEMM with a reduction of R·S per group (backward-data: K/G) is all
+    // overhead. Direct where the depthwise kernels (preferred above) cannot run, one image too large for them.
+    if (p.channels_per_group() == 1)
+        if (auto direct = plan(Algorithm::Direct)) return direct;
     // In NHWC the smaller lowering is MEC unless the kernel is one row tall (then the two are the same
     // size and im2col's plain GEMM wins); in NCHW, MEC's OHWI filter copy can outweigh its smaller lowered
     // matrix on late layers with many channels. A lowering that cannot fit even one row of output under

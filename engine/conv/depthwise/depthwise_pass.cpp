@@ -47,11 +47,15 @@ void record_depthwise_pass(ContextImpl& context, CommandStream& stream, const Co
 
 bool one_channel_per_group(const ConvProblem& p) { return is_depthwise(p); }
 
+// The heuristic's first pick wherever it applies: a GEMM with a reduction of R·S per group is all overhead.
+bool always(const ContextImpl&, const ConvProblem&, Pass) { return true; }
+
 }  // namespace
 
 extern const AlgorithmEntry depthwise_algorithm{.applies = one_channel_per_group,
                                          .requirement = "one input channel per group, groups == C",
                                          .plan = plan_depthwise_pass,
-                                         .record = record_depthwise_pass};
+                                         .record = record_depthwise_pass,
+                                         .preferred = always};
 
 }  // namespace vkconv::detail
