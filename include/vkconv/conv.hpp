@@ -83,8 +83,6 @@ struct PassOptions {
     // The pass overwrites it; it must not be one of the pass's tensors.
     const Tensor* workspace = nullptr;
 };
-// The name these options had when only forward took them; kept so existing code compiles.
-using ForwardOptions = PassOptions;
 
 struct RunStats {
     Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
