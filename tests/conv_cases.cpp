@@ -178,10 +178,16 @@ std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed) {
     return out;
 }
 
+bool runs_every_pass(vkconv::Algorithm algorithm, const vkconv::ConvProblem& problem) {
+    for (vkconv::Pass pass : {vkconv::Pass::Forward, vkconv::Pass::BackwardData, vkconv::Pass::BackwardFilter})
+        if (!vkconv::algorithm_applies(algorithm, problem, pass)) return false;
+    return true;
+}
+
 std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem) {
     std::vector<vkconv::Algorithm> list;
     for (vkconv::Algorithm algorithm : vkconv::all_algorithms())
-        if (vkconv::algorithm_applies(algorithm, problem, vkconv::Pass::Forward)) list.push_back(algorithm);
+        if (runs_every_pass(algorithm, problem)) list.push_back(algorithm);
     return list;
 }
 

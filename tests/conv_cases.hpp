@@ -71,9 +71,12 @@ std::vector<NamedProblem> odd_problems();
 // with and without bias.
 std::vector<vkconv::ConvProblem> random_problems(int count, uint32_t seed);
 
-// Every algorithm of the table that applies to `problem` (vkconv::algorithm_applies). The one list the pass
-// tests iterate: a new row of the algorithm table is checked by all of them. (A test of a pass an algorithm does
-// not run asks algorithm_applies for that pass.)
+// Whether the table says `algorithm` runs forward, backward-data and backward-filter of `problem`.
+bool runs_every_pass(vkconv::Algorithm algorithm, const vkconv::ConvProblem& problem);
+
+// Every algorithm of the table that runs every pass of `problem` (runs_every_pass). The one list the pass
+// tests iterate: a new row of the algorithm table that runs every pass is checked by all of them; one that
+// runs fewer passes has tests of its own for those.
 std::vector<vkconv::Algorithm> algorithms_for(const vkconv::ConvProblem& problem);
 
 // ---------------------------------------------------------------------------------------------------------

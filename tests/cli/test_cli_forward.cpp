@@ -222,7 +222,7 @@ std::vector<BadCase> option_bad_cases() {
         {"--auto-pad with --padding", {"--auto-pad", "--padding", "cannot be combined"},
          extra({"--auto-pad", "same-upper", "--padding", "1"})},
         {"unknown --auto-pad", {"--auto-pad", "same"}, extra({"--auto-pad", "same"})},
-        {"unknown --algo", {"algorithm", "winograd"}, extra({"--algo", "winograd"})},
+        {"unknown --algo", {"algorithm", "fft"}, extra({"--algo", "fft"})},
         {"unknown --mec-schedule", {"--mec-schedule"}, extra({"--mec-schedule", "c"})},
         {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
         {"unknown --activation", {"--activation", "gelu"}, extra({"--activation", "gelu"})},
