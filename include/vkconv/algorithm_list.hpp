@@ -14,4 +14,6 @@
     X(Depthwise, "depthwise", depthwise,                                                                          \
       "one input channel per group (groups == C, K = m*C): register-window kernels, no GEMM")                     \
     X(ImplicitGemm, "implicit-gemm", implicit_gemm,                                                               \
-      "the tiled GEMM with im2col's addresses computed as operands load, no lowered matrix")
+      "the tiled GEMM with im2col's addresses computed as operands load, no lowered matrix")                     \
+    X(Winograd, "winograd", winograd,                                                                             \
+      "Winograd F(4x4, 3x3) or F(2x2, 3x3) around a batched GEMM: 3x3 stride-1 layers, forward and backward-data")

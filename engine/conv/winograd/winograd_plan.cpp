@@ -1,0 +1,186 @@
+// Winograd's applicability, tile, error constants, and chunk plan with its exact workspace.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "conv/lowered/lowered.hpp"
+#include "conv/winograd/winograd.hpp"
+
+namespace vkconv::detail {
+namespace {
+
+WinogradMatrices f4_matrices() {
+    WinogradMatrices w;
+    w.m = 4, w.alpha = 6;
+    w.bt = {4, 0, -5, 0, 1, 0, 0, -4, -4, 1, 1, 0, 0, 4, -4, -1, 1, 0,
+            0, -2, -1, 2, 1, 0, 0, 2, -1, -2, 1, 0, 0, 4, 0, -5, 0, 1};
+    w.g = {1.0 / 4, 0, 0, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, 1.0 / 6, -1.0 / 6,
+           1.0 / 24, 1.0 / 12, 1.0 / 6, 1.0 / 24, -1.0 / 12, 1.0 / 6, 0, 0, 1};
+    w.at = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+    return w;
+}
+
+WinogradMatrices f2_matrices() {
+    WinogradMatrices w;
+    w.m = 2, w.alpha = 4;
+    const std::array<double, 16> bt{1, 0, -1, 0, 0, 1, 1, 0, 0, -1, 1, 0, 0, 1, 0, -1};
+    const std::array<double, 12> g{1, 0, 0, 0.5, 0.5, 0.5, 0.5, -0.5, 0.5, 0, 0, 1};
+    const std::array<double, 8> at{1, 1, 1, 0, 0, 1, -1, -1};
+    std::copy(bt.begin(), bt.end(), w.bt.begin());
+    std::copy(g.begin(), g.end(), w.g.begin());
+    std::copy(at.begin(), at.end(), w.at.begin());
+    return w;
+}
+
+int64_t round_up4(int64_t v) {
+    return (v + 3) / 4 * 4;
+}
+
+}  // namespace
+
+const WinogradMatrices& winograd_matrices(int m) {
+    static const WinogradMatrices f4 = f4_matrices(), f2 = f2_matrices();
+    return m == 2 ? f2 : f4;
+}
+
+double winograd_alpha(int m) {
+    const WinogradMatrices& t = winograd_matrices(m);
+    double alpha = 0;
+    for (int i = 0; i < t.m; ++i) {
+        double row = 0;
+        for (int a = 0; a < t.alpha; ++a) {
+            double g1 = 0, b1 = 0;
+            for (int r = 0; r < 3; ++r) g1 += std::fabs(t.g[a * 3 + r]);
+            for (int s = 0; s < t.alpha; ++s) b1 += std::fabs(t.bt[a * t.alpha + s]);
+            row += std::fabs(t.at[i * t.alpha + a]) * g1 * b1;
+        }
+        alpha = std::max(alpha, row);
+    }
+    return alpha;
+}
+
+double winograd_relative_bound(int m, int64_t channels) {
+    const double u = std::ldexp(1.0, -24);
+    const double k = double(round_up4(channels) + kTransformRoundings);
+    const double alpha = winograd_alpha(m);
+    return k * u / (1.0 - k * u) * alpha * alpha / 9.0;
+}
+
+namespace {
+std::atomic<int> forced_tile{0};
+}  // namespace
+
+void force_winograd_tile_for_tests(int m) {
+    forced_tile = m;
+}
+
+int winograd_tile(int64_t channels, int64_t f4_tiles) {
+    if (const int m = forced_tile; m == 2 || m == 4) return m;
+    return winograd_relative_bound(4, channels) <= kMaxRelativeBound && f4_tiles >= kMinF4Tiles ? 4 : 2;
+}
+
+std::optional<std::string> winograd_refusal(const ConvProblem& p, Pass pass) {
+    const std::string where = " (" + p.str() + ")";
+    if (pass == Pass::BackwardFilter)
+        return "winograd: backward-filter is not supported: its product reduces over the N·P·Q output positions "
+               "against dy as the filter, which no F(m×m, 3×3) transform of this pass shortens" + where;
+    if (pass == Pass::BackwardBias) return "winograd: backward-bias has one algorithm, the bias-gradient kernel" + where;
+    if (p.R != 3 || p.S != 3) return "winograd: only 3×3 filters (F(m×m, 3×3))" + where;
+    if (p.stride_h != 1 || p.stride_w != 1) return "winograd: only stride 1" + where;
+    if (p.dilation_h != 1 || p.dilation_w != 1) return "winograd: only dilation 1" + where;
+    return std::nullopt;
+}
+
+bool winograd_preferred(const ContextImpl& context, const ConvProblem& p, Pass pass) {
+    if (winograd_refusal(p, pass)) return false;
+    if (context.device->properties().deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU) return false;  // measured there only
+    const WinogradShape s = winograd_shape(p, pass);
+    return s.in_g >= kMinRuleChannels && s.out_g >= kMinRuleChannels && p.N * s.tiles_h * s.tiles_w >= kMinRuleTiles;
+}
+
+WinogradShape winograd_shape(const ConvProblem& p, Pass pass) {
+    WinogradShape s;
+    s.nhwc = p.layout == Layout::NHWC;
+    s.groups = p.groups;
+    s.transposed = pass == Pass::BackwardData;
+    if (!s.transposed) {
+        s.in_c = p.C, s.in_h = p.H, s.in_w = p.W, s.in_g = p.channels_per_group();
+        s.out_c = p.K, s.out_h = p.P(), s.out_w = p.Q(), s.out_g = p.filters_per_group();
+        s.origin_h = -p.pad_top(), s.origin_w = -p.pad_left();
+    } else {
+        // dx(h) = Σ_r dy(h + pad - r)·w(r) = Σ_r' dy(h + r' - (2 - pad))·w(2 - r'): dy read from pad - 2 on.
+        s.in_c = p.K, s.in_h = p.P(), s.in_w = p.Q(), s.in_g = p.filters_per_group();
+        s.out_c = p.C, s.out_h = p.H, s.out_w = p.W, s.out_g = p.channels_per_group();
+        s.origin_h = p.pad_top() - 2, s.origin_w = p.pad_left() - 2;
+    }
+    s.in_g4 = round_up4(s.in_g);
+    s.out_g4 = round_up4(s.out_g);
+    const int64_t f4_tiles = p.N * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
+    s.m = winograd_tile(s.in_g, f4_tiles);
+    s.alpha = s.m + 2;
+    s.tiles_h = (s.out_h + s.m - 1) / s.m;
+    s.tiles_w = (s.out_w + s.m - 1) / s.m;
+    return s;
+}
+
+namespace {
+
+// Whether a chunk of `images` images and `rows` tile rows fits the bindings and the workspace limit.
+struct WinogradFit {
+    ContextImpl& context;
+    const WinogradShape& s;
+    const PassOptions& options;
+    uint64_t limit, align;
+
+    uint64_t m_offset(int64_t tiles) const { return (s.v_floats(tiles) * 4 + align - 1) / align * align / 4; }
+    uint64_t lowered(int64_t images, int64_t rows) const {
+        const int64_t tiles = images * rows * s.tiles_w;
+        return m_offset(tiles) + s.m_floats(tiles);
+    }
+    uint64_t workspace(int64_t images, int64_t rows) const {
+        return context.pool->round(lowered(images, rows) * 4) + context.pool->round(s.u_floats() * 4);
+    }
+    bool binding_fits(int64_t images, int64_t rows) const {
+        const int64_t tiles = images * rows * s.tiles_w;
+        return images * s.in_image() * 4 + align <= limit && images * s.out_image() * 4 + align <= limit &&
+               s.v_floats(tiles) * 4 <= limit && s.m_floats(tiles) * 4 <= limit;
+    }
+    bool fits(int64_t images, int64_t rows) const {
+        return binding_fits(images, rows) && (!options.workspace_limit || workspace(images, rows) <= options.workspace_limit);
+    }
+};
+
+}  // namespace
+
+Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions& options) {
+    if (auto refusal = winograd_refusal(p, pass)) return unsupported(*refusal);
+    const WinogradShape s = winograd_shape(p, pass);
+    const WinogradFit fit{context, s, options, storage_binding_limit(context, options), context.pool->alignment()};
+    const std::string where = " (" + p.str() + ")";
+    if (s.u_floats() * 4 > fit.limit || uint64_t(p.filter_elements()) * 4 > fit.limit)
+        return unsupported("winograd: the filter or its transform (" + std::to_string(s.u_floats() * 4) +
+                           " bytes) exceeds the binding limit of " + std::to_string(fit.limit) + " bytes" + where);
+    WinogradPlan plan;
+    if (fit.fits(1, s.tiles_h)) {
+        while (plan.images < p.N && fit.fits(plan.images + 1, s.tiles_h)) ++plan.images;
+        plan.tile_rows = s.tiles_h;
+        plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
+    } else {
+        if (!fit.binding_fits(1, 1))
+            return unsupported("winograd: one tile row of one image needs bindings beyond the limit of " +
+                               std::to_string(fit.limit) + " bytes" + where);
+        if (!fit.fits(1, 1))
+            return unsupported("winograd: its smallest chunk (one tile row of one image) needs " +
+                               std::to_string(fit.workspace(1, 1)) + " bytes of workspace, above the workspace limit of " +
+                               std::to_string(options.workspace_limit) + " bytes" + where);
+        while (plan.tile_rows < s.tiles_h && fit.fits(1, plan.tile_rows + 1)) ++plan.tile_rows;
+        plan.chunks = static_cast<uint32_t>(p.N * ((s.tiles_h + plan.tile_rows - 1) / plan.tile_rows));
+    }
+    plan.m_offset = fit.m_offset(plan.images * plan.tile_rows * s.tiles_w);
+    plan.lowered_floats = fit.lowered(plan.images, plan.tile_rows);
+    plan.filter_floats = s.u_floats();
+    return plan;
+}
+
+}  // namespace vkconv::detail

@@ -1,0 +1,82 @@
+#version 450
+// winograd_filter — the filter transform of Winograd's F(m×m, 3×3), U = G g Gᵀ (winograd_transforms.glsl), one
+// invocation per (group, output channel, 4 input channels) of the convolution the transform serves.
+//
+// Forward: output channel o = filter k, input channel i = channel c, g = w[g·KG + k][c] as given.
+// Backward-data (TRANSPOSED): dx = a forward pass over dy with the filter rotated by 180° and transposed in
+//   each group, so o = c, i = k and g(r, s) = w[g·KG + k][c](2 - r, 2 - s).
+// U is stored [ξ][g][o4][i4] (o and i rounded up to 4, the extra ones zero): each ξ, g is the GEMM's operand B =
+// U(i, o) with contiguous, vec4-aligned columns, and its product has vec4-aligned rows for winograd_output.
+//
+// Built as winograd_filter_f4 (WINOGRAD_M 4) and winograd_filter_f2 (WINOGRAD_M 2).
+// Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (w OHWI, else OIHW), 2 CG (the filter's channels per
+//   group), 3 KG (its filters per group), 4 GROUPS, 5 TRANSPOSED, 6 OUT_G (o per group: KG, or CG when
+//   TRANSPOSED), 7 IN_G (i per group: CG, or KG), 8 IN_G4 (IN_G rounded up to 4), 9 OUT_G4 (OUT_G rounded up).
+// Bindings: 0 w (read), 1 U (write).
+// Push constants: w_offset (floats from the binding's start to w's element 0), then the dispatch's slice
+//   [base, base + count) of the GROUPS · OUT_G4 · IN_G4 / 4 invocations.
+// Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1), split by the host past maxComputeWorkGroupCount.
+
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "winograd_transforms.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const bool NHWC = false;
+layout(constant_id = 2) const uint CG = 1;
+layout(constant_id = 3) const uint KG = 1;
+layout(constant_id = 4) const uint GROUPS = 1;
+layout(constant_id = 5) const bool TRANSPOSED = false;
+layout(constant_id = 6) const uint OUT_G = 1;
+layout(constant_id = 7) const uint IN_G = 1;
+layout(constant_id = 8) const uint IN_G4 = 4;
+layout(constant_id = 9) const uint OUT_G4 = 4;
+
+layout(std430, binding = 0) readonly buffer FilterBuffer { float w[]; };
+layout(std430, binding = 1) writeonly buffer TransformBuffer { vec4 u[]; };
+
+layout(push_constant) uniform Params {
+    uint w_offset;
+    uint base, count;
+} pc;
+
+const uint ALPHA = WINOGRAD_ALPHA;
+
+// Tap (r, s) of filter k (in the whole tensor), channel c (within its group).
+float tap(uint k, uint c, uint r, uint s) {
+    const uint at = NHWC ? ((k * 3 + r) * 3 + s) * CG + c : ((k * CG + c) * 3 + r) * 3 + s;
+    return w[pc.w_offset + at];
+}
+
+void main() {
+    const uint i = gl_GlobalInvocationID.x;
+    if (i >= pc.count) return;
+    const uint index = pc.base + i;
+    const uint quads = IN_G4 / 4;
+    const uint i0 = (index % quads) * 4;
+    const uint o = (index / quads) % OUT_G4;
+    const uint g = index / (quads * OUT_G4);
+
+    vec4 taps[3][3];  // component j: input channel i0 + j
+    [[unroll]] for (uint r = 0; r < 3; ++r) {
+        [[unroll]] for (uint s = 0; s < 3; ++s) {
+            [[unroll]] for (uint j = 0; j < 4; ++j) {
+                const uint in_channel = i0 + j;
+                if (in_channel >= IN_G || o >= OUT_G) taps[r][s][j] = 0.0;  // padding: zero rows and columns of B
+                else if (TRANSPOSED) taps[r][s][j] = tap(g * KG + in_channel, o, 2 - r, 2 - s);
+                else taps[r][s][j] = tap(g * KG + o, in_channel, r, s);
+            }
+        }
+    }
+    // G g: down the columns, then (G g) Gᵀ along the rows.
+    vec4 gg[ALPHA][3];
+    [[unroll]] for (uint s = 0; s < 3; ++s) {
+        const vec4[ALPHA] column = filter_1d(vec4[3](taps[0][s], taps[1][s], taps[2][s]));
+        [[unroll]] for (uint r = 0; r < ALPHA; ++r) gg[r][s] = column[r];
+    }
+    const uint plane = GROUPS * OUT_G4 * quads;  // vec4s from one transform position ξ to the next
+    [[unroll]] for (uint r = 0; r < ALPHA; ++r) {
+        const vec4[ALPHA] row = filter_1d(gg[r]);
+        [[unroll]] for (uint s = 0; s < ALPHA; ++s) u[(r * ALPHA + s) * plane + index] = row[s];
+    }
+}
