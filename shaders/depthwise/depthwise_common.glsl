@@ -5,7 +5,8 @@
 // Depthwise: groups == C, K = MULT * C, output channel k reads input channel k / MULT; the filter is
 // [K][R][S] in both layouts (OIHW with one input channel, or OHWI with one).
 //
-// Specialization constants shared by every depthwise kernel:
+// Specialization constants shared by every depthwise kernel (1..9 declared in
+// ../common/conv_spec_geometry.glsl, included here, shared with the direct and im2col shaders):
 //   0 WORKGROUP_SIZE (local_size_x_id)
 //   1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W, 7 DIL_H, 8 DIL_W
 //   9 NHWC                 tensors NHWC (else NCHW); the filter's memory order is the same in both
@@ -24,17 +25,9 @@
 #extension GL_EXT_control_flow_attributes : enable
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint R = 1;
-layout(constant_id = 2) const uint S = 1;
-layout(constant_id = 3) const uint STRIDE_H = 1;
-layout(constant_id = 4) const uint STRIDE_W = 1;
-layout(constant_id = 5) const uint PAD_H = 0;
-layout(constant_id = 6) const uint PAD_W = 0;
-layout(constant_id = 7) const uint DIL_H = 1;
-layout(constant_id = 8) const uint DIL_W = 1;
-layout(constant_id = 9) const bool NHWC = false;
 layout(constant_id = 10) const uint C = 1;
 layout(constant_id = 11) const uint H = 1;
 layout(constant_id = 12) const uint W = 1;

@@ -6,7 +6,8 @@
 // algorithms are checked against. (The bias gradient is bias_grad.comp.)
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
-//   7 DIL_H, 8 DIL_W, 9 NHWC.
+//   7 DIL_H, 8 DIL_W, 9 NHWC. 1..9 are declared in ../common/conv_spec_geometry.glsl, shared with the
+//   other direct, im2col and depthwise shaders.
 // Bindings: 0 x (readonly), 1 dy (readonly), 2 dw (write).
 // Push constants (with first0..first3: element 0 of each binding, in floats from its start): N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (positions n*P*Q + p*Q + q) and accumulate (0: dw = piece; 1: dw += piece;
@@ -16,17 +17,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint R = 1;
-layout(constant_id = 2) const uint S = 1;
-layout(constant_id = 3) const uint STRIDE_H = 1;
-layout(constant_id = 4) const uint STRIDE_W = 1;
-layout(constant_id = 5) const uint PAD_H = 0;
-layout(constant_id = 6) const uint PAD_W = 0;
-layout(constant_id = 7) const uint DIL_H = 1;
-layout(constant_id = 8) const uint DIL_W = 1;
-layout(constant_id = 9) const bool NHWC = false;
 
 layout(std430, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) readonly buffer GradOutput { float dy[]; };

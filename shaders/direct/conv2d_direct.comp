@@ -4,7 +4,8 @@
 // The GPU baseline the lowered algorithms are checked and timed against: no workspace, every parameter
 // (stride, padding, dilation, groups, both layouts, bias) handled by plain index arithmetic.
 //
-// Specialization constants (fixed conv geometry, so loop bounds and strides fold into the code):
+// Specialization constants (fixed conv geometry, so loop bounds and strides fold into the code; 1..9 are
+//   declared in ../common/conv_spec_geometry.glsl, shared with the im2col and depthwise shaders):
 //   0 WORKGROUP_SIZE   invocations per workgroup (local_size_x_id)
 //   1 R, 2 S           kernel height, width
 //   3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W, 7 DIL_H, 8 DIL_W
@@ -31,18 +32,10 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
 #include "../common/epilogue.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint R = 1;
-layout(constant_id = 2) const uint S = 1;
-layout(constant_id = 3) const uint STRIDE_H = 1;
-layout(constant_id = 4) const uint STRIDE_W = 1;
-layout(constant_id = 5) const uint PAD_H = 0;
-layout(constant_id = 6) const uint PAD_W = 0;
-layout(constant_id = 7) const uint DIL_H = 1;
-layout(constant_id = 8) const uint DIL_W = 1;
-layout(constant_id = 9) const bool NHWC = false;
 layout(constant_id = 10) const bool HAS_BIAS = false;
 layout(constant_id = 11) const uint ACTIVATION = 0;
 layout(constant_id = 12) const bool HAS_RESIDUAL = false;

@@ -8,7 +8,8 @@
 // for NCHW/OIHW, (r, s, c) for NHWC/OHWI), as the im2col lowering (engine/conv/im2col/) lowers x.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
-//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 C, 11 H, 12 W, 13 CG, 14 Q, 15 ROWS, 16 IMAGES.
+//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 C, 11 H, 12 W, 13 CG, 14 Q, 15 ROWS, 16 IMAGES. 1..9 are declared in
+//   ../common/conv_spec_geometry.glsl, shared with im2col, the direct and the depthwise shaders.
 // Bindings: 0 dcol (readonly), 1 dx (the chunk's window; read when ACCUMULATE, written).
 // Push constants: first output row p0, dx_offset (floats from the binding's start to the chunk's first
 //   image), accumulate (0/1), then the dispatch's slice [base, base + count) of the chunk's dx values.
@@ -17,17 +18,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint R = 1;
-layout(constant_id = 2) const uint S = 1;
-layout(constant_id = 3) const uint STRIDE_H = 1;
-layout(constant_id = 4) const uint STRIDE_W = 1;
-layout(constant_id = 5) const uint PAD_H = 0;
-layout(constant_id = 6) const uint PAD_W = 0;
-layout(constant_id = 7) const uint DIL_H = 1;
-layout(constant_id = 8) const uint DIL_W = 1;
-layout(constant_id = 9) const bool NHWC = false;
 layout(constant_id = 10) const uint C = 1;
 layout(constant_id = 11) const uint H = 1;
 layout(constant_id = 12) const uint W = 1;

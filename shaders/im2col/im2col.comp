@@ -8,7 +8,8 @@
 // TRANSPOSED stores col[g][k][m] instead (rows contiguous), which the GEMM prefers when K is not a
 // multiple of 4 but M is.
 //
-// Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
+// Specialization constants (1..9 declared in ../common/conv_spec_geometry.glsl, shared with col2im, the
+//   direct and the depthwise shaders): 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC, 10 TRANSPOSED, 11 C, 12 H, 13 W, 14 CG (channels per group), 15 Q,
 //   16 ROWS (output rows in the chunk), 17 IMAGES (in the chunk). Sizes are constants so the index
 //   arithmetic divides by constants (multiplications), which matters on CPU implementations where integer
@@ -21,17 +22,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint R = 1;
-layout(constant_id = 2) const uint S = 1;
-layout(constant_id = 3) const uint STRIDE_H = 1;
-layout(constant_id = 4) const uint STRIDE_W = 1;
-layout(constant_id = 5) const uint PAD_H = 0;
-layout(constant_id = 6) const uint PAD_W = 0;
-layout(constant_id = 7) const uint DIL_H = 1;
-layout(constant_id = 8) const uint DIL_W = 1;
-layout(constant_id = 9) const bool NHWC = false;
 layout(constant_id = 10) const bool TRANSPOSED = false;
 layout(constant_id = 11) const uint C = 1;
 layout(constant_id = 12) const uint H = 1;

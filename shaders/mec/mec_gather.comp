@@ -9,7 +9,8 @@
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 S, 2 STRIDE_W, 3 PAD_H, 4 PAD_W, 5 DIL_W, 6 NHWC,
 //   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk),
-//   14 CHANNEL_BLOCK (NCHW only).
+//   14 CHANNEL_BLOCK (NCHW only). 1..13 are declared in ../common/mec_spec_geometry.glsl, shared with
+//   mec_lower.
 // Bindings: 0 dL (readonly), 1 dx (the chunk's window; read when accumulating, written).
 // Push constants: h0 (first padded row of dL), dx_offset (floats from the binding's start to the chunk's
 //   first image), the input rows [row_first, row_first + row_count) this dispatch covers (a band of output
@@ -25,21 +26,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/mec_spec_geometry.glsl"  // specialization constants 1..13: S .. IMAGES
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint S = 1;
-layout(constant_id = 2) const uint STRIDE_W = 1;
-layout(constant_id = 3) const uint PAD_H = 0;
-layout(constant_id = 4) const uint PAD_W = 0;
-layout(constant_id = 5) const uint DIL_W = 1;
-layout(constant_id = 6) const bool NHWC = false;
-layout(constant_id = 7) const uint C = 1;
-layout(constant_id = 8) const uint H = 1;
-layout(constant_id = 9) const uint W = 1;
-layout(constant_id = 10) const uint CG = 1;
-layout(constant_id = 11) const uint Q = 1;
-layout(constant_id = 12) const uint HL = 1;
-layout(constant_id = 13) const uint IMAGES = 1;
 layout(constant_id = 14) const uint CHANNEL_BLOCK = 16;
 
 layout(std430, binding = 0) readonly buffer LoweredGrad { float dl[]; };

@@ -8,7 +8,8 @@
 // of neighbouring rows overlap and are never copied.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 S, 2 STRIDE_W, 3 PAD_H, 4 PAD_W, 5 DIL_W, 6 NHWC,
-//   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk).
+//   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk), all
+//   declared in ../common/mec_spec_geometry.glsl, shared with mec_gather.
 //   Sizes are constants so the index arithmetic divides by constants (multiplications), which matters on
 //   CPU implementations where integer division is not vectorised; a problem needs at most two pipelines
 //   (full and last chunk).
@@ -20,21 +21,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
+#include "../common/mec_spec_geometry.glsl"  // specialization constants 1..13: S .. IMAGES
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint S = 1;
-layout(constant_id = 2) const uint STRIDE_W = 1;
-layout(constant_id = 3) const uint PAD_H = 0;
-layout(constant_id = 4) const uint PAD_W = 0;
-layout(constant_id = 5) const uint DIL_W = 1;
-layout(constant_id = 6) const bool NHWC = false;
-layout(constant_id = 7) const uint C = 1;
-layout(constant_id = 8) const uint H = 1;
-layout(constant_id = 9) const uint W = 1;
-layout(constant_id = 10) const uint CG = 1;
-layout(constant_id = 11) const uint Q = 1;
-layout(constant_id = 12) const uint HL = 1;
-layout(constant_id = 13) const uint IMAGES = 1;
 
 layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
 layout(std430, binding = 1) writeonly buffer LoweredBuffer { float lowered[]; };
