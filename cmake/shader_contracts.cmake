@@ -1,6 +1,6 @@
 # vkconv_shader_contracts(OUTPUT SOURCES...): writes OUTPUT, a C++ header with the contract of each GLSL
 # compute shader in SOURCES, read from the GLSL itself and every .glsl file it includes, directly or through
-# another include (see _vkconv_shader_text):
+# another include, each inlined where it is included (see _vkconv_inline_includes):
 #   namespace vkconv::detail::contract { struct <shader> {
 #     name;                                                                   // "<shader>"
 #     struct spec { static constexpr uint32_t <NAME> = <constant_id>; ...; constants; };  // specialization constants
@@ -11,35 +11,44 @@
 # cannot drift apart: changing an id or a member in the GLSL regenerates the header. Runs at configure time;
 # every source is a configure dependency. Push-constant members must be 32-bit scalars (uint, int, float).
 
-# _vkconv_shader_text(FILE TEXT_VAR SEEN_VAR): appends to TEXT_VAR the text of every file FILE includes with
-# `#include "name"` at the start of a line, each followed by the files it includes in turn (depth first, in
-# order of appearance), and each file once (SEEN_VAR lists the files read so far). A name resolves as
-# glslangValidator resolves it: against the folder of the file that includes it, so a shader's
-# "../common/tensor_index.glsl" and depthwise_common.glsl's own includes are both found. Every file read is
-# a configure dependency.
-function(_vkconv_shader_text file text_var seen_var)
-  set(text "${${text_var}}")
+# _vkconv_inline_includes(FILE TEXT_VAR SEEN_VAR): sets TEXT_VAR to FILE's text with each `#include "name"`
+# line replaced by the included file's text (its own includes inlined in turn), as the preprocessor would
+# see it, each file once (SEEN_VAR lists the files read so far; a second include of one adds nothing, as
+# its guard would). A name resolves as glslangValidator resolves it: against the folder of the file that
+# includes it, so a shader's "../common/tensor_index.glsl" and depthwise_common.glsl's own includes are both
+# found. Every file read is a configure dependency.
+# The contracts read declarations in this order, so a block moved into an include keeps its place in the
+# generated header.
+function(_vkconv_inline_includes file text_var seen_var)
   set(seen "${${seen_var}}")
   file(READ "${file}" content)
   get_filename_component(folder "${file}" DIRECTORY)
-  string(REGEX MATCHALL "\n[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"" includes "\n${content}")
-  foreach(include IN LISTS includes)
-    string(REGEX MATCH "\"([^\"]+)\"" quoted "${include}")
-    set(included "${CMAKE_MATCH_1}")
+  set(result "")
+  while(TRUE)
+    string(REGEX MATCH "(^|\n)[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\"[^\n]*" line "${content}")
+    if(NOT line)
+      break()
+    endif()
+    set(included "${CMAKE_MATCH_2}")
+    string(FIND "${content}" "${line}" at)
+    string(LENGTH "${line}" line_length)
+    string(SUBSTRING "${content}" 0 ${at} before)
+    math(EXPR rest "${at} + ${line_length}")
+    string(SUBSTRING "${content}" ${rest} -1 content)
+    string(APPEND result "${before}\n")
     get_filename_component(path "${included}" ABSOLUTE BASE_DIR "${folder}")  # also folds "../"
     if(NOT EXISTS "${path}")
       message(FATAL_ERROR "${file}: included file ${included} not found (looked for ${path})")
     endif()
-    if(path IN_LIST seen)
-      continue()
+    if(NOT path IN_LIST seen)
+      list(APPEND seen "${path}")
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${path}")
+      _vkconv_inline_includes("${path}" included_text seen)
+      string(APPEND result "${included_text}")
     endif()
-    list(APPEND seen "${path}")
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${path}")
-    file(READ "${path}" included_text)
-    string(APPEND text "\n${included_text}")
-    _vkconv_shader_text("${path}" text seen)
-  endforeach()
-  set(${text_var} "${text}" PARENT_SCOPE)
+  endwhile()
+  string(APPEND result "${content}")
+  set(${text_var} "${result}" PARENT_SCOPE)
   set(${seen_var} "${seen}" PARENT_SCOPE)
 endfunction()
 
@@ -47,10 +56,9 @@ function(vkconv_shader_contracts output)
   set(body "")
   foreach(source IN LISTS ARGN)
     get_filename_component(stem "${source}" NAME_WE)
-    file(READ "${source}" text)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${source}")
     set(seen "${source}")
-    _vkconv_shader_text("${source}" text seen)
+    _vkconv_inline_includes("${source}" text seen)  # includes in place: declarations keep their order
     # Strip comments so commented-out declarations do not count.
     string(REGEX REPLACE "//[^\n]*" "" text "${text}")
 

@@ -10,7 +10,8 @@
 //   7 DIL_H, 8 DIL_W, 9 NHWC (dy/dx NHWC, w OHWI; else NCHW and OIHW). 1..9 are declared in
 //   ../common/conv_spec_geometry.glsl, shared with the other direct, im2col and depthwise shaders.
 // Bindings: 0 dy (readonly), 1 w (readonly), 2 dx (write).
-// Push constants (with first0..first3: element 0 of each binding, in floats from its start): N C H W K P Q, channels and filters per group, the piece of the reduction
+// Push constants (../common/direct_sizes.glsl, shared with conv2d_backward_filter_direct; first0..first3:
+//   element 0 of each binding, in floats from its start): N C H W K P Q, channels and filters per group, the piece of the reduction
 //   [reduce_begin, reduce_end) (filters within the group) and accumulate (0: dx = piece; 1: dx += piece;
 //   see engine/vulkan/shader_limits.hpp), then the dispatch's slice [base, base + count) of dx.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
@@ -19,20 +20,13 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
+#include "../common/direct_sizes.glsl"        // the push constants (DirectSizes)
 
 layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer GradOutput { float dy[]; };
 layout(std430, binding = 1) readonly buffer Filter { float w[]; };
 layout(std430, binding = 2) buffer GradInput { float dx[]; };
-
-layout(push_constant) uniform Params {
-    uint N, C, H, W, K, P, Q;
-    uint channels_per_group, filters_per_group;
-    uint reduce_begin, reduce_end, accumulate;
-    uint first0, first1, first2, first3;  // element 0 of binding i, in floats from the binding's start
-    uint base, count;
-} pc;
 
 void main() {
     const uint i = gl_GlobalInvocationID.x;
