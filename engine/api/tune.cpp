@@ -130,6 +130,104 @@ TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats)
     return result;
 }
 
+namespace {
+
+// One implicit-GEMM pass over fixed inputs: the tensors, their host values (to check the result against)
+// and the pass run through the public entry point, so tuning measures what callers get.
+class ImplicitPassRun {
+public:
+    ImplicitPassRun(Context& context, Pass pass, const ConvProblem& p)
+        : context_(context),
+          pass_(pass),
+          p_(p),
+          xv_(values(size_t(p.input_elements()), 3)),
+          wv_(values(size_t(p.filter_elements()), 4)),
+          yv_(values(size_t(p.output_elements()), 5)),
+          x_(Tensor::from_host(context, p.input_shape(), xv_)),
+          w_(Tensor::from_host(context, p.filter_shape(), wv_)),
+          y_(Tensor::from_host(context, p.output_shape(), yv_)) {}
+
+    // What the pass writes.
+    Tensor& output() { return pass_ == Pass::Forward ? y_ : pass_ == Pass::BackwardData ? x_ : w_; }
+
+    std::pair<RunStats, std::vector<float>> run() {
+        PassOptions options;
+        options.auto_choice = AutoChoice::Heuristic;
+        switch (pass_) {
+            case Pass::Forward: {
+                RunStats s = forward(context_, p_, x_, w_, nullptr, y_, Algorithm::ImplicitGemm, options);
+                return {s, y_.download()};
+            }
+            case Pass::BackwardData: {
+                RunStats s = backward_data(context_, p_, y_, w_, x_, Algorithm::ImplicitGemm, options);
+                return {s, x_.download()};
+            }
+            default: {
+                RunStats s = backward_filter(context_, p_, x_, y_, w_, nullptr, Algorithm::ImplicitGemm, options);
+                return {s, w_.download()};
+            }
+        }
+    }
+
+    // The sampled error of a result, in units of its fp32 bound.
+    double error_over_bound(const std::vector<float>& out) const {
+        std::span<const float> a = pass_ == Pass::BackwardData ? std::span<const float>(yv_) : xv_;
+        std::span<const float> b = pass_ == Pass::BackwardFilter ? std::span<const float>(yv_) : wv_;
+        return detail::sampled_error_over_bound(pass_, p_, a, b, {}, out, 256);
+    }
+
+private:
+    Context& context_;
+    Pass pass_;
+    const ConvProblem& p_;
+    const std::vector<float> xv_, wv_, yv_;
+    Tensor x_, w_, y_;
+};
+
+// Runs the pass (with the candidate's configuration stored) 1 + repeats times: the first builds the
+// pipelines and is checked, the others are timed. A failure other than a lost device marks the candidate.
+void time_candidate(TuneCandidate& candidate, ImplicitPassRun& pass_run, uint32_t repeats) {
+    try {
+        // Inputs as uploaded: each run overwrites only its own output, so every run computes from them.
+        std::vector<double> times;
+        pass_run.output().upload(poison(size_t(pass_run.output().elements())));
+        for (uint32_t r = 0; r <= repeats; ++r) {
+            auto [stats, out] = pass_run.run();
+            if (r > 0) times.push_back(stats.gpu_ms);
+            if (r == 0) {
+                const double error = pass_run.error_over_bound(out);
+                if (!(error <= 1.0)) {
+                    candidate.problem = "result outside the fp32 bound (" + std::to_string(error) + "x)";
+                    break;
+                }
+            }
+        }
+        if (candidate.problem.empty()) candidate.ok = true, candidate.gpu_ms = median(times);
+    } catch (const Error& e) {
+        if (e.category() == ErrorCategory::DeviceLost) throw;
+        candidate.problem = e.what();
+    }
+}
+
+// After the runs: the runs' own (unbiased) entry back as it was, and the caller's problem keeps the winner,
+// else what it had before.
+void store_implicit_winner(detail::ContextImpl& impl, Pass pass, const ConvProblem& key, const ConvProblem& p,
+                           const std::optional<std::string>& earlier, const std::optional<std::string>& unbiased,
+                           const std::string& best) {
+    if (unbiased)
+        impl.tuning->set_implicit(pass, p, *unbiased);
+    else
+        impl.tuning->forget_implicit(pass, p);
+    if (!best.empty())
+        impl.tuning->set_implicit(pass, key, best);
+    else if (earlier)
+        impl.tuning->set_implicit(pass, key, *earlier);
+    else
+        impl.tuning->forget_implicit(pass, key);
+}
+
+}  // namespace
+
 TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass pass, uint32_t repeats) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
@@ -143,30 +241,7 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     const ConvProblem& key = problem;
     ConvProblem p = problem;
     p.has_bias = false;
-    const auto xv = values(size_t(p.input_elements()), 3), wv = values(size_t(p.filter_elements()), 4),
-               yv = values(size_t(p.output_elements()), 5);
-    Tensor x = Tensor::from_host(context, p.input_shape(), xv);
-    Tensor w = Tensor::from_host(context, p.filter_shape(), wv);
-    Tensor y = Tensor::from_host(context, p.output_shape(), yv);
-    Tensor& output = pass == Pass::Forward ? y : pass == Pass::BackwardData ? x : w;  // what the pass writes
-    PassOptions options;
-    options.auto_choice = AutoChoice::Heuristic;
-    auto run = [&]() -> std::pair<RunStats, std::vector<float>> {
-        switch (pass) {
-            case Pass::Forward: {
-                RunStats s = forward(context, p, x, w, nullptr, y, Algorithm::ImplicitGemm, options);
-                return {s, y.download()};
-            }
-            case Pass::BackwardData: {
-                RunStats s = backward_data(context, p, y, w, x, Algorithm::ImplicitGemm, options);
-                return {s, x.download()};
-            }
-            default: {
-                RunStats s = backward_filter(context, p, x, y, w, nullptr, Algorithm::ImplicitGemm, options);
-                return {s, w.download()};
-            }
-        }
-    };
+    ImplicitPassRun pass_run(context, pass, p);
     TuneResult result;
     result.what = std::string("implicit-gemm ") + to_string(pass) + " " + p.str();
     const auto earlier = impl.tuning->implicit(pass, key);
@@ -177,41 +252,11 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
         TuneCandidate candidate{config.name};
         // The pass runs this configuration: stored for the problem it runs (without the bias) meanwhile.
         impl.tuning->set_implicit(pass, p, config.name);
-        try {
-            // Inputs as uploaded: each run overwrites only its own output, so every run computes from them.
-            std::vector<double> times;
-            output.upload(poison(size_t(output.elements())));
-            for (uint32_t r = 0; r <= repeats; ++r) {
-                auto [stats, out] = run();
-                if (r > 0) times.push_back(stats.gpu_ms);
-                if (r == 0) {
-                    std::span<const float> a = pass == Pass::BackwardData ? std::span<const float>(yv) : xv;
-                    std::span<const float> b = pass == Pass::BackwardFilter ? std::span<const float>(yv) : wv;
-                    const double error = detail::sampled_error_over_bound(pass, p, a, b, {}, out, 256);
-                    if (!(error <= 1.0)) {
-                        candidate.problem = "result outside the fp32 bound (" + std::to_string(error) + "x)";
-                        break;
-                    }
-                }
-            }
-            if (candidate.problem.empty()) candidate.ok = true, candidate.gpu_ms = median(times);
-        } catch (const Error& e) {
-            if (e.category() == ErrorCategory::DeviceLost) throw;
-            candidate.problem = e.what();
-        }
+        time_candidate(candidate, pass_run, repeats);
         result.candidates.push_back(candidate);
     }
     choose(result);
-    if (unbiased)
-        impl.tuning->set_implicit(pass, p, *unbiased);
-    else
-        impl.tuning->forget_implicit(pass, p);
-    if (!result.best.empty())
-        impl.tuning->set_implicit(pass, key, result.best);
-    else if (earlier)
-        impl.tuning->set_implicit(pass, key, *earlier);
-    else
-        impl.tuning->forget_implicit(pass, key);
+    store_implicit_winner(impl, pass, key, p, earlier, unbiased, result.best);
     return result;
 }
 

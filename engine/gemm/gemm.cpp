@@ -100,77 +100,102 @@ const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& pr
     return storage_buffer_twin(table, preferred);
 }
 
-void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
-    if (p.M == 0 || p.N == 0 || p.batch_i == 0 || p.batch_j == 0) return;
-    // lavapipe ends a shader's loops after 65535 iterations per invocation (shader_limits.hpp): a longer
-    // reduction runs as GEMMs over pieces of K (whole segments of A), in order, each after the first
-    // adding into C. The first piece reads the residual and adds the bias, the last applies the activation.
+namespace {
+
+// lavapipe ends a shader's loops after 65535 iterations per invocation (shader_limits.hpp): a longer
+// reduction runs as GEMMs over pieces of K (whole segments of A), in order, each after the first
+// adding into C. The first piece reads the residual and adds the bias, the last applies the activation.
+// Returns false (recording nothing) where K fits in one piece.
+bool record_in_k_pieces(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
     const uint32_t k_unit = p.a_k_segment ? p.a_k_segment : 1;
     const uint32_t k_piece = std::max(k_unit, kMaxLoopIterations / k_unit * k_unit);
-    if (p.K > kMaxLoopIterations && k_piece < p.K) {
-        for (uint32_t k0 = 0; k0 < p.K; k0 += k_piece) {
-            GemmProblem part = p;
-            part.K = std::min(k_piece, p.K - k0);
-            part.a.offset +=
-                p.a_k_segment ? uint64_t(k0 / k_unit) * p.a_k_segment_stride : uint64_t(k0) * p.a.stride_col;
-            part.b.offset += uint64_t(k0) * p.b.stride_row;
-            if (k0 > 0) {
-                part.beta = 1.0f;
-                part.bias = {};      // added once, with the first piece
-                part.residual = {};  // read once, by the first piece (it may be C itself)
-            }
-            if (k0 + part.K < p.K) part.activation = Activation::None;  // applied once, by the last piece
-            record_gemm(context, stream, part, forced);
+    if (!(p.K > kMaxLoopIterations && k_piece < p.K)) return false;
+    for (uint32_t k0 = 0; k0 < p.K; k0 += k_piece) {
+        GemmProblem part = p;
+        part.K = std::min(k_piece, p.K - k0);
+        part.a.offset += p.a_k_segment ? uint64_t(k0 / k_unit) * p.a_k_segment_stride : uint64_t(k0) * p.a.stride_col;
+        part.b.offset += uint64_t(k0) * p.b.stride_row;
+        if (k0 > 0) {
+            part.beta = 1.0f;
+            part.bias = {};      // added once, with the first piece
+            part.residual = {};  // read once, by the first piece (it may be C itself)
         }
-        return;
+        if (k0 + part.K < p.K) part.activation = Activation::None;  // applied once, by the last piece
+        record_gemm(context, stream, part, forced);
     }
-    // A forced texel configuration runs as its storage-buffer twin where texel views cannot be used.
-    const GemmConfig& config = !forced ? choose_gemm_config(context, p)
-                               : forced->access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, p)
-                                   ? *forced
-                                   : storage_buffer_twin(context.gemm_configs(), *forced);
-    // The storage-buffer path binds 7 storage buffers: A and B twice (as scalars and vec4), C, the bias and
-    // the residual. A device that allows fewer runs its 4-binding build (gemm_common.glsl's FOUR_BINDINGS:
-    // A, B, C and one of the bias and the residual). A product that needs both runs as two: the first, over
-    // K = 0, writes beta * z into C; the second reads it back as 1 * C. Each value is the same fp32 sum of
-    // the same terms in the same order as the fused form's.
-    const bool four = config.access == GemmAccess::StorageBuffer &&
-                      context.device->limits().maxPerStageDescriptorStorageBuffers < 7;
-    if (four && p.bias.size > 0 && p.residual.size > 0) {
-        GemmProblem first = p;
-        first.K = 0;
-        first.bias = {};
-        first.activation = Activation::None;
-        record_gemm(context, stream, first, &config);
-        GemmProblem second = p;
-        second.residual = {};
-        second.beta = 1.0f;
-        record_gemm(context, stream, second, &config);
-        return;
-    }
-    const bool has_bias = p.bias.size > 0;
-    stream.note_gemm({p.M, p.N, p.K, p.batch_i * p.batch_j});
-    const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);
-    const uint32_t segment_stride = p.a_k_segment ? p.a_k_segment_stride : segment;
+    return true;
+}
 
-    // vec4 loads need every offset a vec4 load can start from to be a multiple of 4 floats.
+// The configuration to run: the forced one, or the context's choice. A forced texel configuration runs as
+// its storage-buffer twin where texel views cannot be used.
+const GemmConfig& config_to_run(ContextImpl& context, const GemmProblem& p, const GemmConfig* forced) {
+    if (!forced) return choose_gemm_config(context, p);
+    return forced->access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, p)
+               ? *forced
+               : storage_buffer_twin(context.gemm_configs(), *forced);
+}
+
+// The storage-buffer path binds 7 storage buffers: A and B twice (as scalars and vec4), C, the bias and
+// the residual. A device that allows fewer runs its 4-binding build (gemm_common.glsl's FOUR_BINDINGS:
+// A, B, C and one of the bias and the residual).
+bool uses_four_bindings(const ContextImpl& context, const GemmConfig& config) {
+    return config.access == GemmAccess::StorageBuffer &&
+           context.device->limits().maxPerStageDescriptorStorageBuffers < 7;
+}
+
+// The 4-binding build cannot bind both the bias and the residual, so such a product runs as two: the
+// first, over K = 0, writes beta * z into C; the second reads it back as 1 * C. Each value is the same fp32
+// sum of the same terms in the same order as the fused form's.
+void record_residual_then_bias(ContextImpl& context, CommandStream& stream, const GemmProblem& p,
+                               const GemmConfig& config) {
+    GemmProblem first = p;
+    first.K = 0;
+    first.bias = {};
+    first.activation = Activation::None;
+    record_gemm(context, stream, first, &config);
+    GemmProblem second = p;
+    second.residual = {};
+    second.beta = 1.0f;
+    record_gemm(context, stream, second, &config);
+}
+
+// A's reduction segments as the shader sees them: without segments, one segment spans all of K.
+struct KSegments {
+    uint32_t length, stride;
+};
+KSegments k_segments(const GemmProblem& p) {
+    const uint32_t segment = p.a_k_segment ? p.a_k_segment : std::max<uint32_t>(p.K, 1);
+    return {segment, p.a_k_segment ? p.a_k_segment_stride : segment};
+}
+
+// Which operands the shader may read as vec4, along which dimension.
+struct VectorLoads {
+    bool a_vec4_k, a_vec4_m, b_vec4_k, b_vec4_n;
+};
+
+// vec4 loads need every offset a vec4 load can start from to be a multiple of 4 floats.
+VectorLoads vector_loads(const GemmProblem& p, KSegments segments) {
     const auto& a = p.a;
     const auto& b = p.b;
     // (With row segments, every segment's origin moves by a_m_segment_stride: it must keep alignment too.)
     const bool a_offsets = multiple_of_4({a.offset, a.batch_i, a.batch_j, p.a_m_segment ? p.a_m_segment_stride : 0});
     const bool b_offsets = multiple_of_4({b.offset, b.batch_i, b.batch_j});
-    const bool a_vec4_k = a.stride_col == 1 && a_offsets && multiple_of_4({a.stride_row, p.K, segment, segment_stride});
+    VectorLoads loads;
+    loads.a_vec4_k = a.stride_col == 1 && a_offsets && multiple_of_4({a.stride_row, p.K, segments.length, segments.stride});
     // (Row segments must hold whole vec4s; a_offsets checked their stride.)
-    const bool a_vec4_m = !a_vec4_k && p.a_m_segment % 4 == 0 && a.stride_row == 1 && a_offsets &&
-                          multiple_of_4({a.stride_col, p.M, p.a_k_segment ? segment_stride : 0});
-    const bool b_vec4_k = b.stride_row == 1 && b_offsets && multiple_of_4({b.stride_col, p.K});
+    loads.a_vec4_m = !loads.a_vec4_k && p.a_m_segment % 4 == 0 && a.stride_row == 1 && a_offsets &&
+                     multiple_of_4({a.stride_col, p.M, p.a_k_segment ? segments.stride : 0});
+    loads.b_vec4_k = b.stride_row == 1 && b_offsets && multiple_of_4({b.stride_col, p.K});
     // (Along M or N the last vec4 must not run past the matrix: M or N a multiple of 4 too.)
-    const bool b_vec4_n = !b_vec4_k && b.stride_col == 1 && b_offsets && multiple_of_4({b.stride_row, p.N});
+    loads.b_vec4_n = !loads.b_vec4_k && b.stride_col == 1 && b_offsets && multiple_of_4({b.stride_row, p.N});
+    return loads;
+}
 
+// The pipeline of the configuration's kernel (its 4-binding build where `four`), specialised for p.
+PipelineDesc gemm_pipeline_desc(const GemmConfig& config, const GemmProblem& p, bool four, VectorLoads loads) {
     PipelineDesc desc;
     desc.shader = config.shader();
     if (four) desc.shader.replace(desc.shader.find("_ssbo"), 5, "_ssbo4");
-    const bool texel = config.access != GemmAccess::StorageBuffer;
     const VkDescriptorType operand_type =
         config.access == GemmAccess::StorageTexel   ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
         : config.access == GemmAccess::UniformTexel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
@@ -187,35 +212,50 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     if (config.kernel == GemmKernel::Registers) {
         using Id = contract::gemm_registers::spec;
         auto spec = common_specialization<contract::gemm_registers>(config, p);
-        spec.set(Id::A_VEC4_K, a_vec4_k).set(Id::A_VEC4_M, a_vec4_m);
-        spec.set(Id::B_VEC4_K, b_vec4_k).set(Id::B_VEC4_N, b_vec4_n);
+        spec.set(Id::A_VEC4_K, loads.a_vec4_k).set(Id::A_VEC4_M, loads.a_vec4_m);
+        spec.set(Id::B_VEC4_K, loads.b_vec4_k).set(Id::B_VEC4_N, loads.b_vec4_n);
         desc.specialization = spec.values();
     } else {
         using Id = contract::gemm_shared::spec;
-        const bool a_k_fast = a.stride_col == 1, b_n_fast = b.stride_col == 1;
+        const bool a_k_fast = p.a.stride_col == 1, b_n_fast = p.b.stride_col == 1;
         auto spec = common_specialization<contract::gemm_shared>(config, p);
         spec.set(Id::BK, config.bk).set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
         spec.set(Id::STAGES, config.stages);
-        spec.set(Id::A_VEC4, a_k_fast ? a_vec4_k : a_vec4_m).set(Id::B_VEC4, b_n_fast ? b_vec4_n : b_vec4_k);
+        spec.set(Id::A_VEC4, a_k_fast ? loads.a_vec4_k : loads.a_vec4_m)
+            .set(Id::B_VEC4, b_n_fast ? loads.b_vec4_n : loads.b_vec4_k);
         desc.specialization = spec.values();
     }
-    const Pipeline& pipeline = context.pipelines->get(desc);
+    return desc;
+}
 
+// Both binding sets a GEMM may bind; view() picks the one its build declares.
+struct GemmBindings {
+    std::array<Binding, 7> all;
+    std::array<Binding, 4> compact;  // the 4-binding build: A, B, C, and the bias or the residual
+    std::span<const Binding> view(bool four) const {
+        return four ? std::span<const Binding>(compact) : std::span<const Binding>(all);
+    }
+};
+
+GemmBindings gemm_bindings(const GemmProblem& p, bool texel) {
     const VkFormat vec4 = texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
     const VkFormat scalar = texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED;
     // Without a bias (a residual) the shader never reads binding 5 (6), but it must be bound: C stands in
     // (read-only use).
-    const BufferRange bias = has_bias ? p.bias : p.c.range;
+    const BufferRange bias = p.bias.size > 0 ? p.bias : p.c.range;
     const BufferRange residual = p.residual.size > 0 ? p.residual : p.c.range;
-    const std::array<Binding, 7> all{Binding{a.range, false, vec4}, Binding{a.range, false, scalar},
-                                     Binding{b.range, false, vec4}, Binding{b.range, false, scalar},
-                                     Binding{p.c.range, true},      Binding{bias, false},
-                                     Binding{residual, false}};
-    // The 4-binding build: A, B, C, and the bias or the residual (whichever the product has).
-    const std::array<Binding, 4> compact{Binding{a.range, false}, Binding{b.range, false}, Binding{p.c.range, true},
-                                         Binding{p.bias.size > 0 ? bias : residual, false}};
-    const std::span<const Binding> bindings = four ? std::span<const Binding>(compact) : std::span<const Binding>(all);
+    return {{Binding{p.a.range, false, vec4}, Binding{p.a.range, false, scalar}, Binding{p.b.range, false, vec4},
+             Binding{p.b.range, false, scalar}, Binding{p.c.range, true}, Binding{bias, false},
+             Binding{residual, false}},
+            // (whichever of the bias and the residual the product has)
+            {Binding{p.a.range, false}, Binding{p.b.range, false}, Binding{p.c.range, true},
+             Binding{p.bias.size > 0 ? bias : residual, false}}};
+}
 
+// The push constants every dispatch of p shares; the grid split sets M, N, the offsets and the batch base.
+GemmPush shared_push(const GemmProblem& p, KSegments segments) {
+    const auto& a = p.a;
+    const auto& b = p.b;
     GemmPush push{};
     push.K = p.K;
     push.a_stride_m = u32(a.stride_row, "stride"), push.a_stride_k = u32(a.stride_col, "stride");
@@ -228,7 +268,7 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     push.c_stride_m = u32(p.c.stride_row, "stride"), push.c_stride_n = u32(p.c.stride_col, "stride");
     push.c_batch_i = batch_stride(p.c.batch_i, p.batch_i), push.c_batch_j = batch_stride(p.c.batch_j, p.batch_j);
     push.batch_j_count = p.batch_j;
-    push.a_k_segment = segment, push.a_k_segment_stride = segment_stride;
+    push.a_k_segment = segments.length, push.a_k_segment_stride = segments.stride;
     // Without m segments, one segment spans every row (and the grid split below moves whole rows).
     push.a_m_segment = p.a_m_segment ? p.a_m_segment : UINT32_MAX;
     push.a_m_segment_stride = p.a_m_segment_stride;
@@ -238,9 +278,13 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     // The residual's index of C(m, n) is C's index plus this, modulo 2^32 (the grid splits below move C's
     // origin, and the residual's with it).
     push.residual_shift = static_cast<uint32_t>(p.residual_offset - p.c.offset);
+    return push;
+}
 
-    // Split the grid where it exceeds the workgroup-count limits: in M and N by moving the operands'
-    // origins (tile-sized steps keep vec4 alignment), in the batch by its base index.
+// Records p's dispatches, splitting the grid where it exceeds the workgroup-count limits: in M and N by
+// moving the operands' origins (tile-sized steps keep vec4 alignment), in the batch by its base index.
+void dispatch_split_grid(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig& config,
+                         const Pipeline& pipeline, std::span<const Binding> bindings, GemmPush push) {
     const uint64_t max_x = context.device->max_workgroups(0), max_y = context.device->max_workgroups(1),
                    max_z = context.device->max_workgroups(2);
     const uint64_t step_n = max_x * config.tile_n(), step_m = max_y * config.tile_m();
@@ -248,8 +292,8 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
     // A grid split in M must start at a segment boundary so later rows keep their segment positions.
     const uint64_t step_m_rows = p.a_m_segment ? std::max<uint64_t>(step_m / p.a_m_segment, 1) * p.a_m_segment : step_m;
     auto row_offset = [&](uint64_t m) {
-        return p.a_m_segment ? m / p.a_m_segment * p.a_m_segment_stride + m % p.a_m_segment * a.stride_row
-                             : m * a.stride_row;
+        return p.a_m_segment ? m / p.a_m_segment * p.a_m_segment_stride + m % p.a_m_segment * p.a.stride_row
+                             : m * p.a.stride_row;
     };
     if ((step_m_rows + config.tile_m() - 1) / config.tile_m() > max_y)
         throw Error(ErrorCategory::Unsupported, "GEMM row segments of " + std::to_string(p.a_m_segment) +
@@ -260,8 +304,8 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
                 const uint64_t m_count = std::min<uint64_t>(step_m_rows, p.M - m0);
                 const uint64_t n_count = std::min<uint64_t>(step_n, p.N - n0);
                 push.M = static_cast<uint32_t>(m_count), push.N = static_cast<uint32_t>(n_count);
-                push.a_offset = u32(a.offset + row_offset(m0), "offset");
-                push.b_offset = u32(b.offset + n0 * b.stride_col, "offset");
+                push.a_offset = u32(p.a.offset + row_offset(m0), "offset");
+                push.b_offset = u32(p.b.offset + n0 * p.b.stride_col, "offset");
                 push.c_offset = u32(p.c.offset + m0 * p.c.stride_row + n0 * p.c.stride_col, "offset");
                 push.bias_offset = u32(p.bias_offset + n0, "bias offset");
                 push.batch_base = static_cast<uint32_t>(z0);
@@ -274,6 +318,21 @@ void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem&
             }
         }
     }
+}
+
+}  // namespace
+
+void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
+    if (p.M == 0 || p.N == 0 || p.batch_i == 0 || p.batch_j == 0) return;
+    if (record_in_k_pieces(context, stream, p, forced)) return;
+    const GemmConfig& config = config_to_run(context, p, forced);
+    const bool four = uses_four_bindings(context, config);
+    if (four && p.bias.size > 0 && p.residual.size > 0) return record_residual_then_bias(context, stream, p, config);
+    stream.note_gemm({p.M, p.N, p.K, p.batch_i * p.batch_j});
+    const KSegments segments = k_segments(p);
+    const Pipeline& pipeline = context.pipelines->get(gemm_pipeline_desc(config, p, four, vector_loads(p, segments)));
+    const GemmBindings bindings = gemm_bindings(p, config.access != GemmAccess::StorageBuffer);
+    dispatch_split_grid(context, stream, p, config, pipeline, bindings.view(four), shared_push(p, segments));
 }
 
 GemmSplit plan_gemm_split(ContextImpl& context, const GemmProblem& p, const GemmConfig* forced) {

@@ -27,12 +27,15 @@ std::vector<std::string> gemm_configurations(const Context& context) {
 
 namespace {
 
-GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Tensor& a, const Tensor& b, Tensor& c,
-                  const GemmOptions& options) {
-    detail::ContextImpl& impl = detail::impl_of(context);
-    const auto lock = detail::serialise(impl);
-    impl.device->throw_if_lost();
-    for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) {
+// The product's sizes, from the operands' shapes and the transposes.
+struct ProductSizes {
+    int64_t batch, M, N, K;
+};
+
+// Checks that a, b and c belong to the context and have shapes that make c = op(a) op(b); returns the sizes.
+ProductSizes checked_shape(const detail::ContextImpl& impl, const Tensor& a, const Tensor& b, const Tensor& c,
+                        const GemmOptions& options) {
+    for (const Tensor* t : {&a, &b, &c}) {
         if (t->empty()) throw bad("empty tensor");
         if (detail::storage_of(*t)->context.get() != &impl) throw bad("a tensor belongs to another context");
     }
@@ -58,13 +61,23 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
     if (detail::overlaps(a, c) || detail::overlaps(b, c)) throw bad("c must not share memory with a or b");
     if (a.elements() > UINT32_MAX || b.elements() > UINT32_MAX || c.elements() > UINT32_MAX)
         throw Error(ErrorCategory::Unsupported, "gemm: operands beyond 2^32 elements");
+    return {batch, M, N, K};
+}
 
+// The configuration options.configuration names, or null where it names none.
+const detail::GemmConfig* named_configuration(detail::ContextImpl& impl, const GemmOptions& options) {
+    if (options.configuration.empty()) return nullptr;
     const detail::GemmConfig* config = nullptr;
-    if (!options.configuration.empty()) {
-        for (const auto& candidate : impl.gemm_configs().all)
-            if (candidate.name == options.configuration) config = &candidate;
-        if (!config) throw bad("unknown configuration '" + options.configuration + "'");
-    }
+    for (const auto& candidate : impl.gemm_configs().all)
+        if (candidate.name == options.configuration) config = &candidate;
+    if (!config) throw bad("unknown configuration '" + options.configuration + "'");
+    return config;
+}
+
+// The GEMM over the tensors' memory, row-major operands (transposed ones with swapped strides).
+detail::GemmProblem gemm_problem(detail::ContextImpl& impl, const Tensor& a, const Tensor& b, const Tensor& c,
+                                 const ProductSizes& s, const GemmOptions& options) {
+    const int64_t M = s.M, N = s.N, K = s.K;
     // Each operand from the offset alignment at or below its first byte (a view may start at any entry).
     auto whole = [&](const Tensor& t) {
         return detail::operand_of(detail::allocation_of(t, "gemm"), uint64_t(t.elements()), impl.pool->alignment())
@@ -78,8 +91,36 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
     p.b = {wb.range,        wb.delta, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
            uint64_t(K * N), 0};
     p.c = {wc.range, wc.delta, uint64_t(N), 1, uint64_t(M * N), 0};
-    p.batch_i = static_cast<uint32_t>(batch);
+    p.batch_i = static_cast<uint32_t>(s.batch);
     p.alpha = options.alpha, p.beta = options.beta;
+    return p;
+}
+
+// Runs `record` in a stream of its own and waits, timing it on the GPU where the device can.
+template <typename Record>
+void run_timed(detail::ContextImpl& impl, const std::vector<uint64_t>& workspace, Record&& record, GemmStats& stats) {
+    detail::PassWorkspace partials(impl, workspace, detail::PassTarget{});
+    detail::CommandStream stream(*impl.device);
+    const auto start = std::chrono::steady_clock::now();
+    stream.begin_timing();
+    record(stream, partials.operands());
+    stream.end_timing();
+    stream.submit_and_wait();
+    stats.gpu_timed = stream.gpu_ms() >= 0;
+    stats.gpu_ms = stats.gpu_timed
+                       ? stream.gpu_ms()
+                       : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    stats.dispatches = stream.dispatch_count();
+}
+
+GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Tensor& a, const Tensor& b, Tensor& c,
+                  const GemmOptions& options) {
+    detail::ContextImpl& impl = detail::impl_of(context);
+    const auto lock = detail::serialise(impl);
+    impl.device->throw_if_lost();
+    const ProductSizes shape = checked_shape(impl, a, b, c, options);
+    const detail::GemmConfig* config = named_configuration(impl, options);
+    const detail::GemmProblem p = gemm_problem(impl, a, b, c, shape, options);
     if (!config) config = &detail::choose_gemm_config(impl, p);
     // Texel views are an access path: operands too large for them are read as storage buffers, by the
     // same kernel and tile shape (stats.configuration names what ran).
@@ -106,18 +147,7 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
         stats.dispatches = run.dispatches;
         return stats;
     }
-    detail::PassWorkspace partials(impl, workspace, detail::PassTarget{});
-    detail::CommandStream stream(*impl.device);
-    const auto start = std::chrono::steady_clock::now();
-    stream.begin_timing();
-    record(stream, partials.operands());
-    stream.end_timing();
-    stream.submit_and_wait();
-    stats.gpu_timed = stream.gpu_ms() >= 0;
-    stats.gpu_ms = stats.gpu_timed
-                       ? stream.gpu_ms()
-                       : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    stats.dispatches = stream.dispatch_count();
+    run_timed(impl, workspace, record, stats);
     return stats;
 }
 

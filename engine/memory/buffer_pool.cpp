@@ -113,14 +113,9 @@ void BufferPool::release(PoolAllocation& allocation) noexcept {
     allocation = PoolAllocation{};
 }
 
-PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
-    // Geometric growth: as large as what the pool holds already (so the block count grows with the
-    // logarithm of the memory), between the smallest block asked for and block_bytes_.
-    const uint64_t grown = std::min(block_bytes_, std::max(min_block_bytes_, round_up(reserved_, alignment_)));
-    const uint64_t size = std::max(grown, min_bytes);
+std::unique_ptr<PoolBlock> BufferPool::create_block_buffer(uint64_t size, VkMemoryRequirements& requirements) {
     const auto& vk = device_.vk();
     VkDevice dev = device_.handle();
-
     VkBufferCreateInfo buffer_info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     buffer_info.size = size;
     buffer_info.usage = kBlockUsage;
@@ -129,7 +124,6 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
     block->size = size;
     VKC_CHECK(device_.lost_flag(), vk.vkCreateBuffer(dev, &buffer_info, nullptr, &block->buffer));
     device_.note_created();
-    VkMemoryRequirements requirements{};
     vk.vkGetBufferMemoryRequirements(dev, block->buffer, &requirements);
     block->memory_size = requirements.size;
     if (requirements.size > device_.model().max_memory_allocation_size && !testing_one_buffer_tensors) {
@@ -139,34 +133,45 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
                                                     std::to_string(requirements.size) + " bytes of memory, above " +
                                                     describe_limit());
     }
+    return block;
+}
 
-    auto fail = [&](const std::string& why) {
-        vk.vkDestroyBuffer(dev, block->buffer, nullptr);
-        device_.note_destroyed();
-        throw Error(ErrorCategory::OutOfDeviceMemory,
-                    "cannot allocate " + std::to_string(min_bytes) + " bytes of device memory: " + why);
-    };
-    if (memory_limit_ && reserved_ + requirements.size > memory_limit_) {
+void BufferPool::fail_block(PoolBlock& block, uint64_t min_bytes, const std::string& why) {
+    device_.vk().vkDestroyBuffer(device_.handle(), block.buffer, nullptr);
+    device_.note_destroyed();
+    throw Error(ErrorCategory::OutOfDeviceMemory,
+                "cannot allocate " + std::to_string(min_bytes) + " bytes of device memory: " + why);
+}
+
+void BufferPool::check_room_for(PoolBlock& block, const VkMemoryRequirements& requirements, uint64_t min_bytes) {
+    const uint64_t bytes = requirements.size;
+    if (memory_limit_ && reserved_ + bytes > memory_limit_) {
         trim();
-        if (reserved_ + requirements.size > memory_limit_)
-            fail("the pool would hold " + std::to_string(reserved_ + requirements.size) +
-                 " bytes, above the context's " +
-                 (device_.imposed_heap_bytes() == memory_limit_ ? "imposed device heap" : "device_memory_limit") +
-                 " of " + std::to_string(memory_limit_) + " bytes (" +
-                 std::to_string(in_use_) + " bytes in use)");
+        if (reserved_ + bytes > memory_limit_)
+            fail_block(block, min_bytes,
+                       "the pool would hold " + std::to_string(reserved_ + bytes) + " bytes, above the context's " +
+                           (device_.imposed_heap_bytes() == memory_limit_ ? "imposed device heap"
+                                                                          : "device_memory_limit") +
+                           " of " + std::to_string(memory_limit_) + " bytes (" + std::to_string(in_use_) +
+                           " bytes in use)");
     }
     if (memory_type_ == UINT32_MAX) {
         memory_type_ = device_.find_memory_type(requirements.memoryTypeBits, 0, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-        if (memory_type_ == UINT32_MAX) fail("no memory type accepts storage buffers");
+        if (memory_type_ == UINT32_MAX) fail_block(block, min_bytes, "no memory type accepts storage buffers");
     }
+}
+
+void BufferPool::allocate_block_memory(PoolBlock& block) {
+    const auto& vk = device_.vk();
+    VkDevice dev = device_.handle();
     VkMemoryAllocateInfo alloc_info{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-    alloc_info.allocationSize = requirements.size;
+    alloc_info.allocationSize = block.memory_size;
     alloc_info.memoryTypeIndex = memory_type_;
     auto allocate = [&] {
         ++attempts_;
         if (inject_first_ && attempts_ >= inject_first_ && attempts_ < inject_first_ + inject_count_)
             return VK_ERROR_OUT_OF_DEVICE_MEMORY;
-        return vk.vkAllocateMemory(dev, &alloc_info, nullptr, &block->memory);
+        return vk.vkAllocateMemory(dev, &alloc_info, nullptr, &block.memory);
     };
     VkResult result = allocate();
     if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
@@ -175,19 +180,30 @@ PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
         result = allocate();
     }
     if (result != VK_SUCCESS) {
-        vk.vkDestroyBuffer(dev, block->buffer, nullptr);
+        vk.vkDestroyBuffer(dev, block.buffer, nullptr);
         device_.note_destroyed();
         VKC_CHECK(device_.lost_flag(), result);
     }
     ++driver_allocations_;
-    largest_buffer_created_ = std::max(largest_buffer_created_, size);
-    largest_memory_created_ = std::max(largest_memory_created_, requirements.size);
+    largest_buffer_created_ = std::max(largest_buffer_created_, block.size);
+    largest_memory_created_ = std::max(largest_memory_created_, block.memory_size);
     device_.note_created();
-    result = vk.vkBindBufferMemory(dev, block->buffer, block->memory, 0);
+    result = vk.vkBindBufferMemory(dev, block.buffer, block.memory, 0);
     if (result != VK_SUCCESS) {
-        destroy_block(*block);
+        destroy_block(block);
         VKC_CHECK(device_.lost_flag(), result);
     }
+}
+
+PoolBlock* BufferPool::create_block(uint64_t min_bytes) {
+    // Geometric growth: as large as what the pool holds already (so the block count grows with the
+    // logarithm of the memory), between the smallest block asked for and block_bytes_.
+    const uint64_t grown = std::min(block_bytes_, std::max(min_block_bytes_, round_up(reserved_, alignment_)));
+    const uint64_t size = std::max(grown, min_bytes);
+    VkMemoryRequirements requirements{};
+    std::unique_ptr<PoolBlock> block = create_block_buffer(size, requirements);
+    check_room_for(*block, requirements, min_bytes);
+    allocate_block_memory(*block);
     block->free_ranges.emplace(0, size);
     reserved_ += block->memory_size;
     peak_reserved_ = std::max(peak_reserved_, reserved_);

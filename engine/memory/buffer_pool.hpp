@@ -93,6 +93,13 @@ public:
 
 private:
     PoolBlock* create_block(uint64_t min_bytes);
+    // create_block's steps: the block's buffer (refused where its memory would exceed the largest
+    // allocation), the pool's limit and memory type, the memory (after a trim where the driver is out of
+    // it) bound to the buffer. Each gives the buffer back before it throws.
+    std::unique_ptr<PoolBlock> create_block_buffer(uint64_t size, VkMemoryRequirements& requirements);
+    void check_room_for(PoolBlock& block, const VkMemoryRequirements& requirements, uint64_t min_bytes);
+    void allocate_block_memory(PoolBlock& block);
+    [[noreturn]] void fail_block(PoolBlock& block, uint64_t min_bytes, const std::string& why);
     void destroy_block(PoolBlock& block) noexcept;
     bool take_from(PoolBlock& block, uint64_t size, PoolAllocation& out);
 

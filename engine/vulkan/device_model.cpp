@@ -109,14 +109,13 @@ uint32_t fallback_compute_units(VkPhysicalDeviceType type) {
     }
 }
 
-DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index) {
-    DeviceModel model;
-    VkPhysicalDeviceProperties& props = model.properties;
-    vk.vkGetPhysicalDeviceProperties(device, &props);
-    const bool has_1_2 = props.apiVersion >= VK_API_VERSION_1_2;
-    const std::vector<std::string> extensions = device_extensions(vk, device);
+namespace {
 
-    // The properties chain: subgroup and driver, then whichever core-count structure the device has.
+// The structures chained to VkPhysicalDeviceProperties2, and which of them the device filled: subgroup and
+// driver, the buffer limits, then whichever core-count structure the device has.
+struct ChainedProperties {
+    bool has_1_2 = false, has_maintenance3 = false, has_maintenance4 = false;
+    bool has_nv = false, has_amd = false, has_amd2 = false, has_arm = false;
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
@@ -126,70 +125,101 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
     VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+};
+
+// Fills `chained` with one vkGetPhysicalDeviceProperties2, chaining only the structures the device's
+// version or extensions provide. (Filled in place: the chain points into it.)
+void query_chained_properties(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t api_version,
+                              const std::vector<std::string>& extensions, ChainedProperties& chained) {
+    chained.has_1_2 = api_version >= VK_API_VERSION_1_2;
     VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     void** next = &props2.pNext;
     auto chain = [&](auto& structure) {
         *next = &structure;
         next = &structure.pNext;
     };
-    chain(subgroup);
-    if (has_1_2) chain(driver);
-    const bool has_maintenance3 =
-        props.apiVersion >= VK_API_VERSION_1_1 || has(extensions, VK_KHR_MAINTENANCE_3_EXTENSION_NAME);
-    const bool has_maintenance4 =
-        props.apiVersion >= VK_API_VERSION_1_3 || has(extensions, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
-    if (has_maintenance3) chain(maintenance3);
-    if (has_maintenance4) chain(maintenance4);
-    const bool has_nv = has(extensions, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
-    const bool has_amd = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
-    const bool has_amd2 = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
-    const bool has_arm = has(extensions, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME);
-    if (has_nv) chain(nv);
-    if (has_amd) chain(amd);
-    if (has_amd2) chain(amd2);
-    if (has_arm) chain(arm);
+    chain(chained.subgroup);
+    if (chained.has_1_2) chain(chained.driver);
+    chained.has_maintenance3 = api_version >= VK_API_VERSION_1_1 || has(extensions, VK_KHR_MAINTENANCE_3_EXTENSION_NAME);
+    chained.has_maintenance4 = api_version >= VK_API_VERSION_1_3 || has(extensions, VK_KHR_MAINTENANCE_4_EXTENSION_NAME);
+    if (chained.has_maintenance3) chain(chained.maintenance3);
+    if (chained.has_maintenance4) chain(chained.maintenance4);
+    chained.has_nv = has(extensions, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    chained.has_amd = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+    chained.has_amd2 = has(extensions, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
+    chained.has_arm = has(extensions, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME);
+    if (chained.has_nv) chain(chained.nv);
+    if (chained.has_amd) chain(chained.amd);
+    if (chained.has_amd2) chain(chained.amd2);
+    if (chained.has_arm) chain(chained.arm);
     vk.vkGetPhysicalDeviceProperties2(device, &props2);
+}
 
+// Whether the device has shaderFloat16 (a Vulkan 1.2 feature; false before 1.2).
+bool has_float16(const InstanceFunctions& vk, VkPhysicalDevice device, bool has_1_2) {
     VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     if (has_1_2) features2.pNext = &features12;
     vk.vkGetPhysicalDeviceFeatures2(device, &features2);
+    return has_1_2 && features12.shaderFloat16;
+}
+
+// Compute units: the first core-count structure the device filled, else the fallback by device type.
+void set_compute_units(DeviceInfo& info, const ChainedProperties& c, VkPhysicalDeviceType type) {
+    if (c.has_nv && c.nv.shaderSMCount) {
+        info.compute_units = c.nv.shaderSMCount, info.compute_units_source = VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME;
+    } else if (c.has_amd2 && c.amd2.activeComputeUnitCount) {
+        info.compute_units = c.amd2.activeComputeUnitCount;
+        info.compute_units_source = VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME;
+    } else if (c.has_amd && c.amd.shaderEngineCount) {
+        info.compute_units =
+            c.amd.shaderEngineCount * c.amd.shaderArraysPerEngineCount * c.amd.computeUnitsPerShaderArray;
+        info.compute_units_source = VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME;
+    } else if (c.has_arm && c.arm.shaderCoreCount) {
+        info.compute_units = c.arm.shaderCoreCount;
+        info.compute_units_source = VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME;
+    } else {
+        info.compute_units = fallback_compute_units(type);
+        info.compute_units_source =
+            type == VK_PHYSICAL_DEVICE_TYPE_CPU ? "fallback: host threads" : "fallback by device type";
+    }
+}
+
+// The driver's name and info (Vulkan 1.2's driver properties), else its version number.
+std::string driver_description(const ChainedProperties& c, uint32_t driver_version) {
+    if (c.has_1_2 && c.driver.driverName[0]) {
+        std::string driver = c.driver.driverName;
+        if (c.driver.driverInfo[0]) driver += std::string(" ") + c.driver.driverInfo;
+        return driver;
+    }
+    return "version " + std::to_string(driver_version);
+}
+
+}  // namespace
+
+DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t index) {
+    DeviceModel model;
+    VkPhysicalDeviceProperties& props = model.properties;
+    vk.vkGetPhysicalDeviceProperties(device, &props);
+    const std::vector<std::string> extensions = device_extensions(vk, device);
+    ChainedProperties chained;
+    query_chained_properties(vk, device, props.apiVersion, extensions, chained);
+    const bool fp16 = has_float16(vk, device, chained.has_1_2);
 
     DeviceInfo& info = model.info;
     info.index = index;
     info.name = props.deviceName;
     info.type = device_type_name(props.deviceType);
-    if (has_1_2 && driver.driverName[0]) {
-        info.driver = driver.driverName;
-        if (driver.driverInfo[0]) info.driver += std::string(" ") + driver.driverInfo;
-    } else {
-        info.driver = "version " + std::to_string(props.driverVersion);
-    }
+    info.driver = driver_description(chained, props.driverVersion);
     info.api_version = api_version_string(props.apiVersion);
-    info.subgroup_size = subgroup.subgroupSize;
+    info.subgroup_size = chained.subgroup.subgroupSize;
     fill_limits(info, props.limits);
-    info.fp16 = has_1_2 && features12.shaderFloat16;
+    info.fp16 = fp16;
     info.timestamps = props.limits.timestampComputeAndGraphics || queue_has_timestamps(vk, device);
+    set_compute_units(info, chained, props.deviceType);
 
-    if (has_nv && nv.shaderSMCount) {
-        info.compute_units = nv.shaderSMCount, info.compute_units_source = VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME;
-    } else if (has_amd2 && amd2.activeComputeUnitCount) {
-        info.compute_units = amd2.activeComputeUnitCount;
-        info.compute_units_source = VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME;
-    } else if (has_amd && amd.shaderEngineCount) {
-        info.compute_units = amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
-        info.compute_units_source = VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME;
-    } else if (has_arm && arm.shaderCoreCount) {
-        info.compute_units = arm.shaderCoreCount;
-        info.compute_units_source = VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME;
-    } else {
-        info.compute_units = fallback_compute_units(props.deviceType);
-        info.compute_units_source = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? "fallback: host threads"
-                                                                                  : "fallback by device type";
-    }
-
-    set_buffer_limits(model, has_maintenance4 ? maintenance4.maxBufferSize : 0,
-                      has_maintenance3 ? maintenance3.maxMemoryAllocationSize : 0);
+    set_buffer_limits(model, chained.has_maintenance4 ? chained.maintenance4.maxBufferSize : 0,
+                      chained.has_maintenance3 ? chained.maintenance3.maxMemoryAllocationSize : 0);
     model.storage_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
     model.uniform_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
     return model;

@@ -201,54 +201,66 @@ DeviceModel device_model_from_profile(std::string_view text, const std::string& 
 
 namespace {
 
-DeviceModel model_of(const json& document, const std::string& origin) {
+// Every capability block's properties, extensions and formats, later blocks overriding earlier ones.
+struct Capabilities {
+    json properties = json::object(), extensions = json::object(), formats;
+};
+
+Capabilities merged_capabilities(const json& document, const std::string& origin) {
     if (!document.is_object()) fail(origin, "not a JSON object");
     const json* capabilities = object_at(document, "capabilities");
     if (!capabilities) fail(origin, "no \"capabilities\" object (not a Vulkan Profiles document)");
-
-    // Every capability block's properties, extensions and formats, later blocks overriding earlier ones.
-    json properties = json::object(), extensions = json::object(), formats;
+    Capabilities merged;
     for (const auto& [name, block] : capabilities->items()) {
         if (!block.is_object()) fail(origin, "capability block '" + name + "' is not an object");
         const json* device = object_at(block, "device");
         const json& source = device ? *device : block;  // vulkaninfo nests one level less than the schema
         if (const json* p = object_at(source, "properties"))
-            for (const auto& [key, value] : p->items()) properties[key] = value;
+            for (const auto& [key, value] : p->items()) merged.properties[key] = value;
         if (const json* e = object_at(source, "extensions"))
-            for (const auto& [key, value] : e->items()) extensions[key] = value;
-        if (const json* f = object_at(source, "formats")) formats = *f;
+            for (const auto& [key, value] : e->items()) merged.extensions[key] = value;
+        if (const json* f = object_at(source, "formats")) merged.formats = *f;
     }
+    return merged;
+}
 
-    DeviceModel model;
-    VkPhysicalDeviceProperties& props = model.properties;
+// VkPhysicalDeviceProperties from the profile over the specification's minimum limits (checked); returns
+// the profile's device name, empty where it has none.
+std::string read_core_properties(const json& properties, VkPhysicalDeviceProperties& props,
+                                 const std::string& origin) {
     props.limits = required_minimum_limits();
     props.apiVersion = VK_API_VERSION_1_1;
     props.deviceType = VK_PHYSICAL_DEVICE_TYPE_OTHER;
     std::string name;
-    {
-        if (const json* core = object_at(properties, "VkPhysicalDeviceProperties")) {
-            if (auto it = core->find("apiVersion"); it != core->end()) props.apiVersion = api_version(*it, origin);
-            if (auto it = core->find("driverVersion"); it != core->end())
-                props.driverVersion = number<uint32_t>(*it, origin, "driverVersion");
-            if (auto it = core->find("vendorID"); it != core->end())
-                props.vendorID = number<uint32_t>(*it, origin, "vendorID");
-            if (auto it = core->find("deviceID"); it != core->end())
-                props.deviceID = number<uint32_t>(*it, origin, "deviceID");
-            if (auto it = core->find("deviceType"); it != core->end()) props.deviceType = device_type(*it, origin);
-            if (auto it = core->find("deviceName"); it != core->end() && it->is_string()) name = it->get<std::string>();
-            if (auto it = core->find("limits"); it != core->end()) read_limits(*it, props.limits, origin);
-        }
+    if (const json* core = object_at(properties, "VkPhysicalDeviceProperties")) {
+        if (auto it = core->find("apiVersion"); it != core->end()) props.apiVersion = api_version(*it, origin);
+        if (auto it = core->find("driverVersion"); it != core->end())
+            props.driverVersion = number<uint32_t>(*it, origin, "driverVersion");
+        if (auto it = core->find("vendorID"); it != core->end())
+            props.vendorID = number<uint32_t>(*it, origin, "vendorID");
+        if (auto it = core->find("deviceID"); it != core->end())
+            props.deviceID = number<uint32_t>(*it, origin, "deviceID");
+        if (auto it = core->find("deviceType"); it != core->end()) props.deviceType = device_type(*it, origin);
+        if (auto it = core->find("deviceName"); it != core->end() && it->is_string()) name = it->get<std::string>();
+        if (auto it = core->find("limits"); it != core->end()) read_limits(*it, props.limits, origin);
     }
     check_limits(props.limits, origin);
+    return name;
+}
+
+// The device's name: the profile's deviceName, else the first profile's label (or key), else the origin.
+std::string device_name(const json& document, std::string name, const std::string& origin) {
     if (name.empty())
         if (const json* profiles = object_at(document, "profiles"))
             for (const auto& [key, profile] : profiles->items())
                 if (name.empty()) name = profile.is_object() ? profile.value("label", key) : key;
     if (name.empty()) name = origin;
-    std::snprintf(props.deviceName, sizeof props.deviceName, "%s", name.c_str());
+    return name;
+}
 
-    DeviceInfo& info = model.info;
-    info.name = name;
+// The DeviceInfo fields read from the core properties and the subgroup and driver structures.
+void fill_device_info(DeviceInfo& info, const VkPhysicalDeviceProperties& props, const json& properties,
+                      const std::string& origin) {
     info.type = device_type_name(props.deviceType);
     info.api_version = api_version_string(props.apiVersion);
     fill_limits(info, props.limits);
@@ -265,8 +277,11 @@ DeviceModel model_of(const json& document, const std::string& origin) {
     if (info.driver.empty()) info.driver = "version " + std::to_string(props.driverVersion);
     info.timestamps = props.limits.timestampComputeAndGraphics;
     info.fp16 = false;  // planning never depends on it
+}
 
-    // Compute units: the vendor structure that counts them, else vkconv's own entry, else the fallback.
+// Compute units: the vendor structure that counts them, else vkconv's own entry, else the fallback.
+void read_compute_units(DeviceInfo& info, VkPhysicalDeviceType type, const json& document, const json& properties,
+                        const std::string& origin) {
     auto count = [&](const char* structure, const char* field) -> uint32_t {
         if (const json* s = object_at(properties, structure))
             if (auto it = s->find(field); it != s->end()) return number<uint32_t>(*it, origin, field);
@@ -290,13 +305,15 @@ DeviceModel model_of(const json& document, const std::string& origin) {
                 info.compute_units_source = "profile: " + own->value("compute_units_source", std::string("vkconv"));
             }
     if (!info.compute_units) {
-        info.compute_units = fallback_compute_units(props.deviceType);
-        info.compute_units_source = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? "fallback: host threads"
-                                                                                  : "fallback by device type";
+        info.compute_units = fallback_compute_units(type);
+        info.compute_units_source =
+            type == VK_PHYSICAL_DEVICE_TYPE_CPU ? "fallback: host threads" : "fallback by device type";
     }
     if (info.compute_units == 0) fail(origin, "0 compute units");
+}
 
-    // The buffer limits: Vulkan 1.3's and 1.1's property structures or the maintenance extensions' own.
+// The buffer limits: Vulkan 1.3's and 1.1's property structures or the maintenance extensions' own.
+void read_buffer_limits(DeviceModel& model, const json& properties, const std::string& origin) {
     auto size = [&](std::initializer_list<const char*> structures, const char* field) -> uint64_t {
         for (const char* structure : structures)
             if (const json* s = object_at(properties, structure))
@@ -310,28 +327,45 @@ DeviceModel model_of(const json& document, const std::string& origin) {
                       size({"VkPhysicalDeviceMaintenance3Properties", "VkPhysicalDeviceMaintenance3PropertiesKHR",
                             "VkPhysicalDeviceVulkan11Properties"},
                            "maxMemoryAllocationSize"));
-    // The largest device-local heap (VkPhysicalDeviceMemoryProperties, as vulkaninfo writes it: heaps with
-    // a size and flags by name or value), or the largest heap where none is marked device-local.
-    if (const json* memory = object_at(properties, "VkPhysicalDeviceMemoryProperties")) {
-        uint64_t local = 0, any = 0;
-        if (auto heaps = memory->find("memoryHeaps"); heaps != memory->end() && heaps->is_array())
-            for (const json& heap : *heaps) {
-                if (!heap.is_object() || !heap.contains("size")) fail(origin, "a memory heap without a size");
-                const uint64_t size = number<uint64_t>(heap.at("size"), origin, "memoryHeaps size");
-                const json flags = heap.value("flags", json());
-                const bool device_local =
-                    (flags.is_number_unsigned() && (flags.get<uint64_t>() & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) ||
-                    (flags.is_array() && std::find(flags.begin(), flags.end(), "VK_MEMORY_HEAP_DEVICE_LOCAL_BIT") !=
-                                             flags.end());
-                any = std::max(any, size);
-                if (device_local) local = std::max(local, size);
-            }
-        model.device_local_heap_bytes = local ? local : any;
-    }
+}
+
+// The largest device-local heap (VkPhysicalDeviceMemoryProperties, as vulkaninfo writes it: heaps with
+// a size and flags by name or value), or the largest heap where none is marked device-local.
+void read_device_local_heap(DeviceModel& model, const json& properties, const std::string& origin) {
+    const json* memory = object_at(properties, "VkPhysicalDeviceMemoryProperties");
+    if (!memory) return;
+    uint64_t local = 0, any = 0;
+    if (auto heaps = memory->find("memoryHeaps"); heaps != memory->end() && heaps->is_array())
+        for (const json& heap : *heaps) {
+            if (!heap.is_object() || !heap.contains("size")) fail(origin, "a memory heap without a size");
+            const uint64_t size = number<uint64_t>(heap.at("size"), origin, "memoryHeaps size");
+            const json flags = heap.value("flags", json());
+            const bool device_local =
+                (flags.is_number_unsigned() && (flags.get<uint64_t>() & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) ||
+                (flags.is_array() &&
+                 std::find(flags.begin(), flags.end(), "VK_MEMORY_HEAP_DEVICE_LOCAL_BIT") != flags.end());
+            any = std::max(any, size);
+            if (device_local) local = std::max(local, size);
+        }
+    model.device_local_heap_bytes = local ? local : any;
+}
+
+DeviceModel model_of(const json& document, const std::string& origin) {
+    const Capabilities capabilities = merged_capabilities(document, origin);
+    const json& properties = capabilities.properties;
+    DeviceModel model;
+    VkPhysicalDeviceProperties& props = model.properties;
+    const std::string name = device_name(document, read_core_properties(properties, props, origin), origin);
+    std::snprintf(props.deviceName, sizeof props.deviceName, "%s", name.c_str());
+    model.info.name = name;
+    fill_device_info(model.info, props, properties, origin);
+    read_compute_units(model.info, props.deviceType, document, properties, origin);
+    read_buffer_limits(model, properties, origin);
+    read_device_local_heap(model, properties, origin);
     // Unlike the limits check_limits holds to the specification, these may be lower than its minimum: a
     // profile imposed on a device for tests makes tensors of a few MiB too large for one buffer that way.
-    model.storage_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
-    model.uniform_texel_buffers = buffer_feature(formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
+    model.storage_texel_buffers = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
+    model.uniform_texel_buffers = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
     return model;
 }
 

@@ -65,103 +65,144 @@ std::optional<int64_t> evaluate(uint32_t opcode, const std::vector<int64_t>& a) 
     }
 }
 
+// One instruction of a SPIR-V module: its opcode, its word count and its words (word(0) is the opcode's).
+struct Instruction {
+    uint32_t opcode, count;
+    const uint32_t* words;
+    uint32_t word(uint32_t i) const { return words[i]; }
+};
+
+// Walks a module's instructions in order, tracking what sizing Workgroup variables needs: spec ids, the
+// values of (spec) constants under the given specialization, type sizes and Workgroup pointer types.
+class WorkgroupMemoryReader {
+public:
+    explicit WorkgroupMemoryReader(std::span<const uint32_t> specialization) : specialization_(specialization) {}
+
+    void read(const Instruction& in) {
+        switch (in.opcode) {
+            case OpDecorate:
+                if (in.count >= 4 && in.word(2) == kDecorationSpecId) spec_id_[in.word(1)] = in.word(3);
+                break;
+            case OpTypeBool: case OpTypeInt: case OpTypeFloat: case OpTypeVector: case OpTypeMatrix:
+            case OpTypeArray: case OpTypeStruct: read_type(in); break;
+            case OpTypePointer:
+                if (in.word(2) == kStorageClassWorkgroup) pointee_[in.word(1)] = in.word(3);
+                break;
+            case OpConstantTrue: case OpSpecConstantTrue: case OpConstantFalse: case OpSpecConstantFalse:
+                read_bool_constant(in);
+                break;
+            case OpConstant: case OpSpecConstant: read_int_constant(in); break;
+            case OpSpecConstantOp: read_constant_op(in); break;
+            case OpVariable: read_variable(in); break;
+            default: break;
+        }
+    }
+
+    // The bytes of every Workgroup variable read, or nothing where one's size is not known.
+    std::optional<uint64_t> total() const { return known_ ? std::optional<uint64_t>(total_) : std::nullopt; }
+
+private:
+    std::optional<uint64_t> size_of(uint32_t type) const {
+        auto it = size_.find(type);
+        return it == size_.end() ? std::nullopt : it->second;
+    }
+
+    // The value a spec constant takes: the specialization's where it sets the constant's SpecId.
+    std::optional<uint32_t> specialized(uint32_t result) const {
+        if (auto id = spec_id_.find(result); id != spec_id_.end() && id->second < specialization_.size())
+            return specialization_[id->second];
+        return std::nullopt;
+    }
+
+    void read_type(const Instruction& in) {
+        switch (in.opcode) {
+            case OpTypeBool: size_[in.word(1)] = 4; break;
+            case OpTypeInt:
+            case OpTypeFloat: size_[in.word(1)] = in.word(2) / 8; break;
+            case OpTypeVector:
+            case OpTypeMatrix:
+                if (auto s = size_of(in.word(2))) size_[in.word(1)] = *s * in.word(3);
+                else size_[in.word(1)] = std::nullopt;
+                break;
+            case OpTypeArray: {
+                auto s = size_of(in.word(2));
+                auto n = constant_.find(in.word(3));
+                // (A length past 2^32 is no real shared array: left unknown rather than overflowed.)
+                size_[in.word(1)] = s && n != constant_.end() && n->second >= 0 && n->second < (int64_t{1} << 32) &&
+                                            *s < (uint64_t{1} << 32)
+                                        ? std::optional(*s * uint64_t(n->second))
+                                        : std::nullopt;
+                break;
+            }
+            case OpTypeStruct: {
+                std::optional<uint64_t> s = 0;
+                for (uint32_t i = 2; i < in.count && s; ++i) {
+                    auto m = size_of(in.word(i));
+                    s = m ? std::optional(*s + *m) : std::nullopt;
+                }
+                size_[in.word(1)] = s;
+                break;
+            }
+        }
+    }
+
+    void read_bool_constant(const Instruction& in) {
+        bool value = in.opcode == OpConstantTrue || in.opcode == OpSpecConstantTrue;
+        if (in.opcode == OpSpecConstantTrue || in.opcode == OpSpecConstantFalse)
+            if (auto v = specialized(in.word(2))) value = *v != 0;
+        constant_[in.word(2)] = value;
+    }
+
+    void read_int_constant(const Instruction& in) {
+        int64_t value = in.count > 3 ? int64_t(int32_t(in.word(3))) : 0;
+        if (in.opcode == OpSpecConstant)
+            if (auto v = specialized(in.word(2))) value = int64_t(int32_t(*v));
+        constant_[in.word(2)] = value;
+    }
+
+    // Evaluated only where every operand is a known constant (array lengths computed from spec constants).
+    void read_constant_op(const Instruction& in) {
+        std::vector<int64_t> operands;
+        bool all = true;
+        for (uint32_t i = 4; i < in.count; ++i) {
+            auto it = constant_.find(in.word(i));
+            if (it == constant_.end()) all = false;
+            else operands.push_back(it->second);
+        }
+        if (all)
+            if (auto v = evaluate(in.word(3), operands)) constant_[in.word(2)] = *v;
+    }
+
+    void read_variable(const Instruction& in) {
+        if (in.count < 4 || in.word(3) != kStorageClassWorkgroup) return;
+        auto p = pointee_.find(in.word(1));
+        auto s = p == pointee_.end() ? std::nullopt : size_of(p->second);
+        if (s) total_ += *s;
+        else known_ = false;
+    }
+
+    std::span<const uint32_t> specialization_;
+    std::unordered_map<uint32_t, uint32_t> spec_id_;              // result id -> SpecId
+    std::unordered_map<uint32_t, int64_t> constant_;              // result id -> value
+    std::unordered_map<uint32_t, std::optional<uint64_t>> size_;  // type id -> bytes
+    std::unordered_map<uint32_t, uint32_t> pointee_;              // Workgroup pointer type id -> pointee type
+    uint64_t total_ = 0;
+    bool known_ = true;
+};
+
 }  // namespace
 
 std::optional<uint64_t> workgroup_memory_bytes(std::span<const uint32_t> spirv,
                                                std::span<const uint32_t> specialization) {
     if (spirv.size() < 5) return std::nullopt;
-    std::unordered_map<uint32_t, uint32_t> spec_id;            // result id -> SpecId
-    std::unordered_map<uint32_t, int64_t> constant;            // result id -> value
-    std::unordered_map<uint32_t, std::optional<uint64_t>> size;  // type id -> bytes
-    std::unordered_map<uint32_t, uint32_t> pointee;            // Workgroup pointer type id -> pointee type
-    uint64_t total = 0;
-    bool known = true;
-    for (size_t at = 5; at < spirv.size();) {
+    WorkgroupMemoryReader reader(specialization);
+    for (size_t at = 5; at < spirv.size();) {  // (after the 5-word header)
         const uint32_t count = spirv[at] >> 16, opcode = spirv[at] & 0xFFFF;
         if (count == 0 || at + count > spirv.size()) return std::nullopt;
-        auto word = [&](uint32_t i) { return spirv[at + i]; };
-        auto size_of = [&](uint32_t type) -> std::optional<uint64_t> {
-            auto it = size.find(type);
-            return it == size.end() ? std::nullopt : it->second;
-        };
-        switch (opcode) {
-            case OpDecorate:
-                if (count >= 4 && word(2) == kDecorationSpecId) spec_id[word(1)] = word(3);
-                break;
-            case OpTypeBool: size[word(1)] = 4; break;
-            case OpTypeInt:
-            case OpTypeFloat: size[word(1)] = word(2) / 8; break;
-            case OpTypeVector:
-            case OpTypeMatrix:
-                if (auto s = size_of(word(2))) size[word(1)] = *s * word(3);
-                else size[word(1)] = std::nullopt;
-                break;
-            case OpTypeArray: {
-                auto s = size_of(word(2));
-                auto n = constant.find(word(3));
-                // (A length past 2^32 is no real shared array: left unknown rather than overflowed.)
-                size[word(1)] = s && n != constant.end() && n->second >= 0 && n->second < (int64_t{1} << 32) &&
-                                        *s < (uint64_t{1} << 32)
-                                    ? std::optional(*s * uint64_t(n->second))
-                                    : std::nullopt;
-                break;
-            }
-            case OpTypeStruct: {
-                std::optional<uint64_t> s = 0;
-                for (uint32_t i = 2; i < count && s; ++i) {
-                    auto m = size_of(word(i));
-                    s = m ? std::optional(*s + *m) : std::nullopt;
-                }
-                size[word(1)] = s;
-                break;
-            }
-            case OpTypePointer:
-                if (word(2) == kStorageClassWorkgroup) pointee[word(1)] = word(3);
-                break;
-            case OpConstantTrue: case OpSpecConstantTrue: case OpConstantFalse: case OpSpecConstantFalse: {
-                bool value = opcode == OpConstantTrue || opcode == OpSpecConstantTrue;
-                if (opcode == OpSpecConstantTrue || opcode == OpSpecConstantFalse)
-                    if (auto id = spec_id.find(word(2)); id != spec_id.end() && id->second < specialization.size())
-                        value = specialization[id->second] != 0;
-                constant[word(2)] = value;
-                break;
-            }
-            case OpConstant:
-            case OpSpecConstant: {
-                int64_t value = count > 3 ? int64_t(int32_t(word(3))) : 0;
-                if (opcode == OpSpecConstant)
-                    if (auto id = spec_id.find(word(2)); id != spec_id.end() && id->second < specialization.size())
-                        value = int64_t(int32_t(specialization[id->second]));
-                constant[word(2)] = value;
-                break;
-            }
-            case OpSpecConstantOp: {
-                std::vector<int64_t> operands;
-                bool all = true;
-                for (uint32_t i = 4; i < count; ++i) {
-                    auto it = constant.find(word(i));
-                    if (it == constant.end()) all = false;
-                    else operands.push_back(it->second);
-                }
-                if (all)
-                    if (auto v = evaluate(word(3), operands)) constant[word(2)] = *v;
-                break;
-            }
-            case OpVariable:
-                if (count >= 4 && word(3) == kStorageClassWorkgroup) {
-                    auto p = pointee.find(word(1));
-                    auto s = p == pointee.end() ? std::nullopt : size_of(p->second);
-                    if (s) total += *s;
-                    else known = false;
-                }
-                break;
-            default:
-                break;
-        }
+        reader.read(Instruction{opcode, count, spirv.data() + at});
         at += count;
     }
-    if (!known) return std::nullopt;
-    return total;
+    return reader.total();
 }
 
 }  // namespace vkconv::detail

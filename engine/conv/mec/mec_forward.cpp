@@ -60,106 +60,143 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
                       floats);
 }
 
-void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
-                        const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
-    const bool nhwc = p.layout == Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
-    const int64_t R = p.R, S = p.S;
-    const uint64_t k_red = uint64_t(filter_taps(p));
+namespace {
 
-    // The GEMM reads filter taps in L's (r, s, c) order: OHWI as given, OIHW through a copy.
+// The GEMM reads filter taps in L's (r, s, c) order: OHWI as given, OIHW through a copy.
+Window filter_in_tap_order(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
+                           const ConvOperands& ops, const Operand& filter_copy) {
     Window filter = ops.filter.whole();
-    if (!nhwc) {
+    if (p.layout != Layout::NHWC) {
         const Window given = filter;
         filter = filter_copy.whole();
+        const int64_t R = p.R, S = p.S, Cg = p.channels_per_group();
         record_permute(context, stream, given.range, given.delta, filter.range, filter.delta, {p.K, R, S, Cg},
                        {Cg * R * S, S, 1, R * S});
     }
-    const Window bias = ops.bias_or(ops.filter);
+    return filter;
+}
 
-    const uint64_t y_image = uint64_t(p.K * P * Q);
+// What one chunk's group GEMMs share: the lowered matrix, the operands and where the result goes.
+struct MecChunkGemm {
+    const ConvProblem& p;
+    const Chunk& chunk;
+    const MecLowered& l;
+    const Window& filter;
+    const Window& bias;
+    bool has_bias;
+    bool solution_a;
+    bool permuted;                 // the result reaches y through a permute
+    const FusedEpilogue& epilogue;  // the part the GEMM applies
+    const Window& z;
+};
+
+// The GEMM of group g of a chunk: the rows of one schedule's product over L's windows and the filters.
+GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
+    const ConvProblem& p = c.p;
+    const int64_t images = c.chunk.images, p0 = c.chunk.p0, rows = c.chunk.rows;
+    const int64_t Q = p.Q(), Kg = p.filters_per_group();
+    const uint64_t k_red = uint64_t(filter_taps(p));
+    const MecWindows& window = c.l.windows;
+    const Window& y = c.chunk.output;
+    // M is set per schedule below (the rows of one product), N and K are the forward pass's.
+    const GemmShape shape = forward_gemm(p, 0);
+    GemmProblem gp;
+    gp.N = u(shape.N), gp.K = u(shape.K);
+    // A = the windows: rows q a column apart, the next output row's window a window_step on.
+    const uint64_t lda = window.column, window_step = window.window_step;
+    if (!window.taps_contiguous()) gp.a_k_segment = u(window.row), gp.a_k_segment_stride = u(window.tap_step);
+    gp.b = {c.filter.range, c.filter.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+    if (c.has_bias) gp.bias = c.bias.range, gp.bias_offset = c.bias.delta + uint64_t(g * Kg);
+    if (c.solution_a) {
+        // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
+        gp.M = u(images * Q), gp.batch_i = u(rows);
+        gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, window_step, 0};
+        if (images == 1) {
+            // One image: the P row products are Q rows each; stacking them as row segments of one
+            // product fills the tiles, and (P, 1, Q, K) order is unchanged.
+            gp.M = u(rows * Q), gp.batch_i = 1;
+            gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
+        }
+        // (p0 > 0 only for a band of one NHWC image, where (P, N, Q, K) order is already the final one.)
+        gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K), 0};
+        // Parked in place, the residual is at the value's own position (z moved there above); one NHWC
+        // image writes y's own order, the residual's too.
+        set_gemm_epilogue(gp, c.epilogue, y, c.permuted ? y : c.z);
+    } else {
+        // One Q-row GEMM per (image, output row). The rows of an image go in one product's M
+        // dimension (row segments of Q, one window each) rather than the batch, so late layers
+        // with a handful of output columns still fill whole tiles.
+        gp.M = u(rows * Q), gp.batch_i = u(images);
+        gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
+        gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, c.l.image_floats, 0};
+        const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
+        gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
+        set_gemm_epilogue(gp, c.epilogue, y, c.z);
+    }
+    return gp;
+}
+
+// An in-place residual under Solution A: z is y's contents, so move it (through `copy`, L's buffer) into
+// the (P, N, Q, K) order the GEMM parks its result in, where the GEMM reads it.
+void park_residual(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& y,
+                   const BufferRange& copy, int64_t images) {
+    const int64_t P = p.P(), Q = p.Q();
+    const uint64_t floats = uint64_t(images) * uint64_t(p.K * P * Q);
+    // The chunk's y in (P, N, Q, K) order, and the strides of y's own order along those dimensions.
+    const std::array<int64_t, 4> parked_dims{P, images, Q, p.K};
+    const std::array<int64_t, 4> final_strides = p.layout == Layout::NHWC
+                                                     ? std::array<int64_t, 4>{Q * p.K, P * Q * p.K, p.K, 1}
+                                                     : std::array<int64_t, 4>{Q, p.K * P * Q, 1, P * Q};
+    const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
+    stream.copy(chunk_y, copy);
+    record_permute(context, stream, copy, 0, y.range, y.delta, parked_dims, final_strides);
+}
+
+// Solution A's result sits in (P, N, Q, K) order; move it through L's buffer (`copy`) into place, the
+// permute applying `write` (the residual and the activation, unless the GEMM applied them).
+void unpark_output(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& y,
+                   const BufferRange& copy, int64_t images, const PermuteEpilogue& epilogue) {
+    const int64_t P = p.P(), Q = p.Q();
+    const uint64_t floats = uint64_t(images) * uint64_t(p.K * P * Q);
+    const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
+    const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
+    stream.copy(parked, copy);
+    if (p.layout == Layout::NHWC)
+        record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K}, {Q * p.K, row_stride, p.K, 1},
+                       epilogue);
+    else
+        record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q}, {Q * p.K, 1, row_stride, p.K},
+                       epilogue);
+}
+
+}  // namespace
+
+void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
+                        const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
+    const bool nhwc = p.layout == Layout::NHWC;
+    const Window filter = filter_in_tap_order(context, stream, p, ops, filter_copy);
+    const Window bias = ops.bias_or(ops.filter);
+    const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
-        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-        const Window& x = chunk.input;
+        const int64_t images = chunk.images;
         const Window& y = chunk.output;
         const MecLowered l = mec_lowered(p, chunk, scratch);
-        const MecWindows& window = l.windows;
-        const uint64_t image_floats = l.image_floats, group_floats = l.group_floats;
-        const BufferRange& lowered = l.range;
         const Window z = residual_window(ops.epilogue, uint64_t(chunk.n0) * y_image, uint64_t(images) * y_image,
                                          context.pool->alignment(), y);
         const bool solution_a = plan.schedule == MecSchedule::A;
         const bool permuted = solution_a && !(nhwc && images == 1);  // the result reaches y through a permute
         const bool in_place = residual_in_place(ops.epilogue, ops.output);
-        // The chunk's y in (P, N, Q, K) order, and the strides of y's own order along those dimensions.
         const uint64_t floats = uint64_t(images) * y_image;
-        const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
-        const std::array<int64_t, 4> parked_dims{P, images, Q, p.K};
-        const std::array<int64_t, 4> final_strides = nhwc ? std::array<int64_t, 4>{Q * p.K, P * Q * p.K, p.K, 1}
-                                                          : std::array<int64_t, 4>{Q, p.K * P * Q, 1, P * Q};
         const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
-        if (permuted && in_place) {
-            // z is y's contents: move it into the order the GEMM parks its result in, where the GEMM reads it.
-            const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
-            stream.copy(chunk_y, copy);
-            record_permute(context, stream, copy, 0, y.range, y.delta, parked_dims, final_strides);
-        }
-        record_mec_lowering(context, stream, p, x, lowered, p0, rows, images);
+        if (permuted && in_place) park_residual(context, stream, p, y, copy, images);
+        record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, images);
         // What the GEMM applies: all of the epilogue unless a permute writes y and can apply the rest.
         const FusedEpilogue gemm_epilogue = permuted && !in_place ? ops.epilogue.scale_part() : ops.epilogue;
-        for (int64_t g = 0; g < G; ++g) {
-            // M is set per schedule below (the rows of one product), N and K are the forward pass's.
-            const GemmShape shape = forward_gemm(p, 0);
-            GemmProblem gp;
-            gp.N = u(shape.N), gp.K = u(shape.K);
-            // A = the windows: rows q a column apart, the next output row's window a window_step on.
-            const uint64_t lda = window.column, window_step = window.window_step;
-            if (!window.taps_contiguous()) gp.a_k_segment = u(window.row), gp.a_k_segment_stride = u(window.tap_step);
-            gp.b = {filter.range, filter.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
-            if (ops.bias) gp.bias = bias.range, gp.bias_offset = bias.delta + uint64_t(g * Kg);
-            if (solution_a) {
-                // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
-                gp.M = u(images * Q), gp.batch_i = u(rows);
-                gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, window_step, 0};
-                if (images == 1) {
-                    // One image: the P row products are Q rows each; stacking them as row segments of one
-                    // product fills the tiles, and (P, 1, Q, K) order is unchanged.
-                    gp.M = u(rows * Q), gp.batch_i = 1;
-                    gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
-                }
-                // (p0 > 0 only for a band of one NHWC image, where (P, N, Q, K) order is already the final one.)
-                gp.c = {
-                    y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K),
-                    0};
-                // Parked in place, the residual is at the value's own position (z moved there above); one NHWC
-                // image writes y's own order, the residual's too.
-                set_gemm_epilogue(gp, gemm_epilogue, y, permuted ? y : z);
-            } else {
-                // One Q-row GEMM per (image, output row). The rows of an image go in one product's M
-                // dimension (row segments of Q, one window each) rather than the batch, so late layers
-                // with a handful of output columns still fill whole tiles.
-                gp.M = u(rows * Q), gp.batch_i = u(images);
-                gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
-                gp.a = {lowered, uint64_t(g) * group_floats, lda, 1, image_floats, 0};
-                const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
-                gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
-                set_gemm_epilogue(gp, gemm_epilogue, y, z);
-            }
-            record_gemm(context, stream, gp);
-        }
+        const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z};
+        for (int64_t g = 0; g < p.groups; ++g) record_gemm(context, stream, mec_group_gemm(gemm, g));
         if (permuted) {
-            // The chunk's output sits in (P, N, Q, K) order; move it through L's buffer into place, the permute
-            // applying the residual and the activation unless the GEMM applied them (in place).
-            const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
-            stream.copy(parked, copy);
             const FusedEpilogue write = in_place ? FusedEpilogue{} : ops.epilogue.write_part();
-            const PermuteEpilogue epilogue{write, z};
-            if (nhwc)
-                record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K},
-                               {Q * p.K, row_stride, p.K, 1}, epilogue);
-            else
-                record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q},
-                               {Q * p.K, 1, row_stride, p.K}, epilogue);
+            unpark_output(context, stream, p, y, copy, images, PermuteEpilogue{write, z});
         }
     });
 }
