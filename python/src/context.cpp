@@ -30,9 +30,8 @@ struct PyContextOptions : ContextOptions {
     py::object message_callback = py::none();
 };
 
-}  // namespace
-
-void bind_context(py::module_& module) {
+// DeviceInfo: what a device is and the limits planning reads.
+void bind_device_info(py::module_& module) {
     py::class_<DeviceInfo>(module, "DeviceInfo")
         .def_readonly("index", &DeviceInfo::index)
         .def_readonly("name", &DeviceInfo::name)
@@ -54,7 +53,10 @@ void bind_context(py::module_& module) {
         .def_readonly("timestamps", &DeviceInfo::timestamps)
         .def("summary", &DeviceInfo::summary)
         .def("__repr__", [](const DeviceInfo& d) { return "DeviceInfo(" + d.summary() + ")"; });
+}
 
+// The message severities and ContextOptions (the message callback as the Python object given).
+void bind_context_options(py::module_& module) {
     py::enum_<MessageSeverity>(module, "MessageSeverity")
         .value("Verbose", MessageSeverity::Verbose)
         .value("Info", MessageSeverity::Info)
@@ -79,7 +81,9 @@ void bind_context(py::module_& module) {
         .def_readwrite("pipeline_cache_path", &PyContextOptions::pipeline_cache_path)
         .def_readwrite("tuning_path", &PyContextOptions::tuning_path)
         .def_readwrite("auto_choice", &PyContextOptions::auto_choice);
+}
 
+void bind_pool_stats(py::module_& module) {
     py::class_<PoolStats>(module, "PoolStats")
         .def_readonly("in_use", &PoolStats::in_use)
         .def_readonly("peak_in_use", &PoolStats::peak_in_use)
@@ -100,21 +104,25 @@ void bind_context(py::module_& module) {
                    ", alignment=" + std::to_string(s.alignment) + ", staging_bytes=" + std::to_string(s.staging_bytes) +
                    ")";
         });
+}
 
+// Context(options) or Context(**keywords), not both; the Python callback wrapped to take the GIL.
+Context make_context(const std::optional<PyContextOptions>& given, const py::kwargs& keywords) {
+    if (given && keywords.size() > 0)
+        throw py::type_error("Context: give ContextOptions or keyword arguments, not both");
+    PyContextOptions options = given ? *given : py::cast<PyContextOptions>(py::type::of<PyContextOptions>()(**keywords));
+    ContextOptions cpp = options;
+    cpp.on_message = python_callback(options.message_callback);
+    return Context(cpp);
+}
+
+// Context, its pool control released from the GIL (they take the context's lock).
+void bind_context_class(py::module_& module) {
     const auto release = py::call_guard<py::gil_scoped_release>();  // calls that take the context's lock
     py::class_<Context, GilFreeHolder<Context>>(module, "Context",
                         "One Vulkan device with its queue, buffer pool and pipeline cache. Thread-safe: calls on one "
                         "context are serialised.")
-        .def(py::init([](const std::optional<PyContextOptions>& given, const py::kwargs& keywords) {
-                 if (given && keywords.size() > 0)
-                     throw py::type_error("Context: give ContextOptions or keyword arguments, not both");
-                 PyContextOptions options =
-                     given ? *given : py::cast<PyContextOptions>(py::type::of<PyContextOptions>()(**keywords));
-                 ContextOptions cpp = options;
-                 cpp.on_message = python_callback(options.message_callback);
-                 return Context(cpp);
-             }),
-             py::arg("options") = py::none())
+        .def(py::init(&make_context), py::arg("options") = py::none())
         .def_property_readonly("device", &Context::device)
         .def_property_readonly("validation_enabled", &Context::validation_enabled)
         .def_property_readonly("external_device", &Context::external_device)
@@ -124,9 +132,11 @@ void bind_context(py::module_& module) {
         .def("auto_workspace_limit", &Context::auto_workspace_limit, release)
         .def("save_pipeline_cache", &Context::save_pipeline_cache, release)
         .def("__repr__", [](const Context& c) { return "Context(" + c.device().name + ")"; });
+}
 
-    module.def("list_devices", &list_devices, "Every physical device the Vulkan loader reports, in its order.");
-
+// PeakScope, a context manager over the pool's peak.
+void bind_peak_scope(py::module_& module) {
+    const auto release = py::call_guard<py::gil_scoped_release>();  // calls that take the context's lock
     py::class_<PeakScope>(module, "PeakScope",
                           "The pool's in-use peak from construction (or `with` entry) on, nesting with others.")
         .def(py::init<Context&>(), py::arg("context"), py::keep_alive<1, 2>())
@@ -136,6 +146,17 @@ void bind_context(py::module_& module) {
         .def("driver_allocations", &PeakScope::driver_allocations, release)
         .def("__enter__", [](PeakScope& scope) -> PeakScope& { return scope; }, py::return_value_policy::reference)
         .def("__exit__", [](PeakScope&, py::args) { return false; });
+}
+
+}  // namespace
+
+void bind_context(py::module_& module) {
+    bind_device_info(module);
+    bind_context_options(module);
+    bind_pool_stats(module);
+    bind_context_class(module);
+    module.def("list_devices", &list_devices, "Every physical device the Vulkan loader reports, in its order.");
+    bind_peak_scope(module);
 }
 
 }  // namespace vkconv::python

@@ -33,9 +33,8 @@ void text_names(py::enum_<E>& cls, Parse parse) {
     text_str(cls);
 }
 
-}  // namespace
-
-void bind_problem(py::module_& module) {
+// The enums of the problem descriptor: layout, ONNX's auto padding and the passes.
+void bind_problem_enums(py::module_& module) {
     py::enum_<Layout> layout(module, "Layout");
     layout.value("NCHW", Layout::NCHW).value("NHWC", Layout::NHWC);
     text_names(layout, parse_layout);
@@ -50,7 +49,10 @@ void bind_problem(py::module_& module) {
         .value("BackwardFilter", Pass::BackwardFilter)
         .value("BackwardBias", Pass::BackwardBias);
     text_names(pass, parse_pass);
+}
 
+// The algorithms: Auto and one value per row of the algorithm table, with the table's queries.
+void bind_algorithms(py::module_& module) {
     py::enum_<Algorithm> algorithm(module, "Algorithm");
     // Auto and one value per row of the algorithm table, named by its C++ enumerator.
     algorithm.value("Auto", Algorithm::Auto);
@@ -64,7 +66,11 @@ void bind_problem(py::module_& module) {
     module.def("algorithm_applies", &algorithm_applies, py::arg("algorithm"), py::arg("problem"), py::arg("pass_"),
                "Whether the algorithm runs this pass of problems shaped like this one at all (depthwise: one input "
                "channel per group); the device and a workspace limit may still refuse it.");
+}
 
+// The enums that steer and report a choice: MEC's schedule, how Auto chooses, where a choice came from,
+// and the fused activation.
+void bind_choice_enums(py::module_& module) {
     py::enum_<MecSchedule> schedule(module, "MecSchedule");
     schedule.value("Auto", MecSchedule::Auto).value("A", MecSchedule::A).value("B", MecSchedule::B);
     text_str(schedule);
@@ -88,9 +94,31 @@ void bind_problem(py::module_& module) {
         .value("ReLU6", Activation::ReLU6)
         .value("LeakyReLU", Activation::LeakyReLU);
     text_names(activation, parse_activation);
+}
 
-    module.def("shape_elements", &shape_elements, py::arg("shape"));
+// A ConvProblem's pickled state: every field, in declaration order.
+py::tuple conv_problem_state(const ConvProblem& p) {
+    return py::make_tuple(p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.pad_h_end, p.pad_w_end, p.stride_h,
+                          p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout, p.has_bias);
+}
 
+ConvProblem conv_problem_from_state(const py::tuple& t) {
+    ConvProblem p;
+    if (t.size() != 18) throw py::value_error("ConvProblem: bad pickled state");
+    p.N = t[0].cast<int64_t>(), p.C = t[1].cast<int64_t>(), p.H = t[2].cast<int64_t>();
+    p.W = t[3].cast<int64_t>(), p.K = t[4].cast<int64_t>(), p.R = t[5].cast<int64_t>();
+    p.S = t[6].cast<int64_t>(), p.pad_h = t[7].cast<int64_t>(), p.pad_w = t[8].cast<int64_t>();
+    p.pad_h_end = t[9].cast<std::optional<int64_t>>();
+    p.pad_w_end = t[10].cast<std::optional<int64_t>>();
+    p.stride_h = t[11].cast<int64_t>(), p.stride_w = t[12].cast<int64_t>();
+    p.dilation_h = t[13].cast<int64_t>(), p.dilation_w = t[14].cast<int64_t>();
+    p.groups = t[15].cast<int64_t>(), p.layout = t[16].cast<Layout>();
+    p.has_bias = t[17].cast<bool>();
+    return p;
+}
+
+// ConvProblem: its fields, then its derived shapes and sizes, then pickling.
+void bind_conv_problem(py::module_& module) {
     py::class_<ConvProblem> problem(module, "ConvProblem",
                                     "The one descriptor of a convolution (N, C, H, W input; K filters of R x S; pads, "
                                     "strides, dilations, groups, layout, bias). Keyword arguments set the fields.");
@@ -112,8 +140,8 @@ void bind_problem(py::module_& module) {
         .def_readwrite("dilation_w", &ConvProblem::dilation_w)
         .def_readwrite("groups", &ConvProblem::groups)
         .def_readwrite("layout", &ConvProblem::layout)
-        .def_readwrite("has_bias", &ConvProblem::has_bias)
-        .def("validate", &ConvProblem::validate)
+        .def_readwrite("has_bias", &ConvProblem::has_bias);
+    problem.def("validate", &ConvProblem::validate)
         .def("pad_top", &ConvProblem::pad_top)
         .def("pad_bottom", &ConvProblem::pad_bottom)
         .def("pad_left", &ConvProblem::pad_left)
@@ -136,27 +164,11 @@ void bind_problem(py::module_& module) {
         .def("forward_flops", &ConvProblem::forward_flops)
         .def("str", &ConvProblem::str)
         .def("__str__", &ConvProblem::str)
-        .def("__repr__", [](const ConvProblem& p) { return "ConvProblem(" + p.str() + ")"; })
-        .def(py::pickle([](const ConvProblem& p) {
-                            return py::make_tuple(p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.pad_h_end,
-                                                  p.pad_w_end, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
-                                                  p.groups, p.layout, p.has_bias);
-                        },
-                        [](const py::tuple& t) {
-                            ConvProblem p;
-                            if (t.size() != 18) throw py::value_error("ConvProblem: bad pickled state");
-                            p.N = t[0].cast<int64_t>(), p.C = t[1].cast<int64_t>(), p.H = t[2].cast<int64_t>();
-                            p.W = t[3].cast<int64_t>(), p.K = t[4].cast<int64_t>(), p.R = t[5].cast<int64_t>();
-                            p.S = t[6].cast<int64_t>(), p.pad_h = t[7].cast<int64_t>(), p.pad_w = t[8].cast<int64_t>();
-                            p.pad_h_end = t[9].cast<std::optional<int64_t>>();
-                            p.pad_w_end = t[10].cast<std::optional<int64_t>>();
-                            p.stride_h = t[11].cast<int64_t>(), p.stride_w = t[12].cast<int64_t>();
-                            p.dilation_h = t[13].cast<int64_t>(), p.dilation_w = t[14].cast<int64_t>();
-                            p.groups = t[15].cast<int64_t>(), p.layout = t[16].cast<Layout>();
-                            p.has_bias = t[17].cast<bool>();
-                            return p;
-                        }));
+        .def("__repr__", [](const ConvProblem& p) { return "ConvProblem(" + p.str() + ")"; });
+    problem.def(py::pickle(&conv_problem_state, &conv_problem_from_state));
+}
 
+void bind_conv_transpose_problem(py::module_& module) {
     py::class_<ConvTransposeProblem> transpose(module, "ConvTransposeProblem",
                                                "A transposed convolution as ONNX's ConvTranspose defines it.");
     init_from_keywords(transpose);
@@ -194,6 +206,17 @@ void bind_problem(py::module_& module) {
         .def("str", &ConvTransposeProblem::str)
         .def("__str__", &ConvTransposeProblem::str)
         .def("__repr__", [](const ConvTransposeProblem& p) { return "ConvTransposeProblem(" + p.str() + ")"; });
+}
+
+}  // namespace
+
+void bind_problem(py::module_& module) {
+    bind_problem_enums(module);
+    bind_algorithms(module);
+    bind_choice_enums(module);
+    module.def("shape_elements", &shape_elements, py::arg("shape"));
+    bind_conv_problem(module);
+    bind_conv_transpose_problem(module);
 }
 
 }  // namespace vkconv::python
