@@ -443,90 +443,107 @@ TEST_CASE("epilogue: reductions split past the loop limit apply it exactly once,
     }
 }
 
+namespace {
+
+void check_auto_with_epilogue(vkconv::Context& context, const ConvProblem& p, const Config& c) {
+    vkconv::PassOptions heuristic;
+    heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
+    const Checked by_rule = check_epilogue(context, p, Algorithm::Auto, c, 700, heuristic);
+    CHECK(by_rule.stats.algorithm == vkconv::choose_forward_algorithm(context, p, heuristic));
+    const Checked measured = check_epilogue(context, p, Algorithm::Auto, c, 704);
+    CHECK(measured.stats.algorithm != Algorithm::Auto);
+    CHECK(measured.stats.peak_bytes == measured.stats.operand_bytes + measured.stats.workspace_bytes);
+    Config in_place = c;
+    in_place.residual = Residual::InPlace;
+    check_epilogue(context, p, Algorithm::Auto, in_place, 708);
+}
+
+void check_recorded_epilogue(vkconv::Context& context, const ConvProblem& p, const Config& c) {
+    const auto x = vkt::random_values(size_t(p.input_elements()), 1);
+    const auto w = vkt::random_values(size_t(p.filter_elements()), 2);
+    const auto b = vkt::random_values(size_t(p.K), 3), z = vkt::random_values(size_t(p.output_elements()), 4);
+    auto tx = Tensor::from_host(context, p.input_shape(), x),
+         tw = Tensor::from_host(context, p.filter_shape(), w);
+    auto tb = Tensor::from_host(context, p.bias_shape(), b);
+    for (Algorithm algorithm : vkt::algorithms_for(p))
+        for (Residual residual : {Residual::Separate, Residual::InPlace}) {
+            Config rc = c;
+            rc.residual = residual;
+            INFO("recorded " << vkconv::to_string(algorithm) << " " << rc.str());
+            auto ty = Tensor::from_host(context, p.output_shape(),
+                                        residual == Residual::InPlace ? z : vkt::poison(p.output_elements()));
+            auto tz = Tensor::from_host(context, p.output_shape(), z);
+            const vkconv::Epilogue e{rc.alpha, rc.beta, residual == Residual::InPlace ? &ty : &tz, rc.activation,
+                                     rc.slope};
+            vkconv::Recording recording(context);
+            const auto stats = vkconv::forward(recording, p, tx, tw, &tb, ty, e, algorithm);
+            CHECK(stats.algorithm == algorithm);
+            recording.submit().wait();
+            const Expected expected = expected_forward(p, x, w, b, z, rc);
+            vkt::check_close(ty.download(), expected.value, expected.magnitude, reduction_length(p), "recorded");
+        }
+}
+
+// One algorithm with y one entry into one larger tensor and z two entries into another (or y itself): the
+// result is right and nothing around the views is touched.
+void check_epilogue_on_views(vkconv::Context& context, const ConvProblem& q, const Config& c, Algorithm algorithm,
+                             Residual residual, int64_t entry, const vkconv::Shape& outer, const std::vector<float>& x,
+                             const std::vector<float>& w, const std::vector<float>& b, const std::vector<float>& z,
+                             const Tensor& tx, const Tensor& tw, const Tensor& tb) {
+    Config rc = c;
+    rc.residual = residual;
+    INFO("views, " << vkconv::to_string(algorithm) << " " << rc.str() << " " << q.str());
+    std::vector<float> around(size_t(vkconv::shape_elements(outer)), 1234.5f);
+    if (residual == Residual::InPlace) std::copy(z.begin(), z.end(), around.begin() + entry);
+    auto y_whole = Tensor::from_host(context, outer, around);
+    Tensor ty = y_whole.images(1, q.N);
+    std::vector<float> z_around(size_t(vkconv::shape_elements(outer)), -99.0f);
+    std::copy(z.begin(), z.end(), z_around.begin() + 2 * entry);
+    auto z_whole = Tensor::from_host(context, outer, z_around);
+    Tensor tz = z_whole.images(2, q.N);
+    const vkconv::Epilogue e{rc.alpha, rc.beta, residual == Residual::InPlace ? &ty : &tz,
+                             rc.activation, rc.slope};
+    vkconv::forward(context, q, tx, tw, &tb, ty, e, algorithm);
+    const Expected expected = expected_forward(q, x, w, b, z, rc);
+    vkt::check_close(ty.download(), expected.value, expected.magnitude, reduction_length(q), "view");
+    const auto all = y_whole.download();
+    for (int64_t i = 0; i < entry; ++i) {
+        REQUIRE(all[size_t(i)] == 1234.5f);
+        REQUIRE(all[all.size() - size_t(entry) + size_t(i)] == 1234.5f);
+    }
+    CHECK(z_whole.download() == z_around);
+}
+
+void check_views_off_alignment(vkconv::Context& context, const Config& c) {
+    // Entries of an odd number of floats: a view one entry in starts off any alignment.
+    ConvProblem q = vkt::problem().batch(2).channels(3).image(7, 5).filters(3).kernel(3, 3).pad(1).bias();
+    const int64_t entry = q.K * q.P() * q.Q();
+    REQUIRE(entry % 2 == 1);
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        q.layout = layout;
+        const auto x = vkt::random_values(size_t(q.input_elements()), 11);
+        const auto w = vkt::random_values(size_t(q.filter_elements()), 12);
+        const auto b = vkt::random_values(size_t(q.K), 13), z = vkt::random_values(size_t(q.output_elements()), 14);
+        auto tx = Tensor::from_host(context, q.input_shape(), x),
+             tw = Tensor::from_host(context, q.filter_shape(), w);
+        auto tb = Tensor::from_host(context, q.bias_shape(), b);
+        vkconv::Shape outer = q.output_shape();
+        outer[0] += 2;
+        for (Algorithm algorithm : vkt::algorithms_for(q))
+            for (Residual residual : {Residual::Separate, Residual::InPlace})
+                check_epilogue_on_views(context, q, c, algorithm, residual, entry, outer, x, w, b, z, tx, tw, tb);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("epilogue: Auto, recordings and views", "[epilogue][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     const ConvProblem p = vkt::problem().batch(2).channels(6).image(9, 8).filters(5).kernel(3, 3).pad(1).bias();
     const Config c{Activation::LeakyReLU, 1.5f, 0.75f, Residual::Separate, 0.05f};
-    SECTION("Auto measures and follows the heuristic with an epilogue") {
-        vkconv::PassOptions heuristic;
-        heuristic.auto_choice = vkconv::AutoChoice::Heuristic;
-        const Checked by_rule = check_epilogue(*context, p, Algorithm::Auto, c, 700, heuristic);
-        CHECK(by_rule.stats.algorithm == vkconv::choose_forward_algorithm(*context, p, heuristic));
-        const Checked measured = check_epilogue(*context, p, Algorithm::Auto, c, 704);
-        CHECK(measured.stats.algorithm != Algorithm::Auto);
-        CHECK(measured.stats.peak_bytes == measured.stats.operand_bytes + measured.stats.workspace_bytes);
-        Config in_place = c;
-        in_place.residual = Residual::InPlace;
-        check_epilogue(*context, p, Algorithm::Auto, in_place, 708);
-    }
-    SECTION("a recorded forward applies it when submitted") {
-        const auto x = vkt::random_values(size_t(p.input_elements()), 1);
-        const auto w = vkt::random_values(size_t(p.filter_elements()), 2);
-        const auto b = vkt::random_values(size_t(p.K), 3), z = vkt::random_values(size_t(p.output_elements()), 4);
-        auto tx = Tensor::from_host(*context, p.input_shape(), x),
-             tw = Tensor::from_host(*context, p.filter_shape(), w);
-        auto tb = Tensor::from_host(*context, p.bias_shape(), b);
-        for (Algorithm algorithm : vkt::algorithms_for(p))
-            for (Residual residual : {Residual::Separate, Residual::InPlace}) {
-                Config rc = c;
-                rc.residual = residual;
-                INFO("recorded " << vkconv::to_string(algorithm) << " " << rc.str());
-                auto ty = Tensor::from_host(*context, p.output_shape(),
-                                            residual == Residual::InPlace ? z : vkt::poison(p.output_elements()));
-                auto tz = Tensor::from_host(*context, p.output_shape(), z);
-                const vkconv::Epilogue e{rc.alpha, rc.beta, residual == Residual::InPlace ? &ty : &tz, rc.activation,
-                                         rc.slope};
-                vkconv::Recording recording(*context);
-                const auto stats = vkconv::forward(recording, p, tx, tw, &tb, ty, e, algorithm);
-                CHECK(stats.algorithm == algorithm);
-                recording.submit().wait();
-                const Expected expected = expected_forward(p, x, w, b, z, rc);
-                vkt::check_close(ty.download(), expected.value, expected.magnitude, reduction_length(p), "recorded");
-            }
-    }
-    SECTION("residual and output views off the offset alignment") {
-        // Entries of an odd number of floats: a view one entry in starts off any alignment.
-        ConvProblem q = vkt::problem().batch(2).channels(3).image(7, 5).filters(3).kernel(3, 3).pad(1).bias();
-        const int64_t entry = q.K * q.P() * q.Q();
-        REQUIRE(entry % 2 == 1);
-        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-            q.layout = layout;
-            const auto x = vkt::random_values(size_t(q.input_elements()), 11);
-            const auto w = vkt::random_values(size_t(q.filter_elements()), 12);
-            const auto b = vkt::random_values(size_t(q.K), 13), z = vkt::random_values(size_t(q.output_elements()), 14);
-            auto tx = Tensor::from_host(*context, q.input_shape(), x),
-                 tw = Tensor::from_host(*context, q.filter_shape(), w);
-            auto tb = Tensor::from_host(*context, q.bias_shape(), b);
-            vkconv::Shape outer = q.output_shape();
-            outer[0] += 2;
-            for (Algorithm algorithm : vkt::algorithms_for(q))
-                for (Residual residual : {Residual::Separate, Residual::InPlace}) {
-                    Config rc = c;
-                    rc.residual = residual;
-                    INFO("views, " << vkconv::to_string(algorithm) << " " << rc.str() << " " << q.str());
-                    // y one entry into one larger tensor, z two entries into another (or y itself).
-                    std::vector<float> around(size_t(vkconv::shape_elements(outer)), 1234.5f);
-                    if (residual == Residual::InPlace) std::copy(z.begin(), z.end(), around.begin() + entry);
-                    auto y_whole = Tensor::from_host(*context, outer, around);
-                    Tensor ty = y_whole.images(1, q.N);
-                    std::vector<float> z_around(size_t(vkconv::shape_elements(outer)), -99.0f);
-                    std::copy(z.begin(), z.end(), z_around.begin() + 2 * entry);
-                    auto z_whole = Tensor::from_host(*context, outer, z_around);
-                    Tensor tz = z_whole.images(2, q.N);
-                    const vkconv::Epilogue e{rc.alpha, rc.beta, residual == Residual::InPlace ? &ty : &tz,
-                                             rc.activation, rc.slope};
-                    vkconv::forward(*context, q, tx, tw, &tb, ty, e, algorithm);
-                    const Expected expected = expected_forward(q, x, w, b, z, rc);
-                    vkt::check_close(ty.download(), expected.value, expected.magnitude, reduction_length(q), "view");
-                    const auto all = y_whole.download();
-                    for (int64_t i = 0; i < entry; ++i) {
-                        REQUIRE(all[size_t(i)] == 1234.5f);
-                        REQUIRE(all[all.size() - size_t(entry) + size_t(i)] == 1234.5f);
-                    }
-                    CHECK(z_whole.download() == z_around);
-                }
-        }
-    }
+    SECTION("Auto measures and follows the heuristic with an epilogue") { check_auto_with_epilogue(*context, p, c); }
+    SECTION("a recorded forward applies it when submitted") { check_recorded_epilogue(*context, p, c); }
+    SECTION("residual and output views off the offset alignment") { check_views_off_alignment(*context, c); }
 }
 
 TEST_CASE("epilogue: activation names", "[epilogue]") {

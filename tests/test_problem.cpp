@@ -115,16 +115,19 @@ TEST_CASE("str() lists every field on one line", "[problem]") {
     CHECK(p.str() == "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=1,1 stride=1,2 dilation=2,1 groups=1 nhwc bias");
 }
 
-TEST_CASE("every invalid field is reported by name as InvalidArgument", "[problem]") {
-    constexpr int64_t big = int64_t{1} << 20;
-    constexpr int64_t max = std::numeric_limits<int64_t>::max();
-    struct Case {
-        const char* name;
-        std::function<void(ConvProblem&)> make_invalid;
-        std::string expected;  // a substring of the message
-    };
-    // Each case breaks exactly one thing of a valid base problem.
-    const std::vector<Case> cases = {
+namespace {
+
+// A case of the table below: one invalid field and a substring of the message naming it.
+struct InvalidCase {
+    const char* name;
+    std::function<void(ConvProblem&)> make_invalid;
+    std::string expected;  // a substring of the message
+};
+
+// Each case breaks exactly one thing of a valid base problem. First the sizes and the paddings (the
+// asymmetric end paddings against the kernel and int64 too) ...
+std::vector<InvalidCase> invalid_size_and_padding_cases() {
+    return {
         {"N zero", [](ConvProblem& p) { p.N = 0; }, "N (=0) must be positive"},
         {"N negative", [](ConvProblem& p) { p.N = -3; }, "N (=-3) must be positive"},
         {"C zero", [](ConvProblem& p) { p.C = 0; }, "C (=0) must be positive"},
@@ -147,6 +150,15 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
          "dilated kernel height dilation_h*(R-1)+1 (=3) is larger than the padded input height H+pad_h+pad_h_end (=2)"},
         {"asymmetrically padded width overflows", [](ConvProblem& p) { p.pad_w_end = std::numeric_limits<int64_t>::max(); },
          "padded input width W+pad_w+pad_w_end overflows int64"},
+    };
+}
+
+// ... then strides, dilations and groups, the dilated kernel against the padded input, and every count and
+// byte size that would overflow int64.
+std::vector<InvalidCase> invalid_stride_and_count_cases() {
+    constexpr int64_t big = int64_t{1} << 20;
+    constexpr int64_t max = std::numeric_limits<int64_t>::max();
+    return {
         {"stride_h zero", [](ConvProblem& p) { p.stride_h = 0; }, "stride_h (=0) must be positive"},
         {"stride_w zero", [](ConvProblem& p) { p.stride_w = 0; }, "stride_w (=0) must be positive"},
         {"stride_h negative", [](ConvProblem& p) { p.stride_h = -2; }, "stride_h (=-2) must be positive"},
@@ -192,12 +204,19 @@ TEST_CASE("every invalid field is reported by name as InvalidArgument", "[proble
          [](ConvProblem& p) { p.C = 2, p.K = 8, p.R = 1, p.S = 1, p.H = 1 << 30, p.W = 1 << 29; },
          "output size in bytes N*K*P*Q*4 overflows int64"},
     };
+}
+
+}  // namespace
+
+TEST_CASE("every invalid field is reported by name as InvalidArgument", "[problem]") {
+    std::vector<InvalidCase> cases = invalid_size_and_padding_cases();
+    for (InvalidCase& c : invalid_stride_and_count_cases()) cases.push_back(std::move(c));
 
     ConvProblem base;
     base.N = 1, base.C = 4, base.H = 5, base.W = 5, base.K = 6, base.R = 3, base.S = 3, base.groups = 2;
     REQUIRE_NOTHROW(base.validate());
 
-    for (const Case& c : cases) {
+    for (const InvalidCase& c : cases) {
         DYNAMIC_SECTION(c.name) {
             ConvProblem p = base;
             c.make_invalid(p);

@@ -421,10 +421,93 @@ TEST_CASE("forward chunks hold the most images or rows whose bindings and worksp
         }
 }
 
+namespace {
+
+// db alone: pieces * K partial sums when it takes several pieces.
+void check_bias_alone(vkconv::Context& context, const ConvProblem& p, vkt::BackwardCheck& layer) {
+    const vkt::CheckedRun b = layer.bias();
+    check_run_memory(b.stats, b.live, bias_partials(context, p, b.stats.bias_pieces));
+    check_bias_bounds(context, p, b.stats.bias_pieces, {});
+    CHECK(b.stats.partial_products == 0);
+}
+
+// Backward-data: no split reductions. Returns the expected workspace.
+Expected check_backward_data(vkconv::Context& context, const ConvProblem& p, vkt::BackwardCheck& layer,
+                             Algorithm a) {
+    const Expected de = backward_data_expected(context, p, a, {});
+    CHECK(vkconv::backward_data_workspace_bytes(context, p, a) == de.bytes);
+    const vkt::CheckedRun d = layer.data(a);
+    CHECK(d.stats.algorithm == a);
+    check_run_memory(d.stats, d.live, de.bytes);
+    if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(d.stats.chunks == de.chunks);
+    CHECK(d.stats.partial_products == 0);
+    CHECK(d.stats.bias_pieces == 0);
+    return de;
+}
+
+// Backward-filter's default plan: its split counts as reported, in the formula and bounded. Returns the
+// run's stats and the expected workspace.
+std::pair<RunStats, Expected> check_backward_filter(vkconv::Context& context, const ConvProblem& p,
+                                                    vkt::BackwardCheck& layer, Algorithm a) {
+    const uint64_t align = context.pool_stats().alignment;
+    const vkt::CheckedRun r = layer.filter(a);
+    const RunStats& s = r.stats;
+    const Expected e = backward_filter_expected(context, p, a, {}, s.partial_products, s.bias_pieces);
+    CHECK(vkconv::backward_filter_workspace_bytes(context, p, a) == e.bytes);
+    check_run_memory(s, r.live, e.bytes);
+    CHECK(s.algorithm == a);
+    if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(s.chunks == e.chunks);
+    const Lowering l = a == Algorithm::Mec ? Lowering::MecB : Lowering::Im2col;
+    const Chunking c = lowered_chunk(Sizes(p), l, storage_limit(context, {}), align, kNone);
+    check_partial_bounds(context, p, a, c.images, c.rows, s.partial_products, {});
+    check_bias_bounds(context, p, s.bias_pieces, {});
+    // These problems reduce over enough positions, into a dw small enough for one GEMM tile,
+    // that every device splits im2col's and MEC's reductions.
+    if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(s.partial_products >= 2);
+    return {s, e};
+}
+
+// The layer step: each shared slot the larger pass's.
+void check_layer_step(vkconv::Context& context, const ConvProblem& p, vkt::BackwardCheck& layer, Algorithm a,
+                      const RunStats& s, const Expected& de, const Expected& e) {
+    const auto checked_step = layer.step(a);
+    const auto& step = checked_step.stats;
+    const uint64_t live = checked_step.live;
+    CHECK(step.data_algorithm == a);
+    CHECK(step.filter_algorithm == a);
+    CHECK(step.step.partial_products == s.partial_products);
+    CHECK(step.step.bias_pieces == s.bias_pieces);
+    CHECK(step.data_workspace_bytes == de.bytes);
+    CHECK(step.filter_workspace_bytes == e.bytes);
+    const uint64_t shared = layer_expected(context, p, a, s.partial_products, s.bias_pieces);
+    CHECK(vkconv::layer_backward_workspace_bytes(context, p, a) == shared);
+    check_run_memory(step.step, live, shared);
+}
+
+// The unsplit workspace as the limit leaves no room for partial products or bias partial
+// sums: the reductions add straight into dw and db (depthwise keeps its one piece's sums).
+// Direct's unsplit workspace is nothing: a limit of one byte.
+void check_unsplit_limit(vkconv::Context& context, const ConvProblem& p, vkt::BackwardCheck& layer, Algorithm a,
+                         bool bias, const RunStats& s) {
+    if (a == Algorithm::Direct && !bias) return;  // nothing to pin
+    const uint32_t floor_pieces = a == Algorithm::Depthwise ? 1 : 0;
+    const uint64_t unsplit = backward_filter_expected(context, p, a, {}, floor_pieces, 1).bytes;
+    PassOptions tight;
+    tight.workspace_limit = std::max<uint64_t>(unsplit, 1);
+    INFO("workspace limit " << tight.workspace_limit);
+    CHECK(vkconv::backward_filter_workspace_bytes(context, p, a, tight) == unsplit);
+    const vkt::CheckedRun pinned = layer.filter(a, tight);
+    check_run_memory(pinned.stats, pinned.live, unsplit);
+    CHECK(pinned.stats.partial_products == floor_pieces);
+    CHECK(pinned.stats.bias_pieces == (bias ? 1u : 0u));
+    CHECK(pinned.stats.chunks == s.chunks);
+}
+
+}  // namespace
+
 TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial products and bias sums",
           "[workspace][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    const uint64_t align = context->pool_stats().alignment;
     uint32_t seed = 300;
     int splits_seen = 0, bias_splits_seen = 0;
     for (Layout layout : {Layout::NCHW, Layout::NHWC})
@@ -433,75 +516,17 @@ TEST_CASE("backward workspaces equal the lowered matrix, filter copy, partial pr
                 auto p = problem;
                 p.layout = layout;
                 p.has_bias = bias;
-                const Sizes z(p);
                 vkt::BackwardCheck layer(*context, p, seed += 3, {.bias_always = false});
                 INFO(name << ": " << p.str());
-                if (bias) {
-                    // db alone: pieces * K partial sums when it takes several pieces.
-                    const vkt::CheckedRun b = layer.bias();
-                    check_run_memory(b.stats, b.live, bias_partials(*context, p, b.stats.bias_pieces));
-                    check_bias_bounds(*context, p, b.stats.bias_pieces, {});
-                    CHECK(b.stats.partial_products == 0);
-                }
+                if (bias) check_bias_alone(*context, p, layer);
                 for (Algorithm a : vkt::algorithms_for(p)) {
                     INFO(vkconv::to_string(a));
-                    // Backward-data: no split reductions.
-                    const Expected de = backward_data_expected(*context, p, a, {});
-                    CHECK(vkconv::backward_data_workspace_bytes(*context, p, a) == de.bytes);
-                    const vkt::CheckedRun d = layer.data(a);
-                    CHECK(d.stats.algorithm == a);
-                    check_run_memory(d.stats, d.live, de.bytes);
-                    if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(d.stats.chunks == de.chunks);
-                    CHECK(d.stats.partial_products == 0);
-                    CHECK(d.stats.bias_pieces == 0);
-
-                    // Backward-filter's default plan: its split counts as reported, in the formula and bounded.
-                    const vkt::CheckedRun r = layer.filter(a);
-                    const RunStats& s = r.stats;
-                    const Expected e = backward_filter_expected(*context, p, a, {}, s.partial_products, s.bias_pieces);
-                    CHECK(vkconv::backward_filter_workspace_bytes(*context, p, a) == e.bytes);
-                    check_run_memory(s, r.live, e.bytes);
-                    CHECK(s.algorithm == a);
-                    if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(s.chunks == e.chunks);
-                    const Lowering l = a == Algorithm::Mec ? Lowering::MecB : Lowering::Im2col;
-                    const Chunking c = lowered_chunk(z, l, storage_limit(*context, {}), align, kNone);
-                    check_partial_bounds(*context, p, a, c.images, c.rows, s.partial_products, {});
-                    check_bias_bounds(*context, p, s.bias_pieces, {});
-                    // These problems reduce over enough positions, into a dw small enough for one GEMM tile,
-                    // that every device splits im2col's and MEC's reductions.
-                    if (a == Algorithm::Im2col || a == Algorithm::Mec) CHECK(s.partial_products >= 2);
+                    const Expected de = check_backward_data(*context, p, layer, a);
+                    const auto [s, e] = check_backward_filter(*context, p, layer, a);
                     splits_seen += s.partial_products >= 2;
                     bias_splits_seen += s.bias_pieces >= 2;
-
-                    // The layer step: each shared slot the larger pass's.
-                    const auto checked_step = layer.step(a);
-                    const auto& step = checked_step.stats;
-                    const uint64_t live = checked_step.live;
-                    CHECK(step.data_algorithm == a);
-                    CHECK(step.filter_algorithm == a);
-                    CHECK(step.step.partial_products == s.partial_products);
-                    CHECK(step.step.bias_pieces == s.bias_pieces);
-                    CHECK(step.data_workspace_bytes == de.bytes);
-                    CHECK(step.filter_workspace_bytes == e.bytes);
-                    const uint64_t shared = layer_expected(*context, p, a, s.partial_products, s.bias_pieces);
-                    CHECK(vkconv::layer_backward_workspace_bytes(*context, p, a) == shared);
-                    check_run_memory(step.step, live, shared);
-
-                    // The unsplit workspace as the limit leaves no room for partial products or bias partial
-                    // sums: the reductions add straight into dw and db (depthwise keeps its one piece's sums).
-                    // Direct's unsplit workspace is nothing: a limit of one byte.
-                    if (a == Algorithm::Direct && !bias) continue;  // nothing to pin
-                    const uint32_t floor_pieces = a == Algorithm::Depthwise ? 1 : 0;
-                    const uint64_t unsplit = backward_filter_expected(*context, p, a, {}, floor_pieces, 1).bytes;
-                    PassOptions tight;
-                    tight.workspace_limit = std::max<uint64_t>(unsplit, 1);
-                    INFO("workspace limit " << tight.workspace_limit);
-                    CHECK(vkconv::backward_filter_workspace_bytes(*context, p, a, tight) == unsplit);
-                    const vkt::CheckedRun pinned = layer.filter(a, tight);
-                    check_run_memory(pinned.stats, pinned.live, unsplit);
-                    CHECK(pinned.stats.partial_products == floor_pieces);
-                    CHECK(pinned.stats.bias_pieces == (bias ? 1u : 0u));
-                    CHECK(pinned.stats.chunks == s.chunks);
+                    check_layer_step(*context, p, layer, a, s, de, e);
+                    check_unsplit_limit(*context, p, layer, a, bias, s);
                 }
             }
     // The split branches of the formulas were exercised, not only their zero terms.
