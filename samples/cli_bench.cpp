@@ -139,6 +139,137 @@ double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, 
     });
 }
 
+// One layer's forward operands in the first context and, with --paged, in the paged one.
+struct LayerTensors {
+    vkconv::Tensor input, filter, output;
+    std::optional<vkconv::Tensor> paged_input, paged_filter, paged_output;
+};
+
+LayerTensors upload_layer(vkconv::Context& context, vkconv::Context* paged, const vkconv::ConvProblem& p,
+                          const std::vector<float>& x, const std::vector<float>& w) {
+    LayerTensors t{vkconv::Tensor::from_host(context, p.input_shape(), x),
+                   vkconv::Tensor::from_host(context, p.filter_shape(), w),
+                   vkconv::Tensor(context, p.output_shape()),
+                   {},
+                   {},
+                   {}};
+    if (paged) {
+        t.paged_input = vkconv::Tensor::from_host(*paged, p.input_shape(), x);
+        t.paged_filter = vkconv::Tensor::from_host(*paged, p.filter_shape(), w);
+        t.paged_output.emplace(*paged, p.output_shape());
+    }
+    return t;
+}
+
+// The check column without --paged: the sampled error, and how far the result is from Direct's (kept in
+// `direct` when this is Direct's own run).
+std::string check_column(vkconv::Algorithm ran, double ratio, const std::vector<float>& result,
+                         std::vector<float>& direct) {
+    char check[96];
+    if (ran == vkconv::Algorithm::Direct) {
+        direct = result;
+        std::snprintf(check, sizeof check, "%.2g; baseline", ratio);
+    } else if (!direct.empty()) {
+        double worst = 0, scale = 0;
+        for (size_t i = 0; i < result.size(); ++i) {
+            worst = std::max(worst, double(std::fabs(result[i] - direct[i])));
+            scale = std::max(scale, double(std::fabs(direct[i])));
+        }
+        std::snprintf(check, sizeof check, "%.2g; max|diff| %.2g of max|y| %.2g", ratio, worst, scale);
+    } else {
+        std::snprintf(check, sizeof check, "%.2g", ratio);
+    }
+    return check;
+}
+
+// A wrong result stops the benchmark: its timing would mean nothing.
+void require_within_bound(double ratio, const std::string& what) {
+    if (!(ratio <= 1))
+        throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
+                            what + " a result beyond the fp32 rounding bound (err/bound " + std::to_string(ratio) + ")");
+}
+
+// The medians' inputs: the first context's times and the paged one's, run in turn.
+struct Times {
+    std::vector<double> times, paged_times;
+};
+
+Times time_forward(vkconv::Context& context, vkconv::Context* paged, const vkconv::ConvProblem& p, LayerTensors& t,
+                   vkconv::Algorithm algorithm, int repeat) {
+    warm_up([&] {
+        vkconv::forward(context, p, t.input, t.filter, nullptr, t.output, algorithm);
+        if (paged) vkconv::forward(*paged, p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm);
+    });
+    Times r;
+    for (int i = 0; i < repeat; ++i) {
+        r.times.push_back(vkconv::forward(context, p, t.input, t.filter, nullptr, t.output, algorithm).gpu_ms);
+        if (paged)
+            r.paged_times.push_back(
+                vkconv::forward(*paged, p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm).gpu_ms);
+    }
+    return r;
+}
+
+// The table's row and the JSON row of one algorithm's run on one layer.
+void report_forward(const std::string& layer, const vkconv::ConvProblem& p, const vkconv::RunStats& stats, double ms,
+                    double ratio, const std::string& check, vkconv::Context* paged, const Times& times,
+                    std::vector<std::string>& json_rows) {
+    const double gflops = p.forward_flops() / (ms * 1e6);
+    std::string name = vkconv::to_string(stats.algorithm);
+    if (stats.algorithm == vkconv::Algorithm::Mec) name += std::string("-") + vkconv::to_string(stats.mec_schedule);
+    std::printf("%-17s %-*s %10.3f %9.2f %10s %10s %7u  %s\n", layer.c_str(), algorithm_column_width(), name.c_str(), ms,
+                gflops, mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check.c_str());
+    std::fflush(stdout);
+    JsonObject row;
+    row.add("kind", "forward").add("layer", layer).add("algorithm", vkconv::to_string(stats.algorithm));
+    if (stats.algorithm == vkconv::Algorithm::Mec) row.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
+    row.add("gpu_ms", ms).add("gflops", gflops).add_memory(stats);
+    row.add("chunks", static_cast<uint64_t>(stats.chunks));
+    row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
+    if (paged)
+        row.add("paged_gpu_ms", median(times.paged_times)).add("paged_buffer_bytes", paged->device().max_buffer_bytes);
+    json_rows.push_back(row.str());
+}
+
+// One algorithm on one layer: run and checked (in pages too with --paged), timed, reported. An algorithm
+// the device cannot run is reported as such.
+void bench_algorithm(vkconv::Context& context, vkconv::Context* paged, const BenchArgs& args,
+                     const std::string& layer, const vkconv::ConvProblem& p, const std::vector<float>& x,
+                     const std::vector<float>& w, LayerTensors& t, vkconv::Algorithm algorithm,
+                     std::vector<float>& direct, std::vector<std::string>& json_rows) {
+    vkconv::RunStats stats;
+    std::vector<float> result;
+    try {
+        stats = vkconv::forward(context, p, t.input, t.filter, nullptr, t.output, algorithm);
+        result = t.output.download();
+    } catch (const vkconv::Error& e) {
+        if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+        std::printf("%-17s %-*s unsupported on this device: %s\n", layer.c_str(), algorithm_column_width(),
+                    vkconv::to_string(algorithm), e.what());
+        return;
+    }
+    const double ratio = sampled_error(p, x, w, result);
+    require_within_bound(ratio, layer + ": " + vkconv::to_string(stats.algorithm) + " gave");
+    std::string check = check_column(stats.algorithm, ratio, result, direct);
+    double paged_ratio = 0;
+    if (paged) {  // checked first, as the one-buffer run was
+        vkconv::forward(*paged, p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm);
+        paged_ratio = sampled_error(p, x, w, t.paged_output->download());
+        require_within_bound(paged_ratio, layer + ": " + vkconv::to_string(algorithm) + " in pages gave");
+    }
+    const Times times = time_forward(context, paged, p, t, algorithm, args.repeat);
+    const double ms = median(times.times);
+    if (paged) {
+        const double paged_ms = median(times.paged_times);
+        const uint64_t page = paged->device().max_buffer_bytes;
+        char column[96];
+        std::snprintf(column, sizeof column, "%.3f, %.3f, %llu, %.2g", paged_ms, paged_ms / ms,
+                      static_cast<unsigned long long>((p.input_elements() * 4 + page - 1) / page), paged_ratio);
+        check = column;
+    }
+    report_forward(layer, p, stats, ms, ratio, check, paged, times, json_rows);
+}
+
 // `paged`: a second context with smaller buffers (--paged), where each layer and algorithm also runs, checked
 // and timed in turn with the first context's runs.
 void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchArgs& args,
@@ -156,96 +287,11 @@ void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchA
         if (args.batch > 0) p.N = args.batch;
         p.layout = vkconv::parse_layout(args.layout);
         const auto x = random_values(p.input_elements(), 7), w = random_values(p.filter_elements(), 8);
-        auto input = vkconv::Tensor::from_host(context, p.input_shape(), x);
-        auto filter = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-        vkconv::Tensor output(context, p.output_shape());
-        std::optional<vkconv::Tensor> paged_input, paged_filter, paged_output;
-        if (paged) {
-            paged_input = vkconv::Tensor::from_host(*paged, p.input_shape(), x);
-            paged_filter = vkconv::Tensor::from_host(*paged, p.filter_shape(), w);
-            paged_output.emplace(*paged, p.output_shape());
-        }
+        LayerTensors t = upload_layer(context, paged, p, x, w);
         std::vector<float> direct;
         for (auto algorithm : algorithms) {
             if (!applies(algorithm, p)) continue;
-            vkconv::RunStats stats;
-            std::vector<float> result;
-            try {
-                stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
-                result = output.download();
-            } catch (const vkconv::Error& e) {
-                if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
-                std::printf("%-17s %-*s unsupported on this device: %s\n", layer.name.c_str(),
-                            algorithm_column_width(), vkconv::to_string(algorithm), e.what());
-                continue;
-            }
-            const double ratio = sampled_error(p, x, w, result);
-            if (!(ratio <= 1))
-                throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
-                                    layer.name + ": " + vkconv::to_string(stats.algorithm) +
-                                        " gave a result beyond the fp32 rounding bound (err/bound " +
-                                        std::to_string(ratio) + ")");
-            char check[96];
-            if (stats.algorithm == vkconv::Algorithm::Direct) {
-                direct = result;
-                std::snprintf(check, sizeof check, "%.2g; baseline", ratio);
-            } else if (!direct.empty()) {
-                double worst = 0, scale = 0;
-                for (size_t i = 0; i < result.size(); ++i) {
-                    worst = std::max(worst, double(std::fabs(result[i] - direct[i])));
-                    scale = std::max(scale, double(std::fabs(direct[i])));
-                }
-                std::snprintf(check, sizeof check, "%.2g; max|diff| %.2g of max|y| %.2g", ratio, worst, scale);
-            } else {
-                std::snprintf(check, sizeof check, "%.2g", ratio);
-            }
-            std::vector<double> times, paged_times;
-            double paged_ratio = 0;
-            if (paged) {  // checked first, as the one-buffer run was
-                vkconv::forward(*paged, p, *paged_input, *paged_filter, nullptr, *paged_output, algorithm);
-                paged_ratio = sampled_error(p, x, w, paged_output->download());
-                if (!(paged_ratio <= 1))
-                    throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
-                                        layer.name + ": " + vkconv::to_string(algorithm) +
-                                            " in pages gave a result beyond the fp32 rounding bound (err/bound " +
-                                            std::to_string(paged_ratio) + ")");
-            }
-            warm_up([&] {
-                vkconv::forward(context, p, input, filter, nullptr, output, algorithm);
-                if (paged) vkconv::forward(*paged, p, *paged_input, *paged_filter, nullptr, *paged_output, algorithm);
-            });
-            for (int r = 0; r < args.repeat; ++r) {
-                times.push_back(vkconv::forward(context, p, input, filter, nullptr, output, algorithm).gpu_ms);
-                if (paged)
-                    paged_times.push_back(
-                        vkconv::forward(*paged, p, *paged_input, *paged_filter, nullptr, *paged_output, algorithm)
-                            .gpu_ms);
-            }
-            const double ms = median(times);
-            if (paged) {
-                const double paged_ms = median(paged_times);
-                const uint64_t page = paged->device().max_buffer_bytes;
-                std::snprintf(check, sizeof check, "%.3f, %.3f, %llu, %.2g", paged_ms, paged_ms / ms,
-                              static_cast<unsigned long long>((p.input_elements() * 4 + page - 1) / page), paged_ratio);
-            }
-            const double gflops = p.forward_flops() / (ms * 1e6);
-            std::string name = vkconv::to_string(stats.algorithm);
-            if (stats.algorithm == vkconv::Algorithm::Mec)
-                name += std::string("-") + vkconv::to_string(stats.mec_schedule);
-            std::printf("%-17s %-*s %10.3f %9.2f %10s %10s %7u  %s\n", layer.name.c_str(), algorithm_column_width(),
-                        name.c_str(), ms, gflops,
-                        mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check);
-            std::fflush(stdout);
-            JsonObject row;
-            row.add("kind", "forward").add("layer", layer.name).add("algorithm", vkconv::to_string(stats.algorithm));
-            if (stats.algorithm == vkconv::Algorithm::Mec)
-                row.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
-            row.add("gpu_ms", ms).add("gflops", gflops).add_memory(stats);
-            row.add("chunks", static_cast<uint64_t>(stats.chunks));
-            row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
-            if (paged)
-                row.add("paged_gpu_ms", median(paged_times)).add("paged_buffer_bytes", paged->device().max_buffer_bytes);
-            json_rows.push_back(row.str());
+            bench_algorithm(context, paged, args, layer.name, p, x, w, t, algorithm, direct, json_rows);
         }
     }
 }

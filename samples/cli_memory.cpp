@@ -75,89 +75,118 @@ std::string cell(const std::optional<uint64_t>& bytes) {
     return bytes ? mib(*bytes) : std::string("—");
 }
 
-// A grouped bar chart of the pool peak per layer (log scale), forward and backward step per algorithm,
-// written by hand: no plotting dependency for one chart.
-void write_svg(const std::string& path, const std::vector<LayerReport>& reports, const MemoryArgs& args) {
-    struct Series {
-        vkconv::Algorithm algorithm;
-        bool backward;
-        const char* label;
-        const char* color;
-    };
-    const Series series[] = {{vkconv::Algorithm::Im2col, false, "im2col forward", "#d95f02"},
-                             {vkconv::Algorithm::Mec, false, "MEC forward", "#1b9e77"},
-                             {vkconv::Algorithm::Direct, false, "direct/depthwise forward", "#7570b3"},
-                             {vkconv::Algorithm::Im2col, true, "im2col backward step", "#fdae6b"},
-                             {vkconv::Algorithm::Mec, true, "MEC backward step", "#a1d99b"},
-                             {vkconv::Algorithm::Direct, true, "direct/depthwise backward step", "#bcbddc"}};
-    const double bar = 7, gap = 14, left = 70, top = 50, height = 320;
-    const double group = 6 * bar + gap;
-    const double width = left + group * double(reports.size()) + 20;
-    // log10 MiB axis from 0.1 MiB up to the next power of ten above the largest peak.
-    double largest = 1;
-    auto peak_of = [](const LayerReport& r, const Series& s) -> std::optional<uint64_t> {
-        for (const auto& [a, c] : r.costs) {
-            const bool match =
-                a == s.algorithm || (s.algorithm == vkconv::Algorithm::Direct && a == vkconv::Algorithm::Depthwise);
-            if (match) return s.backward ? c.step_peak : c.forward_peak;
-        }
-        return std::nullopt;
-    };
-    for (const auto& r : reports)
-        for (const auto& s : series)
-            if (auto p = peak_of(r, s)) largest = std::max(largest, double(*p) / 1048576.0);
-    const double low = -1, high = std::ceil(std::log10(largest));
-    auto y_of = [&](double mib_value) {
+// One series of the pool-peak chart: an algorithm's forward pass or backward step.
+struct Series {
+    vkconv::Algorithm algorithm;
+    bool backward;
+    const char* label;
+    const char* color;
+};
+constexpr Series kSeries[] = {{vkconv::Algorithm::Im2col, false, "im2col forward", "#d95f02"},
+                              {vkconv::Algorithm::Mec, false, "MEC forward", "#1b9e77"},
+                              {vkconv::Algorithm::Direct, false, "direct/depthwise forward", "#7570b3"},
+                              {vkconv::Algorithm::Im2col, true, "im2col backward step", "#fdae6b"},
+                              {vkconv::Algorithm::Mec, true, "MEC backward step", "#a1d99b"},
+                              {vkconv::Algorithm::Direct, true, "direct/depthwise backward step", "#bcbddc"}};
+
+// A layer's peak in one series (Direct's series shows Depthwise too), or nothing where it did not run.
+std::optional<uint64_t> peak_of(const LayerReport& r, const Series& s) {
+    for (const auto& [a, c] : r.costs) {
+        const bool match =
+            a == s.algorithm || (s.algorithm == vkconv::Algorithm::Direct && a == vkconv::Algorithm::Depthwise);
+        if (match) return s.backward ? c.step_peak : c.forward_peak;
+    }
+    return std::nullopt;
+}
+
+// The chart's geometry: bars grouped per layer, and a log10 MiB axis from 0.1 MiB up to the next power of
+// ten above the largest peak.
+struct Chart {
+    static constexpr double bar = 7, gap = 14, left = 70, top = 50, height = 320;
+    static constexpr double group = 6 * bar + gap;
+    double width = 0, low = -1, high = 0;
+
+    explicit Chart(const std::vector<LayerReport>& reports) : width(left + group * double(reports.size()) + 20) {
+        double largest = 1;
+        for (const auto& r : reports)
+            for (const auto& s : kSeries)
+                if (auto p = peak_of(r, s)) largest = std::max(largest, double(*p) / 1048576.0);
+        high = std::ceil(std::log10(largest));
+    }
+    double y_of(double mib_value) const {
         const double v = std::clamp(std::log10(std::max(mib_value, 0.1)), low, high);
         return top + height * (1 - (v - low) / (high - low));
-    };
-    std::ofstream out(path);
-    if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --svg '" + path + "'");
+    }
+};
+
+// The SVG header, the title and the axis's lines and labels, one per power of ten.
+void write_svg_axis(std::ostream& out, const Chart& c, const MemoryArgs& args) {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
                   "font-size=\"10\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-                  width, top + height + 110);
+                  c.width, c.top + c.height + 110);
     out << buf;
     std::snprintf(buf, sizeof buf,
                   "<text x=\"%.0f\" y=\"20\" font-size=\"13\">vkconv pool peak per pass, batch %lld, %s (MiB, log "
                   "scale)</text>\n",
-                  left, (long long)args.batch, args.layout.c_str());
+                  c.left, (long long)args.batch, args.layout.c_str());
     out << buf;
-    for (double v = low; v <= high; v += 1) {
-        const double y = y_of(std::pow(10.0, v));
+    for (double v = c.low; v <= c.high; v += 1) {
+        const double y = c.y_of(std::pow(10.0, v));
         std::snprintf(buf, sizeof buf,
                       "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n<text x=\"%.0f\" "
                       "y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                      left, width - 10, y, y, left - 5, y + 3, std::pow(10.0, v));
+                      c.left, c.width - 10, y, y, c.left - 5, y + 3, std::pow(10.0, v));
         out << buf;
     }
+}
+
+// Each layer's bars (with a tooltip) and its name, rotated under them.
+void write_svg_bars(std::ostream& out, const Chart& c, const std::vector<LayerReport>& reports) {
+    char buf[512];
     for (size_t i = 0; i < reports.size(); ++i) {
-        const double x0 = left + group * double(i) + gap / 2;
-        for (size_t k = 0; k < std::size(series); ++k) {
-            const auto peak = peak_of(reports[i], series[k]);
+        const double x0 = c.left + c.group * double(i) + c.gap / 2;
+        for (size_t k = 0; k < std::size(kSeries); ++k) {
+            const auto peak = peak_of(reports[i], kSeries[k]);
             if (!peak) continue;
-            const double y = y_of(double(*peak) / 1048576.0);
+            const double y = c.y_of(double(*peak) / 1048576.0);
             std::snprintf(buf, sizeof buf,
                           "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: %s"
                           "</title></rect>\n",
-                          x0 + bar * double(k), y, bar - 1, top + height - y, series[k].color, reports[i].name.c_str(),
-                          series[k].label, mib(*peak).c_str());
+                          x0 + c.bar * double(k), y, c.bar - 1, c.top + c.height - y, kSeries[k].color,
+                          reports[i].name.c_str(), kSeries[k].label, mib(*peak).c_str());
             out << buf;
         }
         std::snprintf(buf, sizeof buf,
                       "<text transform=\"translate(%.1f,%.0f) rotate(-60)\" text-anchor=\"end\">%s</text>\n",
-                      x0 + 3 * bar, top + height + 12, reports[i].name.c_str());
+                      x0 + 3 * c.bar, c.top + c.height + 12, reports[i].name.c_str());
         out << buf;
     }
-    for (size_t k = 0; k < std::size(series); ++k) {
-        const double x = left + 170 * double(k % 3), y = top + height + 80 + 14 * double(k / 3);
+}
+
+// The legend: three series a row under the chart.
+void write_svg_legend(std::ostream& out, const Chart& c) {
+    char buf[512];
+    for (size_t k = 0; k < std::size(kSeries); ++k) {
+        const double x = c.left + 170 * double(k % 3), y = c.top + c.height + 80 + 14 * double(k / 3);
         std::snprintf(buf, sizeof buf,
                       "<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" "
                       "y=\"%.0f\">%s</text>\n",
-                      x, y - 9, series[k].color, x + 14, y, series[k].label);
+                      x, y - 9, kSeries[k].color, x + 14, y, kSeries[k].label);
         out << buf;
     }
+}
+
+// A grouped bar chart of the pool peak per layer (log scale), forward and backward step per algorithm,
+// written by hand: no plotting dependency for one chart.
+void write_svg(const std::string& path, const std::vector<LayerReport>& reports, const MemoryArgs& args) {
+    const Chart chart(reports);
+    std::ofstream out(path);
+    if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --svg '" + path + "'");
+    write_svg_axis(out, chart, args);
+    write_svg_bars(out, chart, reports);
+    write_svg_legend(out, chart);
     out << "</svg>\n";
     if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --svg '" + path + "'");
 }

@@ -205,102 +205,117 @@ std::vector<float> abs_of(const std::vector<float>& v) {
     return out;
 }
 
-int run() {
-    App app;
-    if (!app.create()) {
-        std::printf("app_interop: no Vulkan device\n");
-        return 77;
-    }
-    // vkconv on the application's device and queue. It destroys none of them.
+// vkconv on the application's device and queue. It destroys none of them.
+vkconv::ExternalDevice external_device(const App& app) {
     vkconv::ExternalDevice external;
     external.get_instance_proc_addr = vkGetInstanceProcAddr;
     external.instance = app.instance;
     external.physical_device = app.physical;
     external.device = app.device;
     external.queue_family = app.family;
-    vkconv::Context context(external);
+    return external;
+}
 
-    // A 3x3 layer with a bias: x [2, 8, 20, 18] -> y [2, 12, 20, 18].
+// A 3x3 layer with a bias: x [2, 8, 20, 18] -> y [2, 12, 20, 18].
+vkconv::ConvProblem layer_problem() {
     vkconv::ConvProblem p;
     p.N = 2, p.C = 8, p.H = 20, p.W = 18, p.K = 12, p.R = 3, p.S = 3, p.pad_h = 1, p.pad_w = 1;
     p.has_bias = true;
-    vkconv::PassOptions options;
-    options.auto_choice = vkconv::AutoChoice::Heuristic;  // no measuring: nothing runs but what is recorded
-    const uint64_t workspace =
-        std::max(vkconv::forward_workspace_bytes(context, p, vkconv::Algorithm::Auto, options),
-                 vkconv::layer_backward_workspace_bytes(context, p, vkconv::Algorithm::Auto, options));
+    return p;
+}
 
-    // The application's one device buffer: every tensor and the workspace, each at an aligned offset.
-    const VkDeviceSize align = std::max<VkDeviceSize>(app.limits.minStorageBufferOffsetAlignment, 16);
-    struct Range {
-        VkDeviceSize offset, bytes;
-    };
+struct Range {
+    VkDeviceSize offset, bytes;
+};
+
+// Where each tensor and the workspace lie in the application's one device buffer, each at an aligned
+// offset, in this order (the upload copies x .. dy, the read-back y .. db in one copy each).
+struct BufferLayout {
+    Range rx, rw, rb, rdy, ry, rdx, rdw, rdb, rws;
     VkDeviceSize end = 0;
+};
+
+BufferLayout buffer_layout(const vkconv::ConvProblem& p, uint64_t workspace, VkDeviceSize align) {
+    BufferLayout l;
     auto place = [&](uint64_t bytes) {
-        const Range r{end, bytes};
-        end = (end + bytes + align - 1) / align * align;
+        const Range r{l.end, bytes};
+        l.end = (l.end + bytes + align - 1) / align * align;
         return r;
     };
-    const Range rx = place(4 * p.input_elements()), rw = place(4 * p.filter_elements()), rb = place(4 * p.K),
-                rdy = place(4 * p.output_elements()), ry = place(4 * p.output_elements()),
-                rdx = place(4 * p.input_elements()), rdw = place(4 * p.filter_elements()), rdb = place(4 * p.K),
-                rws = place(std::max<uint64_t>(workspace, 4));
-    const VkBufferUsageFlags usage =
-        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    Buffer device_buffer(app, end, usage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    Buffer staging(app, end, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                   VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    l.rx = place(4 * p.input_elements()), l.rw = place(4 * p.filter_elements()), l.rb = place(4 * p.K);
+    l.rdy = place(4 * p.output_elements()), l.ry = place(4 * p.output_elements());
+    l.rdx = place(4 * p.input_elements()), l.rdw = place(4 * p.filter_elements()), l.rdb = place(4 * p.K);
+    l.rws = place(std::max<uint64_t>(workspace, 4));
+    return l;
+}
+
+// The layer's tensors, wrapping ranges of the application's buffer.
+struct LayerTensors {
+    vkconv::Tensor x, w, b, dy, y, dx, dw, db, ws;
+};
+
+LayerTensors wrap_tensors(vkconv::Context& context, const vkconv::ConvProblem& p, const BufferLayout& l,
+                          VkBuffer buffer, VkBufferUsageFlags usage) {
     auto tensor = [&](const Range& r, const vkconv::Shape& shape) {
-        return vkconv::wrap_buffer(context, {device_buffer.buffer, r.offset, r.bytes, usage}, shape);
+        return vkconv::wrap_buffer(context, {buffer, r.offset, r.bytes, usage}, shape);
     };
-    vkconv::Tensor x = tensor(rx, p.input_shape()), w = tensor(rw, p.filter_shape()), b = tensor(rb, p.bias_shape());
-    vkconv::Tensor dy = tensor(rdy, p.output_shape()), y = tensor(ry, p.output_shape());
-    vkconv::Tensor dx = tensor(rdx, p.input_shape()), dw = tensor(rdw, p.filter_shape()),
-                   db = tensor(rdb, p.bias_shape());
-    vkconv::Tensor ws = tensor(rws, {int64_t(rws.bytes / 4)});
-    options.workspace = &ws;
+    LayerTensors t;
+    t.x = tensor(l.rx, p.input_shape()), t.w = tensor(l.rw, p.filter_shape()), t.b = tensor(l.rb, p.bias_shape());
+    t.dy = tensor(l.rdy, p.output_shape()), t.y = tensor(l.ry, p.output_shape());
+    t.dx = tensor(l.rdx, p.input_shape()), t.dw = tensor(l.rdw, p.filter_shape()), t.db = tensor(l.rdb, p.bias_shape());
+    t.ws = tensor(l.rws, {int64_t(l.rws.bytes / 4)});
+    return t;
+}
 
-    const auto hx = values(p.input_elements(), 1), hw = values(p.filter_elements(), 2), hb = values(p.K, 3),
-               hdy = values(p.output_elements(), 4);
-    auto stage = [&](const Range& r, const std::vector<float>& v) {
-        std::memcpy(static_cast<char*>(staging.mapped) + r.offset, v.data(), v.size() * 4);
-    };
-    stage(rx, hx), stage(rw, hw), stage(rb, hb), stage(rdy, hdy);
+// The host's inputs: x, w, b and dy.
+struct HostInputs {
+    std::vector<float> hx, hw, hb, hdy;
+};
 
-    // The application's command buffer: its upload, vkconv's passes, its read-back, between its barriers.
-    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool_info.queueFamilyIndex = app.family;
+// The application's command pool and its one primary command buffer (run() destroys the pool once the
+// buffer has finished).
+struct Commands {
+    VkDevice device = VK_NULL_HANDLE;
     VkCommandPool pool = VK_NULL_HANDLE;
-    check(vkCreateCommandPool(app.device, &pool_info, nullptr, &pool), "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    alloc.commandPool = pool;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    VkCommandBuffer commands = VK_NULL_HANDLE;
-    check(vkAllocateCommandBuffers(app.device, &alloc, &commands), "vkAllocateCommandBuffers");
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
-    const VkBufferCopy upload{0, 0, rdy.offset + rdy.bytes};  // x, w, b and dy lie first
+    VkCommandBuffer buffer = VK_NULL_HANDLE;
+
+    explicit Commands(const App& app) : device(app.device) {
+        VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+        pool_info.queueFamilyIndex = app.family;
+        check(vkCreateCommandPool(app.device, &pool_info, nullptr, &pool), "vkCreateCommandPool");
+        VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        alloc.commandPool = pool;
+        alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        alloc.commandBufferCount = 1;
+        check(vkAllocateCommandBuffers(app.device, &alloc, &buffer), "vkAllocateCommandBuffers");
+    }
+};
+
+// Before vkconv: the upload of its inputs, written by the transfer and made visible to compute shaders
+// and transfers.
+void record_upload(VkCommandBuffer commands, const Buffer& staging, const Buffer& device_buffer,
+                   const BufferLayout& l) {
+    const VkBufferCopy upload{0, 0, l.rdy.offset + l.rdy.bytes};  // x, w, b and dy lie first
     vkCmdCopyBuffer(commands, staging.buffer, device_buffer.buffer, 1, &upload);
-    // Before vkconv: its inputs written by the transfer, visible to compute shaders and transfers.
     barrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                 VK_ACCESS_TRANSFER_WRITE_BIT);
-    vkconv::Recording recording = vkconv::record_into(context, commands);
-    const auto f = vkconv::forward(recording, p, x, w, &b, y, vkconv::Algorithm::Auto, options);
-    const auto s = vkconv::layer_backward(recording, p, x, w, dy, dx, dw, &db, vkconv::Algorithm::Auto, options);
-    // After vkconv: its shader and transfer writes, before the application's read-back copy.
+}
+
+// After vkconv: its shader and transfer writes, before the application's read-back copy to the host.
+void record_readback(VkCommandBuffer commands, const Buffer& staging, const Buffer& device_buffer,
+                     const BufferLayout& l) {
     barrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
             VK_ACCESS_TRANSFER_READ_BIT);
-    const VkBufferCopy readback{ry.offset, ry.offset, rdb.offset + rdb.bytes - ry.offset};  // y, dx, dw, db
+    const VkBufferCopy readback{l.ry.offset, l.ry.offset, l.rdb.offset + l.rdb.bytes - l.ry.offset};  // y, dx, dw, db
     vkCmdCopyBuffer(commands, device_buffer.buffer, staging.buffer, 1, &readback);
     barrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
             VK_ACCESS_HOST_READ_BIT);
-    check(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+}
 
+void submit_and_wait(const App& app, VkCommandBuffer commands) {
     VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence = VK_NULL_HANDLE;
     check(vkCreateFence(app.device, &fence_info, nullptr, &fence), "vkCreateFence");
@@ -309,9 +324,81 @@ int run() {
     submit.pCommandBuffers = &commands;
     check(vkQueueSubmit(app.queue, 1, &submit, fence), "vkQueueSubmit");
     check(vkWaitForFences(app.device, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
-    recording.complete();  // the command buffer finished: vkconv lets go of what it held for it
     vkDestroyFence(app.device, fence, nullptr);
-    vkDestroyCommandPool(app.device, pool, nullptr);
+}
+
+// Prints each result's worst error against the CPU reference; true when all are within the fp32 bound and
+// vkconv reserved no device memory of its own.
+bool check_results(const vkconv::Context& context, const vkconv::ConvProblem& p, const HostInputs& in,
+                   const Buffer& staging, const BufferLayout& l) {
+    const char* host = static_cast<const char*>(staging.mapped);
+    auto at = [&](const Range& r) { return reinterpret_cast<const float*>(host + r.offset); };
+    const int64_t PQ = p.P() * p.Q();
+    const auto &hx = in.hx, &hw = in.hw, &hb = in.hb, &hdy = in.hdy;
+    const double errors[] = {
+        worst_error(at(l.ry), vkconv::reference::forward(p, hx, hw, hb),
+                    vkconv::reference::forward(p, abs_of(hx), abs_of(hw), abs_of(hb)), p.C * p.R * p.S + 1),
+        worst_error(at(l.rdx), vkconv::reference::backward_data(p, hdy, hw),
+                    vkconv::reference::backward_data(p, abs_of(hdy), abs_of(hw)), p.K * p.R * p.S),
+        worst_error(at(l.rdw), vkconv::reference::backward_filter(p, hx, hdy),
+                    vkconv::reference::backward_filter(p, abs_of(hx), abs_of(hdy)), p.N * PQ),
+        worst_error(at(l.rdb), vkconv::reference::backward_bias(p, hdy),
+                    vkconv::reference::backward_bias(p, abs_of(hdy)), p.N * PQ)};
+    const char* names[] = {"y", "dx", "dw", "db"};
+    bool ok = context.pool_stats().reserved == 0;
+    for (int i = 0; i < 4; ++i) {
+        std::printf("app_interop: %-2s worst error / fp32 bound = %.3f %s\n", names[i], errors[i],
+                    errors[i] <= 1.0 ? "ok" : "MISMATCH");
+        ok = ok && errors[i] <= 1.0;
+    }
+    return ok;
+}
+
+int run() {
+    App app;
+    if (!app.create()) {
+        std::printf("app_interop: no Vulkan device\n");
+        return 77;
+    }
+    vkconv::Context context(external_device(app));
+    const vkconv::ConvProblem p = layer_problem();
+    vkconv::PassOptions options;
+    options.auto_choice = vkconv::AutoChoice::Heuristic;  // no measuring: nothing runs but what is recorded
+    const uint64_t workspace =
+        std::max(vkconv::forward_workspace_bytes(context, p, vkconv::Algorithm::Auto, options),
+                 vkconv::layer_backward_workspace_bytes(context, p, vkconv::Algorithm::Auto, options));
+
+    const BufferLayout l = buffer_layout(p, workspace, std::max<VkDeviceSize>(app.limits.minStorageBufferOffsetAlignment, 16));
+    const VkBufferUsageFlags usage =
+        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    Buffer device_buffer(app, l.end, usage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    Buffer staging(app, l.end, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                   VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    LayerTensors t = wrap_tensors(context, p, l, device_buffer.buffer, usage);
+    options.workspace = &t.ws;
+
+    const HostInputs in{values(p.input_elements(), 1), values(p.filter_elements(), 2), values(p.K, 3),
+                        values(p.output_elements(), 4)};
+    auto stage = [&](const Range& r, const std::vector<float>& v) {
+        std::memcpy(static_cast<char*>(staging.mapped) + r.offset, v.data(), v.size() * 4);
+    };
+    stage(l.rx, in.hx), stage(l.rw, in.hw), stage(l.rb, in.hb), stage(l.rdy, in.hdy);
+
+    // The application's command buffer: its upload, vkconv's passes, its read-back, between its barriers.
+    const Commands commands(app);
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(commands.buffer, &begin), "vkBeginCommandBuffer");
+    record_upload(commands.buffer, staging, device_buffer, l);
+    vkconv::Recording recording = vkconv::record_into(context, commands.buffer);
+    const auto f = vkconv::forward(recording, p, t.x, t.w, &t.b, t.y, vkconv::Algorithm::Auto, options);
+    const auto s =
+        vkconv::layer_backward(recording, p, t.x, t.w, t.dy, t.dx, t.dw, &t.db, vkconv::Algorithm::Auto, options);
+    record_readback(commands.buffer, staging, device_buffer, l);
+    check(vkEndCommandBuffer(commands.buffer), "vkEndCommandBuffer");
+    submit_and_wait(app, commands.buffer);
+    recording.complete();  // the command buffer finished: vkconv lets go of what it held for it
+    vkDestroyCommandPool(app.device, commands.pool, nullptr);
 
     std::printf(
         "app_interop: forward (%s, %u dispatches) and backward step (%s + %s, %u dispatches) recorded into "
@@ -321,27 +408,7 @@ int run() {
     std::printf(
         "app_interop: workspace %llu bytes in the application's buffer; vkconv's own device memory: %llu bytes\n",
         static_cast<unsigned long long>(workspace), static_cast<unsigned long long>(context.pool_stats().reserved));
-
-    const char* host = static_cast<const char*>(staging.mapped);
-    auto at = [&](const Range& r) { return reinterpret_cast<const float*>(host + r.offset); };
-    const int64_t PQ = p.P() * p.Q();
-    const double errors[] = {
-        worst_error(at(ry), vkconv::reference::forward(p, hx, hw, hb),
-                    vkconv::reference::forward(p, abs_of(hx), abs_of(hw), abs_of(hb)), p.C * p.R * p.S + 1),
-        worst_error(at(rdx), vkconv::reference::backward_data(p, hdy, hw),
-                    vkconv::reference::backward_data(p, abs_of(hdy), abs_of(hw)), p.K * p.R * p.S),
-        worst_error(at(rdw), vkconv::reference::backward_filter(p, hx, hdy),
-                    vkconv::reference::backward_filter(p, abs_of(hx), abs_of(hdy)), p.N * PQ),
-        worst_error(at(rdb), vkconv::reference::backward_bias(p, hdy), vkconv::reference::backward_bias(p, abs_of(hdy)),
-                    p.N * PQ)};
-    const char* names[] = {"y", "dx", "dw", "db"};
-    bool ok = context.pool_stats().reserved == 0;
-    for (int i = 0; i < 4; ++i) {
-        std::printf("app_interop: %-2s worst error / fp32 bound = %.3f %s\n", names[i], errors[i],
-                    errors[i] <= 1.0 ? "ok" : "MISMATCH");
-        ok = ok && errors[i] <= 1.0;
-    }
-    return ok ? 0 : 1;
+    return check_results(context, p, in, staging, l) ? 0 : 1;
 }
 
 }  // namespace

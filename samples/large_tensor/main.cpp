@@ -124,116 +124,165 @@ void report(const char* pass, vkconv::Algorithm algorithm, const vkconv::RunStat
     std::fflush(stdout);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    CLI::App app{"Forward and backward passes of a convolution whose input is larger than one device buffer, checked "
-                 "at sampled points"};
+// The command line.
+struct Args {
     std::vector<int64_t> shape{1, 17, 8192, 8192};
     int64_t filters = 4, kernel = 3, stride = 2, pad = 1;
     std::vector<std::string> algorithms;
     std::string layout = "nchw", device;
     int samples = 2000, filter_samples = 24;
     uint64_t max_buffer_bytes = 0;
-    app.add_option("--shape", shape, "input N C H W")->expected(4)->capture_default_str();
-    app.add_option("--filters", filters, "filters K")->capture_default_str();
-    app.add_option("--kernel", kernel, "filter size R = S")->capture_default_str();
-    app.add_option("--stride", stride, "stride")->capture_default_str();
-    app.add_option("--pad", pad, "padding on every side")->capture_default_str();
-    app.add_option("--algo", algorithms, "algorithms (repeatable; default: every one that applies)");
-    app.add_option("--layout", layout, "nchw or nhwc")->check(CLI::IsMember({"nchw", "nhwc"}))->capture_default_str();
-    app.add_option("--samples", samples, "sampled outputs checked per forward and backward-data run")
+};
+
+void add_options(CLI::App& app, Args& a) {
+    app.add_option("--shape", a.shape, "input N C H W")->expected(4)->capture_default_str();
+    app.add_option("--filters", a.filters, "filters K")->capture_default_str();
+    app.add_option("--kernel", a.kernel, "filter size R = S")->capture_default_str();
+    app.add_option("--stride", a.stride, "stride")->capture_default_str();
+    app.add_option("--pad", a.pad, "padding on every side")->capture_default_str();
+    app.add_option("--algo", a.algorithms, "algorithms (repeatable; default: every one that applies)");
+    app.add_option("--layout", a.layout, "nchw or nhwc")->check(CLI::IsMember({"nchw", "nhwc"}))->capture_default_str();
+    app.add_option("--samples", a.samples, "sampled outputs checked per forward and backward-data run")
         ->capture_default_str();
-    app.add_option("--filter-samples", filter_samples, "sampled filter-gradient entries checked per run")
+    app.add_option("--filter-samples", a.filter_samples, "sampled filter-gradient entries checked per run")
         ->capture_default_str();
-    app.add_option("--max-buffer-bytes", max_buffer_bytes, "lower the device's largest buffer (0: its own)");
-    app.add_option("--device", device, "device index or name substring");
+    app.add_option("--max-buffer-bytes", a.max_buffer_bytes, "lower the device's largest buffer (0: its own)");
+    app.add_option("--device", a.device, "device index or name substring");
+}
+
+vkconv::ConvProblem problem_of(const Args& a) {
+    vkconv::ConvProblem p;
+    p.N = a.shape[0], p.C = a.shape[1], p.H = a.shape[2], p.W = a.shape[3];
+    p.K = a.filters, p.R = p.S = a.kernel;
+    p.stride_h = p.stride_w = a.stride;
+    p.pad_h = p.pad_w = a.pad;
+    p.layout = vkconv::parse_layout(a.layout);
+    p.validate();
+    return p;
+}
+
+// The algorithms named, else every one that applies to the forward pass.
+std::vector<vkconv::Algorithm> chosen_algorithms(const Args& a, const vkconv::ConvProblem& p) {
+    std::vector<vkconv::Algorithm> chosen;
+    for (const auto& name : a.algorithms) chosen.push_back(vkconv::parse_algorithm(name));
+    if (chosen.empty()) {
+        for (vkconv::Algorithm algorithm : vkconv::all_algorithms())
+            if (vkconv::algorithm_applies(algorithm, p, vkconv::Pass::Forward)) chosen.push_back(algorithm);
+    }
+    return chosen;
+}
+
+// The device, the problem and how the input is paged, then the table's header.
+void print_header(const vkconv::Context& context, const vkconv::ConvProblem& p) {
+    const uint64_t largest = context.device().max_buffer_bytes;
+    std::printf("device: %s\n%s\ninput %.2f GB in %llu buffers of at most %llu bytes; output %.2f GB\n\n",
+                context.device().summary().c_str(), p.str().c_str(), p.input_elements() * 4 / 1e9,
+                static_cast<unsigned long long>((p.input_elements() * 4 + largest - 1) / largest),
+                static_cast<unsigned long long>(largest), p.output_elements() * 4 / 1e9);
+    std::printf("%-16s %-14s %10s %9s %12s %12s %8s %8s %10s\n", "pass", "algorithm", "gpu ms", "wall s", "peak GB",
+                "workspace MB", "chunks", "checked", "err/bound");
+}
+
+// Runs passes and checks them at sampled points, one random sequence over all of them, keeping the worst.
+struct Checker {
+    const Indexer ix;
+    std::mt19937_64 rng{7};
+    double worst_overall = 0;
+
+    int64_t pick(int64_t extent) { return std::uniform_int_distribution<int64_t>(0, extent - 1)(rng); }
+
+    // One pass with one algorithm: its output poisoned (NaN), the pass run and timed, the output downloaded
+    // into `out` and `points` sampled values checked; the row printed.
+    template <typename Run, typename ErrorAtSample>
+    void run_checked(const char* pass, vkconv::Algorithm algorithm, vkconv::Tensor& output, std::vector<float>& out,
+                     int points, Run&& run, ErrorAtSample&& error_at_sample) {
+        std::fill(out.begin(), out.end(), NAN);
+        output.upload(out);
+        const auto start = std::chrono::steady_clock::now();
+        const vkconv::RunStats stats = run(algorithm);
+        const double wall = seconds_since(start);
+        output.download(out);
+        double worst = 0;
+        for (int t = 0; t < points; ++t) worst = std::max(worst, error_at_sample());
+        worst_overall = std::max(worst_overall, worst);
+        report(pass, algorithm, stats, wall, points, worst);
+    }
+};
+
+// The passes that read x (forward, then backward-filter), x uploaded here and freed on return.
+void run_passes_reading_x(vkconv::Context& context, const vkconv::ConvProblem& p, const Args& args,
+                          const std::vector<vkconv::Algorithm>& chosen, Checker& check, const vkconv::Tensor& w,
+                          const vkconv::Tensor& dy, vkconv::Tensor& y, vkconv::Tensor& dw) {
+    const Indexer& ix = check.ix;
+    std::optional<vkconv::Tensor> x;
+    {
+        const auto x_host = values(p.input_elements(), kInputSeed);  // freed once on the device
+        x = vkconv::Tensor::from_host(context, p.input_shape(), x_host);
+    }
+    std::vector<float> y_out(size_t(p.output_elements())), dw_out(size_t(p.filter_elements()));
+    for (vkconv::Algorithm algorithm : chosen)
+        check.run_checked(
+            "forward", algorithm, y, y_out, args.samples,
+            [&](vkconv::Algorithm a) { return vkconv::forward(context, p, *x, w, nullptr, y, a); },
+            [&] {
+                const int64_t n = check.pick(p.N), k = check.pick(p.K), i = check.pick(p.P()), j = check.pick(p.Q());
+                return forward_at(ix, n, k, i, j).error_over_bound(y_out[ix.y(n, k, i, j)]);
+            });
+    for (vkconv::Algorithm algorithm : chosen)
+        check.run_checked(
+            "backward-filter", algorithm, dw, dw_out, args.filter_samples,
+            [&](vkconv::Algorithm a) { return vkconv::backward_filter(context, p, *x, dy, dw, nullptr, a); },
+            [&] {
+                const int64_t k = check.pick(p.K), c = check.pick(p.channels_per_group()), r = check.pick(p.R),
+                              s = check.pick(p.S);
+                return backward_filter_at(ix, k, c, r, s).error_over_bound(dw_out[ix.w(k, c, r, s)]);
+            });
+}
+
+// Backward-data, once x is freed: it writes a tensor of x's size.
+void run_backward_data(vkconv::Context& context, const vkconv::ConvProblem& p, const Args& args,
+                       const std::vector<vkconv::Algorithm>& chosen, Checker& check, const vkconv::Tensor& w,
+                       const vkconv::Tensor& dy) {
+    const Indexer& ix = check.ix;
+    vkconv::Tensor dx(context, p.input_shape());
+    std::vector<float> dx_out(size_t(p.input_elements()));
+    for (vkconv::Algorithm algorithm : chosen)
+        check.run_checked(
+            "backward-data", algorithm, dx, dx_out, args.samples,
+            [&](vkconv::Algorithm a) { return vkconv::backward_data(context, p, dy, w, dx, a); },
+            [&] {
+                const int64_t n = check.pick(p.N), c = check.pick(p.C), h = check.pick(p.H), wi = check.pick(p.W);
+                return backward_data_at(ix, n, c, h, wi).error_over_bound(dx_out[ix.x(n, c, h, wi)]);
+            });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Forward and backward passes of a convolution whose input is larger than one device buffer, checked "
+                 "at sampled points"};
+    Args args;
+    add_options(app, args);
     CLI11_PARSE(app, argc, argv);
 
     try {
-        vkconv::ConvProblem p;
-        p.N = shape[0], p.C = shape[1], p.H = shape[2], p.W = shape[3];
-        p.K = filters, p.R = p.S = kernel;
-        p.stride_h = p.stride_w = stride;
-        p.pad_h = p.pad_w = pad;
-        p.layout = vkconv::parse_layout(layout);
-        p.validate();
-        std::vector<vkconv::Algorithm> chosen;
-        for (const auto& name : algorithms) chosen.push_back(vkconv::parse_algorithm(name));
-        if (chosen.empty()) {
-            for (vkconv::Algorithm a : vkconv::all_algorithms())
-                if (vkconv::algorithm_applies(a, p, vkconv::Pass::Forward)) chosen.push_back(a);
-        }
+        const vkconv::ConvProblem p = problem_of(args);
+        const std::vector<vkconv::Algorithm> chosen = chosen_algorithms(args, p);
         vkconv::ContextOptions options;
-        options.device = device;
-        options.max_buffer_bytes = max_buffer_bytes;
+        options.device = args.device;
+        options.max_buffer_bytes = args.max_buffer_bytes;
         vkconv::Context context(options);
-        const uint64_t largest = context.device().max_buffer_bytes;
-        std::printf("device: %s\n%s\ninput %.2f GB in %llu buffers of at most %llu bytes; output %.2f GB\n\n",
-                    context.device().summary().c_str(), p.str().c_str(), p.input_elements() * 4 / 1e9,
-                    static_cast<unsigned long long>((p.input_elements() * 4 + largest - 1) / largest),
-                    static_cast<unsigned long long>(largest), p.output_elements() * 4 / 1e9);
-        std::printf("%-16s %-14s %10s %9s %12s %12s %8s %8s %10s\n", "pass", "algorithm", "gpu ms", "wall s",
-                    "peak GB", "workspace MB", "chunks", "checked", "err/bound");
+        print_header(context, p);
 
-        const Indexer ix{p};
-        std::mt19937_64 rng(7);
-        auto pick = [&](int64_t extent) { return std::uniform_int_distribution<int64_t>(0, extent - 1)(rng); };
+        Checker check{Indexer{p}};
         const auto w_host = values(p.filter_elements(), kFilterSeed);
         const auto dy_host = values(p.output_elements(), kGradSeed);
         vkconv::Tensor w = vkconv::Tensor::from_host(context, p.filter_shape(), w_host);
         vkconv::Tensor dy = vkconv::Tensor::from_host(context, p.output_shape(), dy_host);
         vkconv::Tensor y(context, p.output_shape()), dw(context, p.filter_shape());
-        double worst_overall = 0;
-        // One pass with one algorithm: its output poisoned (NaN), the pass run and timed, the output downloaded
-        // into `out` and `points` sampled values checked; the row printed.
-        auto run_checked = [&](const char* pass, vkconv::Algorithm algorithm, vkconv::Tensor& output,
-                               std::vector<float>& out, int points, auto&& run, auto&& error_at_sample) {
-            std::fill(out.begin(), out.end(), NAN);
-            output.upload(out);
-            const auto start = std::chrono::steady_clock::now();
-            const vkconv::RunStats stats = run(algorithm);
-            const double wall = seconds_since(start);
-            output.download(out);
-            double worst = 0;
-            for (int t = 0; t < points; ++t) worst = std::max(worst, error_at_sample());
-            worst_overall = std::max(worst_overall, worst);
-            report(pass, algorithm, stats, wall, points, worst);
-        };
-        {
-            std::optional<vkconv::Tensor> x;
-            {
-                const auto x_host = values(p.input_elements(), kInputSeed);  // freed once on the device
-                x = vkconv::Tensor::from_host(context, p.input_shape(), x_host);
-            }
-            std::vector<float> y_out(size_t(p.output_elements())), dw_out(size_t(p.filter_elements()));
-            for (vkconv::Algorithm algorithm : chosen)
-                run_checked(
-                    "forward", algorithm, y, y_out, samples,
-                    [&](vkconv::Algorithm a) { return vkconv::forward(context, p, *x, w, nullptr, y, a); },
-                    [&] {
-                        const int64_t n = pick(p.N), k = pick(p.K), i = pick(p.P()), j = pick(p.Q());
-                        return forward_at(ix, n, k, i, j).error_over_bound(y_out[ix.y(n, k, i, j)]);
-                    });
-            for (vkconv::Algorithm algorithm : chosen)
-                run_checked(
-                    "backward-filter", algorithm, dw, dw_out, filter_samples,
-                    [&](vkconv::Algorithm a) { return vkconv::backward_filter(context, p, *x, dy, dw, nullptr, a); },
-                    [&] {
-                        const int64_t k = pick(p.K), c = pick(p.channels_per_group()), r = pick(p.R), s = pick(p.S);
-                        return backward_filter_at(ix, k, c, r, s).error_over_bound(dw_out[ix.w(k, c, r, s)]);
-                    });
-        }  // x freed: backward-data writes a tensor of x's size
-        vkconv::Tensor dx(context, p.input_shape());
-        std::vector<float> dx_out(size_t(p.input_elements()));
-        for (vkconv::Algorithm algorithm : chosen)
-            run_checked(
-                "backward-data", algorithm, dx, dx_out, samples,
-                [&](vkconv::Algorithm a) { return vkconv::backward_data(context, p, dy, w, dx, a); },
-                [&] {
-                    const int64_t n = pick(p.N), c = pick(p.C), h = pick(p.H), wi = pick(p.W);
-                    return backward_data_at(ix, n, c, h, wi).error_over_bound(dx_out[ix.x(n, c, h, wi)]);
-                });
+        run_passes_reading_x(context, p, args, chosen, check, w, dy, y, dw);
+        run_backward_data(context, p, args, chosen, check, w, dy);
+        const double worst_overall = check.worst_overall;
         std::printf("\nworst sampled error / fp32 bound: %.3g (%s)\n", worst_overall,
                     worst_overall <= 1 ? "within the bound" : "BEYOND THE BOUND");
         return worst_overall <= 1 ? 0 : 1;

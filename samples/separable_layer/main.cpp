@@ -175,86 +175,122 @@ void print_json(const separable::Shape& shape, const separable::Layer& layer, co
                 (unsigned long long)route.lowered_unchunked);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    CLI::App app{"The channel-wise separable layer of a video model (forward and backward) on vkconv"};
+// The command line.
+struct Args {
     separable::Shape shape;
     bool run_check = false, json = false;
     double budget_fraction = 0.2, max_peak_ratio = 0;
     uint64_t budget = 0;
     std::string device;
+};
+
+void add_options(CLI::App& app, Args& a) {
+    separable::Shape& shape = a.shape;
     app.add_option("--frames", shape.frames, "frames (a multiple of 3: clips of three time steps)");
     app.add_option("--channels", shape.channels, "channels per frame");
     app.add_option("--height", shape.height, "frame height");
     app.add_option("--width", shape.width, "frame width");
-    app.add_option("--size", [&](const CLI::results_t& r) { shape.height = shape.width = std::stoll(r[0]); return true; },
-                   "frame height and width");
-    app.add_option("--budget", budget, "workspace bytes beyond the operands (default: --budget-fraction of them)");
-    app.add_option("--budget-fraction", budget_fraction, "workspace as a fraction of the operand bytes")
+    app.add_option(
+        "--size", [&a](const CLI::results_t& r) { a.shape.height = a.shape.width = std::stoll(r[0]); return true; },
+        "frame height and width");
+    app.add_option("--budget", a.budget, "workspace bytes beyond the operands (default: --budget-fraction of them)");
+    app.add_option("--budget-fraction", a.budget_fraction, "workspace as a fraction of the operand bytes")
         ->check(CLI::Range(0.0, 10.0));
-    app.add_flag("--check", run_check, "compare every output with the CPU reference (default size 6x8x19x23)");
-    app.add_option("--max-peak-ratio", max_peak_ratio, "exit 1 when the layer's pool peak exceeds this many times its operands")
+    app.add_flag("--check", a.run_check, "compare every output with the CPU reference (default size 6x8x19x23)");
+    app.add_option("--max-peak-ratio", a.max_peak_ratio, "exit 1 when the layer's pool peak exceeds this many times its operands")
         ->check(CLI::PositiveNumber);
-    app.add_flag("--json", json, "print the figures as one JSON object");
-    app.add_option("--device", device, "device index or part of its name");
-    CLI11_PARSE(app, argc, argv);
-    if (run_check) {
-        if (!app.count("--frames")) shape.frames = 6;
-        if (!app.count("--channels")) shape.channels = 8;
-        if (!app.count("--height") && !app.count("--size")) shape.height = 19;
-        if (!app.count("--width") && !app.count("--size")) shape.width = 23;
+    app.add_flag("--json", a.json, "print the figures as one JSON object");
+    app.add_option("--device", a.device, "device index or part of its name");
+}
+
+// --check's default size, for the sizes not given.
+void apply_check_defaults(const CLI::App& app, separable::Shape& shape) {
+    if (!app.count("--frames")) shape.frames = 6;
+    if (!app.count("--channels")) shape.channels = 8;
+    if (!app.count("--height") && !app.count("--size")) shape.height = 19;
+    if (!app.count("--width") && !app.count("--size")) shape.width = 23;
+}
+
+// What one run of the layer measured.
+struct LayerRun {
+    separable::PassReport f, b;
+    uint64_t operands = 0, peak = 0;
+    double total_ms = 0;
+};
+
+void print_text(const Args& a, const vkconv::Context& context, const separable::Layer& layer, const LayerRun& run,
+                const Im2colRoute& route) {
+    const separable::Shape& shape = a.shape;
+    std::printf("separable layer: %lld frames (%lld clips) x %lld channels x %lldx%lld, %lld clips per chunk, "
+                "workspace budget %.1f MiB, on %s\n",
+                (long long)shape.frames, (long long)shape.clips(), (long long)shape.channels,
+                (long long)shape.height, (long long)shape.width, (long long)layer.chunk_clips(), mib(a.budget),
+                context.device().name.c_str());
+    print_pass("forward", run.f, run.operands + route.forward_buffers + route.forward_workspace);
+    print_pass("backward", run.b, run.operands + route.backward_buffers + route.backward_workspace);
+    std::printf("layer    peak %.1f MiB = %.3f x operands (%.1f MiB); total wall %.1f s (data, upload, both passes)\n",
+                mib(run.peak), double(run.peak) / double(run.operands), mib(run.operands), run.total_ms / 1000);
+    std::printf("im2col   route: forward +%.1f MiB buffers +%.1f MiB lowering, backward +%.1f MiB buffers "
+                "+%.1f MiB lowering (chunked to the binding limit; unchunked lowering %.1f MiB)\n",
+                mib(route.forward_buffers), mib(route.forward_workspace), mib(route.backward_buffers),
+                mib(route.backward_workspace), mib(route.lowered_unchunked));
+}
+
+// The workspace budget where none was given: --budget-fraction of the operands as the target counts them
+// (frames, output, upstream gradient, frame gradients, kernels and biases with their gradients).
+uint64_t default_budget(const Args& a) {
+    const uint64_t frame_bytes = static_cast<uint64_t>(a.shape.frame_elements()) * 4;
+    const uint64_t operand_estimate = frame_bytes * static_cast<uint64_t>(2 * a.shape.frames + 2 * a.shape.clips());
+    return static_cast<uint64_t>(a.budget_fraction * static_cast<double>(operand_estimate));
+}
+
+// Builds the layer and its operands, runs forward and backward, prints the figures and applies the checks.
+int run_layer(Args& a) {
+    const separable::Shape& shape = a.shape;
+    const auto start = std::chrono::steady_clock::now();
+    vkconv::ContextOptions options;
+    options.device = a.device;
+    vkconv::Context context(options);
+    if (!a.budget) a.budget = default_budget(a);
+    separable::Layer layer(context, shape, a.budget);
+    Operands o = make_operands(context, layer, shape);
+    LayerRun run;
+    run.operands = context.pool_stats().in_use;
+    const Im2colRoute route = im2col_route(context, layer, shape);
+
+    vkconv::PeakScope whole(context);
+    run.f = layer.forward(o.frames, o.k_minus, o.b1, o.k_plus, o.b2, o.z);
+    run.b = layer.backward(o.frames, o.k_minus, o.k_plus, o.g, o.df, o.dk_minus, o.dk_plus, o.db1, o.db2);
+    run.peak = whole.peak();
+    run.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+    if (a.json)
+        print_json(shape, layer, run.f, run.b, run.operands, run.peak, route, run.total_ms);
+    else
+        print_text(a, context, layer, run, route);
+    if (a.max_peak_ratio > 0 && double(run.peak) > a.max_peak_ratio * double(run.operands)) {
+        std::fprintf(stderr, "separable_layer: pool peak %.1f MiB is %.3f x the operands, above %.3f\n", mib(run.peak),
+                     double(run.peak) / double(run.operands), a.max_peak_ratio);
+        return 1;
     }
+    if (a.run_check && !check(layer, shape, o)) {
+        std::fprintf(stderr, "separable_layer: the GPU results differ from the reference\n");
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"The channel-wise separable layer of a video model (forward and backward) on vkconv"};
+    Args args;
+    add_options(app, args);
+    CLI11_PARSE(app, argc, argv);
+    if (args.run_check) apply_check_defaults(app, args.shape);
     try {
-        shape.validate();
-        const auto start = std::chrono::steady_clock::now();
-        vkconv::ContextOptions options;
-        options.device = device;
-        vkconv::Context context(options);
-        // The operands as the target counts them: frames, output, upstream gradient, frame gradients, kernels
-        // and biases with their gradients.
-        const uint64_t frame_bytes = static_cast<uint64_t>(shape.frame_elements()) * 4;
-        const uint64_t operand_estimate = frame_bytes * static_cast<uint64_t>(2 * shape.frames + 2 * shape.clips());
-        if (!budget) budget = static_cast<uint64_t>(budget_fraction * static_cast<double>(operand_estimate));
-        separable::Layer layer(context, shape, budget);
-        Operands o = make_operands(context, layer, shape);
-        const uint64_t operands = context.pool_stats().in_use;
-        const Im2colRoute route = im2col_route(context, layer, shape);
-
-        vkconv::PeakScope whole(context);
-        const separable::PassReport f = layer.forward(o.frames, o.k_minus, o.b1, o.k_plus, o.b2, o.z);
-        const separable::PassReport b =
-            layer.backward(o.frames, o.k_minus, o.k_plus, o.g, o.df, o.dk_minus, o.dk_plus, o.db1, o.db2);
-        const uint64_t peak = whole.peak();
-        const double total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-
-        if (json) {
-            print_json(shape, layer, f, b, operands, peak, route, total_ms);
-        } else {
-            std::printf("separable layer: %lld frames (%lld clips) x %lld channels x %lldx%lld, %lld clips per chunk, "
-                        "workspace budget %.1f MiB, on %s\n",
-                        (long long)shape.frames, (long long)shape.clips(), (long long)shape.channels,
-                        (long long)shape.height, (long long)shape.width, (long long)layer.chunk_clips(), mib(budget),
-                        context.device().name.c_str());
-            print_pass("forward", f, operands + route.forward_buffers + route.forward_workspace);
-            print_pass("backward", b, operands + route.backward_buffers + route.backward_workspace);
-            std::printf("layer    peak %.1f MiB = %.3f x operands (%.1f MiB); total wall %.1f s (data, upload, both passes)\n",
-                        mib(peak), double(peak) / double(operands), mib(operands), total_ms / 1000);
-            std::printf("im2col   route: forward +%.1f MiB buffers +%.1f MiB lowering, backward +%.1f MiB buffers "
-                        "+%.1f MiB lowering (chunked to the binding limit; unchunked lowering %.1f MiB)\n",
-                        mib(route.forward_buffers), mib(route.forward_workspace), mib(route.backward_buffers),
-                        mib(route.backward_workspace), mib(route.lowered_unchunked));
-        }
-        if (max_peak_ratio > 0 && double(peak) > max_peak_ratio * double(operands)) {
-            std::fprintf(stderr, "separable_layer: pool peak %.1f MiB is %.3f x the operands, above %.3f\n", mib(peak),
-                         double(peak) / double(operands), max_peak_ratio);
-            return 1;
-        }
-        if (run_check && !check(layer, shape, o)) {
-            std::fprintf(stderr, "separable_layer: the GPU results differ from the reference\n");
-            return 1;
-        }
-        return 0;
+        args.shape.validate();
+        return run_layer(args);
     } catch (const vkconv::Error& e) {
         std::fprintf(stderr, "separable_layer: %s\n", e.what());
         return e.category() == vkconv::ErrorCategory::Unsupported && std::string(e.what()).find("Vulkan") != std::string::npos ? 77 : 1;
