@@ -216,13 +216,14 @@ void report_forward(const std::string& layer, const vkconv::ConvProblem& p, cons
                     std::vector<std::string>& json_rows) {
     const double gflops = p.forward_flops() / (ms * 1e6);
     std::string name = vkconv::to_string(stats.algorithm);
-    if (stats.algorithm == vkconv::Algorithm::Mec) name += std::string("-") + vkconv::to_string(stats.mec_schedule);
+    if (stats.algorithm == vkconv::Algorithm::Mec) name += "-" + stats.variant;
     std::printf("%-17s %-*s %10.3f %9.2f %10s %10s %7u  %s\n", layer.c_str(), algorithm_column_width(), name.c_str(), ms,
                 gflops, mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check.c_str());
     std::fflush(stdout);
     JsonObject row;
     row.add("kind", "forward").add("layer", layer).add("algorithm", vkconv::to_string(stats.algorithm));
-    if (stats.algorithm == vkconv::Algorithm::Mec) row.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
+    if (stats.algorithm == vkconv::Algorithm::Mec) row.add("mec_schedule", stats.variant);
+    if (!stats.variant.empty()) row.add("variant", stats.variant);
     row.add("gpu_ms", ms).add("gflops", gflops).add_memory(stats);
     row.add("chunks", static_cast<uint64_t>(stats.chunks));
     row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));

@@ -120,9 +120,9 @@ bool run_forward_row(vkconv::Context& context, const Layer& layer, const DemoArg
     const vkconv::Epilogue epilogue = args.epilogue.epilogue(residual.empty() ? nullptr : &residual);
     std::vector<double> times;
     vkconv::RunStats stats;
-    vkconv::forward(context, p, input, filter, nullptr, output, epilogue, algorithm);  // warm-up: pipelines
+    vkconv::forward(context, p, input, filter, nullptr, output, algorithm, {}, epilogue);  // warm-up: pipelines
     for (int r = 0; r < args.repeat; ++r) {
-        stats = vkconv::forward(context, p, input, filter, nullptr, output, epilogue, algorithm);
+        stats = vkconv::forward(context, p, input, filter, nullptr, output, algorithm, {}, epilogue);
         times.push_back(stats.gpu_ms);
     }
     const double ms = median_ms(times);

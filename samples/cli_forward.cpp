@@ -78,8 +78,8 @@ int run_forward(const ForwardArgs& args) {
     if (args.epilogue.has_residual()) residual = vkconv::Tensor::from_host(context, problem.output_shape(), z.data);
     const auto stats = args.conv.run_pass([&] {
         return vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
-                               args.epilogue.epilogue(args.epilogue.has_residual() ? &residual : nullptr), algorithm,
-                               args.conv.forward_options(context));
+                               algorithm, args.conv.forward_options(context),
+                               args.epilogue.epilogue(args.epilogue.has_residual() ? &residual : nullptr));
     });
     vkconv::write_npy(args.output, problem.output_shape(), output.download());
 
@@ -90,7 +90,8 @@ int run_forward(const ForwardArgs& args) {
         o.add("wall_ms", stats.wall_ms).add("gflops", problem.forward_flops() / (stats.gpu_ms * 1e6));
         o.add_memory(stats);
         o.add("dispatches", static_cast<uint64_t>(stats.dispatches)).add("chunks", static_cast<uint64_t>(stats.chunks));
-        if (stats.algorithm == vkconv::Algorithm::Mec) o.add("mec_schedule", vkconv::to_string(stats.mec_schedule));
+        if (stats.algorithm == vkconv::Algorithm::Mec) o.add("mec_schedule", stats.variant);
+        if (!stats.variant.empty()) o.add("variant", stats.variant);
         o.add_raw("problem", problem_json(problem));
         std::printf("%s\n", o.str().c_str());
     }

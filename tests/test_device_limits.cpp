@@ -544,7 +544,7 @@ TEST_CASE("views of paged tensors: forward with a residual from one view into an
         for (Algorithm algorithm : vkt::algorithms_for(p)) {
             INFO(vkconv::to_string(algorithm));
             big_y.upload(vkt::poison(9 * y_image));
-            vkconv::forward(*context, p, x, tw, &tb, y, epilogue, algorithm);
+            vkconv::forward(*context, p, x, tw, &tb, y, algorithm, {}, epilogue);
             const std::span<const float> xs(x_all.data() + x_image, size_t(7 * x_image));
             // y = LeakyReLU(1.5 * conv(x, w) + b + 0.5 * z)
             auto plain = p;
@@ -668,7 +668,7 @@ void check_residual_forward(vkconv::Context& context, vkconv::ConvProblem p, std
                 vkconv::Epilogue epilogue;
                 epilogue.alpha = 0.75f, epilogue.beta = -1.25f, epilogue.residual = in_place ? &y : &z;
                 epilogue.activation = vkconv::Activation::ReLU6;
-                const auto stats = vkconv::forward(context, p, x, tw, &tb, y, epilogue, algorithm);
+                const auto stats = vkconv::forward(context, p, x, tw, &tb, y, algorithm, {}, epilogue);
                 CHECK(stats.algorithm == algorithm);
                 auto plain = p;
                 plain.has_bias = false;

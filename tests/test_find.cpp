@@ -142,7 +142,7 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
             const auto run = run_auto_checked(*context, pass, p, {}, 40 + uint32_t(pass));
             CHECK(run.stats.algorithm == results.front().algorithm);
             if (pass == Pass::Forward && run.stats.algorithm == Algorithm::Mec)
-                CHECK(run.stats.mec_schedule == results.front().mec_schedule);
+                CHECK(run.stats.variant == vkconv::to_string(results.front().mec_schedule));
             CHECK(run.stats.workspace_bytes == results.front().workspace_bytes);
             CHECK(run.stats.workspace_bytes == query_workspace(*context, pass, p, Algorithm::Auto, {}));
             CHECK(run.stats.peak_bytes == run.live + run.stats.workspace_bytes);
@@ -257,7 +257,7 @@ TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find
     const auto again = vkconv::forward(*context, p, x, w, &b, y);
     CHECK(again.chosen_by == vkconv::ChoiceSource::Stored);
     CHECK(again.algorithm == results.front().algorithm);
-    if (again.algorithm == Algorithm::Mec) CHECK(again.mec_schedule == results.front().mec_schedule);
+    if (again.algorithm == Algorithm::Mec) CHECK(again.variant == vkconv::to_string(results.front().mec_schedule));
     CHECK(first.algorithm != Algorithm::Auto);
     CHECK(vkconv::forward_workspace_bytes(*context, p, Algorithm::Auto) == again.workspace_bytes);
     // Reusing the cache allocates nothing beyond the pass's workspace.

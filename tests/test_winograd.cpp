@@ -14,7 +14,7 @@
 #include "conv/winograd/winograd.hpp"
 #include "conv_cases.hpp"
 #include "test_util.hpp"
-#include "vkconv/backward.hpp"
+#include "vkconv/conv.hpp"
 #include "vkconv/find.hpp"
 #include "vkconv/plan.hpp"
 #include "vkconv/reference.hpp"
@@ -241,10 +241,13 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::C
     epilogue.alpha = e.alpha, epilogue.beta = e.beta, epilogue.activation = e.activation;
     epilogue.negative_slope = float(slope);
     if (e.residual) epilogue.residual = e.in_place ? &ty : &tz;
-    const auto stats = vkconv::forward(context, p, tx, tw, p.has_bias ? &tb : nullptr, ty, epilogue,
-                                       Algorithm::Winograd, options);
+    const auto stats = vkconv::forward(context, p, tx, tw, p.has_bias ? &tb : nullptr, ty, Algorithm::Winograd, options, epilogue);
     CHECK(stats.algorithm == Algorithm::Winograd);
     CHECK(stats.workspace_bytes == vkconv::forward_workspace_bytes(context, p, Algorithm::Winograd, options));
+    // The tile that ran (a tiled pass reports its first tile's, whose own problem may pick the other tile).
+    const std::string tile = detail::winograd_shape(p, Pass::Forward).m == 4 ? "F(4x4,3x3)" : "F(2x2,3x3)";
+    CHECK((stats.variant == "F(4x4,3x3)" || stats.variant == "F(2x2,3x3)"));
+    if (stats.chunks == 1) CHECK(stats.variant == tile);
     const auto result = ty.download();
     check_bound(result, ref, bound, slack, detail::winograd_shape(p, Pass::Forward).m, "winograd forward: " + p.str());
     return {stats, result};

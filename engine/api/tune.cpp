@@ -1,6 +1,6 @@
 // Autotuning (vkconv/tune.hpp): each candidate configuration checked, then timed, the fastest stored in the
 // context's tuning file (gemm/tuning.hpp).
-#include "vkconv/tune.hpp"
+#include "vkconv/plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "conv/implicit/implicit.hpp"
 #include "gemm/tuning.hpp"
 #include "select/sampled_reference.hpp"
-#include "vkconv/backward.hpp"
+#include "vkconv/conv.hpp"
 
 namespace vkconv {
 namespace {

@@ -1,7 +1,7 @@
 // What one algorithm runs for one pass of a problem whose tensors it can bind whole: its chunks, its
 // split reductions and its workspace, in named slots, and the algorithm's own plan. Every pass of every
 // algorithm plans into this one type (conv/pass_plan.hpp adds the tiles around it), and the algorithms are
-// found through one table (conv/algorithm_table.cpp, its rows in vkconv/algorithm_list.hpp): an algorithm
+// found through one table (conv/algorithm_table.cpp, its rows in vkconv/algorithm.hpp): an algorithm
 // is a folder defining an AlgorithmEntry, one row and its shaders.
 #pragma once
 
@@ -47,9 +47,12 @@ struct AlgorithmPlan {
     WorkspaceSlots slots{};
     uint64_t workspace_bytes = 0;  // the slots as the pool counts them
     uint32_t chunks = 1;
-    // What RunStats reports of the algorithm's plan: forward MEC's schedule (Auto otherwise) and
-    // backward-filter's partial products (RunStats::partial_products; 0 for the other passes).
+    // Forward MEC's schedule (Auto otherwise).
     MecSchedule mec_schedule = MecSchedule::Auto;
+    // What RunStats reports of the algorithm's plan: the form that runs (RunStats::variant: MEC's schedule,
+    // Winograd's tile; "" for one-form algorithms) and backward-filter's partial products
+    // (RunStats::partial_products; 0 for the other passes).
+    const char* variant = "";
     uint32_t partial_products = 0;
 
     uint64_t& slot(Slot s) { return slots[static_cast<size_t>(s)]; }
@@ -69,7 +72,7 @@ struct AlgorithmPlan {
 constexpr uint32_t pass_bit(Pass pass) { return 1u << static_cast<uint32_t>(pass); }
 constexpr uint32_t kConvPasses = pass_bit(Pass::Forward) | pass_bit(Pass::BackwardData) | pass_bit(Pass::BackwardFilter);
 
-// An algorithm's entry in the table (its row in vkconv/algorithm_list.hpp names it): the passes it runs,
+// An algorithm's entry in the table (its row in vkconv/algorithm.hpp names it): the passes it runs,
 // the problems it applies to, how it plans a pass (refused where the device or a limit does not allow
 // it) and records it. The table-wide steps (the bias gradient, the workspace limit) are plan_algorithm's.
 struct AlgorithmEntry {

@@ -17,18 +17,12 @@ namespace {
 
 struct AlgorithmRow {
     Algorithm algorithm;
-    const char* name;
-    const char* summary;
     const AlgorithmEntry* entry;
 };
 
-#define VKCONV_ROW(enumerator, name, entry, summary) AlgorithmRow{Algorithm::enumerator, name, summary, &entry##_algorithm},
+#define VKCONV_ROW(enumerator, name, entry, summary) AlgorithmRow{Algorithm::enumerator, &entry##_algorithm},
 const AlgorithmRow kRows[] = {VKCONV_ALGORITHMS(VKCONV_ROW)};
 #undef VKCONV_ROW
-
-#define VKCONV_ENUMERATOR(enumerator, name, entry, summary) Algorithm::enumerator,
-constexpr Algorithm kAlgorithms[] = {VKCONV_ALGORITHMS(VKCONV_ENUMERATOR)};
-#undef VKCONV_ENUMERATOR
 
 const AlgorithmRow* row_of(Algorithm algorithm) noexcept {
     for (const AlgorithmRow& row : kRows)
@@ -120,33 +114,6 @@ void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvPro
 }  // namespace vkconv::detail
 
 namespace vkconv {
-
-const char* to_string(Algorithm algorithm) noexcept {
-    if (algorithm == Algorithm::Auto) return "auto";
-    const detail::AlgorithmRow* row = detail::row_of(algorithm);
-    return row ? row->name : "unknown";
-}
-
-const char* algorithm_summary(Algorithm algorithm) noexcept {
-    if (algorithm == Algorithm::Auto) return "chooses one of the others (measured or by the heuristic)";
-    const detail::AlgorithmRow* row = detail::row_of(algorithm);
-    return row ? row->summary : "unknown";
-}
-
-std::span<const Algorithm> all_algorithms() noexcept { return detail::kAlgorithms; }
-
-Algorithm parse_algorithm(std::string_view text) {
-    std::string name(text);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name == "auto") return Algorithm::Auto;
-    std::string expected = "auto";
-    for (const detail::AlgorithmRow& row : detail::kRows) {
-        if (name == row.name) return row.algorithm;
-        expected += std::string(&row == &detail::kRows[std::size(detail::kRows) - 1] ? " or " : ", ") + row.name;
-    }
-    throw Error(ErrorCategory::InvalidArgument,
-                "unknown algorithm '" + std::string(text) + "' (expected " + expected + ")");
-}
 
 bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pass) noexcept {
     if (algorithm == Algorithm::Auto) return true;

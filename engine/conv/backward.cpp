@@ -8,9 +8,9 @@
 #include "conv/bias_add.hpp"
 #include "conv/auto_choice.hpp"
 #include "conv/pass_call.hpp"
-#include "vkconv/backward.hpp"
+#include "vkconv/conv.hpp"
 #include "vkconv/recording.hpp"
-#include "vkconv/transpose.hpp"
+#include "vkconv/conv.hpp"
 
 namespace vkconv {
 namespace {
@@ -99,36 +99,21 @@ uint64_t backward_bias_workspace_bytes(const Context& context, const ConvProblem
     return detail::workspace_query(context, Pass::BackwardBias, problem, Algorithm::Direct, options);
 }
 
-RunStats backward_data(Context& context, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
+RunStats backward_data(Target target, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
                        Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
-    return backward_data_to(detail::call_target(context, options), problem, grad_output, filter, grad_input, algorithm,
+    return backward_data_to(detail::call_target(target, options), problem, grad_output, filter, grad_input, algorithm,
                             options);
 }
-RunStats backward_data(Recording& recording, const ConvProblem& problem, const Tensor& grad_output,
-                       const Tensor& filter, Tensor& grad_input, Algorithm algorithm, const PassOptions& options) {
-    return backward_data_to(detail::call_target(recording, options), problem, grad_output, filter, grad_input,
-                            algorithm, options);
-}
 
-RunStats backward_filter(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
+RunStats backward_filter(Target target, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
                          Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm, const PassOptions& options) {
-    return backward_filter_to(detail::call_target(context, options), problem, input, grad_output, grad_filter,
-                              grad_bias, algorithm, options);
-}
-RunStats backward_filter(Recording& recording, const ConvProblem& problem, const Tensor& input,
-                         const Tensor& grad_output, Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
-                         const PassOptions& options) {
-    return backward_filter_to(detail::call_target(recording, options), problem, input, grad_output, grad_filter,
+    return backward_filter_to(detail::call_target(target, options), problem, input, grad_output, grad_filter,
                               grad_bias, algorithm, options);
 }
 
-RunStats backward_bias(Context& context, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+RunStats backward_bias(Target target, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
                        const PassOptions& options) {
-    return backward_bias_to(detail::call_target(context, options), problem, grad_output, grad_bias, options);
-}
-RunStats backward_bias(Recording& recording, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
-                       const PassOptions& options) {
-    return backward_bias_to(detail::call_target(recording, options), problem, grad_output, grad_bias, options);
+    return backward_bias_to(detail::call_target(target, options), problem, grad_output, grad_bias, options);
 }
 
 namespace {
@@ -193,16 +178,10 @@ uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransp
     return detail::workspace_query(context, Pass::BackwardData, q, algorithm, options) + staged;
 }
 
-RunStats conv_transpose(Context& context, const ConvTransposeProblem& problem, const Tensor& input,
+RunStats conv_transpose(Target target, const ConvTransposeProblem& problem, const Tensor& input,
                         const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
                         const PassOptions& options) {
-    return conv_transpose_to(detail::call_target(context, options), problem, input, filter, bias, output, algorithm,
-                             options);
-}
-RunStats conv_transpose(Recording& recording, const ConvTransposeProblem& problem, const Tensor& input,
-                        const Tensor& filter, const Tensor* bias, Tensor& output, Algorithm algorithm,
-                        const PassOptions& options) {
-    return conv_transpose_to(detail::call_target(recording, options), problem, input, filter, bias, output, algorithm,
+    return conv_transpose_to(detail::call_target(target, options), problem, input, filter, bias, output, algorithm,
                              options);
 }
 
@@ -343,20 +322,13 @@ LayerBackwardStats layer_backward_to(detail::CallTarget call, const ConvProblem&
 
 }  // namespace
 
-LayerBackwardStats layer_backward(Context& context, const ConvProblem& problem, const Tensor& input,
+LayerBackwardStats layer_backward(Target target, const ConvProblem& problem, const Tensor& input,
                                   const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
                                   Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
                                   const PassOptions& options) {
-    return layer_backward_to(detail::call_target(context, options), problem, input, filter, grad_output, grad_input,
+    return layer_backward_to(detail::call_target(target, options), problem, input, filter, grad_output, grad_input,
                              grad_filter, grad_bias, algorithm, options);
 }
 
-LayerBackwardStats layer_backward(Recording& recording, const ConvProblem& problem, const Tensor& input,
-                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
-                                  Tensor& grad_filter, Tensor* grad_bias, Algorithm algorithm,
-                                  const PassOptions& options) {
-    return layer_backward_to(detail::call_target(recording, options), problem, input, filter, grad_output, grad_input,
-                             grad_filter, grad_bias, algorithm, options);
-}
 
 }  // namespace vkconv

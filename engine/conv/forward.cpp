@@ -27,30 +27,6 @@ const char* to_string(MecSchedule schedule) noexcept {
     return "unknown";
 }
 
-const char* to_string(Pass pass) noexcept {
-    switch (pass) {
-        case Pass::Forward:
-            return "forward";
-        case Pass::BackwardData:
-            return "backward-data";
-        case Pass::BackwardFilter:
-            return "backward-filter";
-        case Pass::BackwardBias:
-            return "backward-bias";
-    }
-    return "unknown";
-}
-
-Pass parse_pass(std::string_view text) {
-    std::string name(text);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter, Pass::BackwardBias})
-        if (name == to_string(pass)) return pass;
-    throw Error(ErrorCategory::InvalidArgument, "unknown pass '" + std::string(text) +
-                                                    "' (expected forward, backward-data, backward-filter or "
-                                                    "backward-bias)");
-}
-
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
@@ -88,28 +64,11 @@ RunStats forward_to(detail::CallTarget call, const ConvProblem& problem, const T
 
 }  // namespace
 
-RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
-    return forward(context, problem, input, filter, bias, output, Epilogue{}, algorithm, options);
-}
-
-RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options) {
-    return forward(recording, problem, input, filter, bias, output, Epilogue{}, algorithm, options);
-}
-
-RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
-                 const PassOptions& options) {
-    return forward_to(detail::call_target(context, options), problem, input, filter, bias, output, epilogue, algorithm,
+RunStats forward(Target target, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+                 const Tensor* bias, Tensor& output, Algorithm algorithm, const PassOptions& options,
+                 const Epilogue& epilogue) {
+    return forward_to(detail::call_target(target, options), problem, input, filter, bias, output, epilogue, algorithm,
                       options);
-}
-
-RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm,
-                 const PassOptions& options) {
-    return forward_to(detail::call_target(recording, options), problem, input, filter, bias, output, epilogue,
-                      algorithm, options);
 }
 
 }  // namespace vkconv

@@ -5,12 +5,9 @@
 
 namespace vkconv::detail {
 
-CallTarget call_target(Context& context, const PassOptions& options) {
-    return {Access::context(Access::impl(context)), {nullptr, options.workspace}};
-}
-
-CallTarget call_target(Recording& recording, const PassOptions& options) {
-    RecordingState& state = recording_state(recording);
+CallTarget call_target(Target target, const PassOptions& options) {
+    if (!target.recording()) return {Access::context(Access::impl(*target.context())), {nullptr, options.workspace}};
+    RecordingState& state = recording_state(*target.recording());
     return {Access::context(state.context), {&state, options.workspace}};
 }
 

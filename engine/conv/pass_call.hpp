@@ -24,8 +24,7 @@ struct CallTarget {
     Context context;
     PassTarget target;
 };
-CallTarget call_target(Context& context, const PassOptions& options);
-CallTarget call_target(Recording& recording, const PassOptions& options);
+CallTarget call_target(Target target, const PassOptions& options);
 
 // The door's first step: the context's lock (held until the call returns), a lost device refused and the
 // problem validated, before any operand is made.

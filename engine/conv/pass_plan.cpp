@@ -40,13 +40,13 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
     stats.workspace_bytes = workspace_bytes();
     stats.operand_bytes = operand_bytes;
     std::visit(Overloaded{[&](const AlgorithmPlan& p) {
-                              stats.mec_schedule = p.mec_schedule;
+                              stats.variant = p.variant;
                               stats.chunks = p.chunks;
                               stats.partial_products = p.partial_products;
                               stats.bias_pieces = p.bias_pieces(problem);
                           },
                           [&](const TiledPlan& p) {
-                              stats.mec_schedule = p.pass == Pass::Forward ? p.mec_schedule() : MecSchedule::Auto;
+                              stats.variant = p.variant();
                               stats.chunks = p.tiles;
                               stats.partial_products = p.partial_products;
                               stats.bias_pieces = p.bias_pieces;
@@ -65,7 +65,7 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
                                   stats.chunks += part.chunks;
                                   stats.partial_products = std::max(stats.partial_products, part.partial_products);
                                   stats.bias_pieces = std::max(stats.bias_pieces, part.bias_pieces);
-                                  if (stats.mec_schedule == MecSchedule::Auto) stats.mec_schedule = part.mec_schedule;
+                                  if (stats.variant.empty()) stats.variant = part.variant;
                               }
                           }},
                how);

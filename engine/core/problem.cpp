@@ -179,6 +179,30 @@ int64_t ConvProblem::Q() const {
     return output_size(W, pad_left(), pad_right(), dilation_w, S, stride_w);
 }
 
+const char* to_string(Pass pass) noexcept {
+    switch (pass) {
+        case Pass::Forward:
+            return "forward";
+        case Pass::BackwardData:
+            return "backward-data";
+        case Pass::BackwardFilter:
+            return "backward-filter";
+        case Pass::BackwardBias:
+            return "backward-bias";
+    }
+    return "unknown";
+}
+
+Pass parse_pass(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter, Pass::BackwardBias})
+        if (name == to_string(pass)) return pass;
+    throw Error(ErrorCategory::InvalidArgument, "unknown pass '" + std::string(text) +
+                                                    "' (expected forward, backward-data, backward-filter or "
+                                                    "backward-bias)");
+}
+
 const char* to_string(AutoPad mode) noexcept {
     switch (mode) {
         case AutoPad::Valid:

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "vkconv/error.hpp"
-#include "vkconv/transpose.hpp"
+#include "vkconv/problem.hpp"
 
 namespace vkconv {
 namespace {

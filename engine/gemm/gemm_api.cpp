@@ -153,12 +153,9 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
 
 }  // namespace
 
-GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
-    return gemm_to(context, nullptr, a, b, c, options);
-}
-
-GemmStats gemm(Recording& recording, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
-    detail::RecordingState& state = detail::recording_state(recording);
+GemmStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
+    if (!target.recording()) return gemm_to(*target.context(), nullptr, a, b, c, options);
+    detail::RecordingState& state = detail::recording_state(*target.recording());
     Context context = detail::Access::context(state.context);
     return gemm_to(context, &state, a, b, c, options);
 }

@@ -140,7 +140,8 @@ Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm 
         perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
         perf.workspace_bytes = stats.workspace_bytes;
         perf.chunks = stats.chunks;
-        if (stats.mec_schedule != MecSchedule::Auto) perf.mec_schedule = stats.mec_schedule;
+        if (algorithm == Algorithm::Mec && stats.variant == to_string(MecSchedule::B)) perf.mec_schedule = MecSchedule::B;
+        if (algorithm == Algorithm::Mec && stats.variant == to_string(MecSchedule::A)) perf.mec_schedule = MecSchedule::A;
     }
     return timing;
 }

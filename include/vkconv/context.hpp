@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "vkconv/algorithm.hpp"
+#include "vkconv/device.hpp"
 #include "vkconv/export.hpp"
 #include "vkconv/pool.hpp"
 
@@ -34,38 +36,6 @@ VKCONV_API_BEGIN
 
 struct ExternalDevice;  // interop.hpp
 
-struct DeviceInfo {
-    uint32_t index = 0;  // position in the loader's enumeration, as VKCONV_DEVICE=INDEX counts
-    std::string name;
-    std::string type;         // "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other"
-    std::string driver;       // driver name and info where the device reports them
-    std::string api_version;  // "1.3.230"
-    uint32_t subgroup_size = 0;
-    // Compute units (NVIDIA SMs, AMD CUs, Arm shader cores, CPU threads), which the planner sizes its
-    // splits by, and where the number comes from: the vendor extension that reports it, or "fallback"
-    // (a documented guess by device type, docs/device_model.md).
-    uint32_t compute_units = 0;
-    std::string compute_units_source;
-    uint32_t shared_memory_bytes = 0;  // maxComputeSharedMemorySize
-    uint64_t max_storage_buffer_range = 0;
-    // The largest single buffer: the smaller of maxBufferSize and maxMemoryAllocationSize (2^30, the
-    // specification's minimum, where the device reports neither).
-    uint64_t max_buffer_bytes = 0;
-    uint32_t max_workgroup_invocations = 0;
-    std::array<uint32_t, 3> max_workgroup_count{};
-    uint32_t max_push_constants_bytes = 0;
-    uint64_t max_texel_buffer_elements = 0;
-    bool fp16 = false;        // shaderFloat16
-    bool timestamps = false;  // the compute queue can write timestamps
-    // The device profile whose limits were imposed on this device (ContextOptions::device_limits), or "".
-    std::string imposed_limits;
-
-    std::string summary() const;  // one line with everything above
-};
-
-enum class MessageSeverity { Verbose, Info, Warning, Error };
-using MessageCallback = std::function<void(MessageSeverity, std::string_view)>;
-
 // How Algorithm::Auto chooses an algorithm:
 //  - Stored (the default): a measurement the context holds for this problem, pass and options (made by an
 //    earlier Measure call or find_algorithms, or read from its find cache file), else the heuristic. It
@@ -77,6 +47,44 @@ using MessageCallback = std::function<void(MessageSeverity, std::string_view)>;
 enum class AutoChoice { Measure, Heuristic, Stored };
 const char* to_string(AutoChoice choice) noexcept;  // "measure", "heuristic", "stored"
 AutoChoice parse_auto_choice(std::string_view name);  // the names above; Error(InvalidArgument) otherwise
+
+// How a pass's algorithm was chosen (RunStats::chosen_by): named by the caller, Auto's heuristic, Auto's
+// stored measurement, or measured by this call.
+enum class ChoiceSource { Named, Heuristic, Stored, Measured };
+const char* to_string(ChoiceSource source) noexcept;  // "named", "heuristic", "stored", "measured"
+
+// What a call ran and what it cost: every pass, the layer step (its `step`) and Kernel::run return one.
+struct RunStats {
+    Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
+    ChoiceSource chosen_by = ChoiceSource::Named;  // how it was chosen (Auto: heuristic, stored or measured)
+    // The form of the algorithm that ran, where it has more than one: MEC's schedule ("A" or "B", as
+    // PassOptions::mec_schedule names it), Winograd's tile ("F(4x4,3x3)" or "F(2x2,3x3)"); "" otherwise.
+    std::string variant;
+    double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
+    bool gpu_timed = false;                        // false: the queue has no timestamps, gpu_ms is wall time
+    double wall_ms = 0;                            // host time from record to completion
+    // Memory, as the pool measured it during the pass:
+    uint64_t operand_bytes = 0;        // the pass's own tensors (inputs and outputs), each as the pool holds it
+    uint64_t workspace_bytes = 0;      // pool bytes the pass allocated for itself, as reported up front
+    uint64_t peak_bytes = 0;           // pool in-use peak during the pass (every live tensor included)
+    uint64_t peak_reserved_bytes = 0;  // device memory the pool held from the driver at its highest
+    uint32_t driver_allocations = 0;   // vkAllocateMemory calls the pass caused (0 when the pool had room)
+    uint32_t dispatches = 0;
+    uint32_t chunks = 1;  // pieces (groups of images or bands of rows) the pass ran in
+    // Split reductions, as planned (their workspace is part of workspace_bytes; the counts depend on the
+    // device and on PassOptions' limits). Tiled passes report the most any tile uses.
+    // Backward-filter: partial-product slots of the dw reduction: im2col's split-K pieces and MEC's (image,
+    // row piece) slots, each one group's dw (K/G * R*S*C/G floats); depthwise's pieces, each the whole
+    // filter (K*R*S floats; its sums are workspace even as one piece, so it is at least 1 there). 0 = none,
+    // the products add straight into dw. 0 for the other passes.
+    uint32_t partial_products = 0;
+    // The bias gradient (backward_bias; backward-filter and a layer step of a problem with a bias, whose
+    // workspace holds its partial sums even without a grad_bias tensor): pieces of positions its per-channel
+    // sum is cut into; more than 1 means pieces * K floats of partial sums in the workspace, 1 sums straight
+    // into db (where a workspace limit leaves no room for partial sums, in pieces added one after another, as
+    // many as one shader invocation's loop allows). 0 for the other passes and problems without a bias.
+    uint32_t bias_pieces = 0;
+};
 
 struct ContextOptions {
     // Device selector: an index or a case-insensitive substring of the device name. Empty: the
@@ -175,9 +183,6 @@ private:
     explicit Context(std::shared_ptr<detail::ContextImpl> impl) : impl_(std::move(impl)) {}
     std::shared_ptr<detail::ContextImpl> impl_;
 };
-
-// Every physical device the loader reports, in enumeration order. Throws Error(Unsupported) without a loader.
-std::vector<DeviceInfo> list_devices();
 
 VKCONV_API_END
 }  // namespace vkconv

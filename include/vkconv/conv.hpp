@@ -1,6 +1,8 @@
-// Convolution passes on the GPU.
+// Convolution passes on the GPU: forward (with a fused epilogue), backward-data, backward-filter,
+// backward-bias, a layer's whole backward step, and the transposed convolution.
 //
-// Each pass takes the problem, its device tensors (shapes checked against the problem) and an algorithm.
+// Each pass takes a Target (a Context to run now, a Recording to record into: recording.hpp), the problem,
+// its device tensors (shapes checked against the problem) and an algorithm.
 // Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in docs/algorithms.md. The returned RunStats
 // say what ran, how long the GPU took and what memory it needed.
 #pragma once
@@ -11,38 +13,17 @@
 #include <string>
 #include <string_view>
 
-#include "vkconv/algorithm_list.hpp"
+#include "vkconv/algorithm.hpp"
 #include "vkconv/context.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/export.hpp"
 #include "vkconv/problem.hpp"
+#include "vkconv/recording.hpp"
 #include "vkconv/tensor.hpp"
 
 namespace vkconv {
 VKCONV_API_BEGIN
 
-class Recording;  // recording.hpp: passes recorded now, run later
-
-// The passes of a convolution. Backward-bias has one algorithm (the bias-gradient kernel): find_algorithms
-// (find.hpp) has nothing to choose among there and refuses it.
-enum class Pass { Forward, BackwardData, BackwardFilter, BackwardBias };
-const char* to_string(Pass pass) noexcept;  // "forward", "backward-data", "backward-filter", "backward-bias"
-Pass parse_pass(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
-
-// Auto, then one enumerator per row of the algorithm table (algorithm_list.hpp).
-enum class Algorithm {
-    Auto,
-#define VKCONV_ALGORITHM_ENUMERATOR(enumerator, name, entry, summary) enumerator,
-    VKCONV_ALGORITHMS(VKCONV_ALGORITHM_ENUMERATOR)
-#undef VKCONV_ALGORITHM_ENUMERATOR
-};
-
-const char* to_string(Algorithm algorithm) noexcept;  // the row's name ("auto" for Auto)
-Algorithm parse_algorithm(std::string_view text);     // case-insensitive name; throws InvalidArgument
-// Every algorithm (Auto excluded), in the table's order.
-std::span<const Algorithm> all_algorithms() noexcept;
-// The row's one-line description ("chooses one of the others" for Auto).
-const char* algorithm_summary(Algorithm algorithm) noexcept;
 // Whether `algorithm` runs `pass` of problems shaped like `problem` at all (depthwise: one input channel per
 // group). A pass it applies to may still be refused by the device's limits or a workspace limit; Auto
 // applies to every pass.
@@ -52,11 +33,6 @@ bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pas
 // the output is no larger than the lowered matrix, else B.
 enum class MecSchedule { Auto, A, B };
 const char* to_string(MecSchedule schedule) noexcept;
-
-// How a pass's algorithm was chosen (RunStats::chosen_by): named by the caller, Auto's heuristic, Auto's
-// stored measurement, or measured by this call.
-enum class ChoiceSource { Named, Heuristic, Stored, Measured };
-const char* to_string(ChoiceSource source) noexcept;  // "named", "heuristic", "stored", "measured"
 
 // The options every pass takes: forward, the backward passes, the layer step, their workspace queries
 // and find_algorithms.
@@ -82,36 +58,6 @@ struct PassOptions {
     // Algorithm::Auto still measures (with pool memory) a problem it has not seen under AutoChoice::Measure.
     // The pass overwrites it; it must not be one of the pass's tensors.
     const Tensor* workspace = nullptr;
-};
-
-struct RunStats {
-    Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
-    ChoiceSource chosen_by = ChoiceSource::Named;  // how it was chosen (Auto: heuristic, stored or measured)
-    MecSchedule mec_schedule = MecSchedule::Auto;  // for MEC: the schedule that ran (A or B)
-    double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
-    bool gpu_timed = false;                        // false: the queue has no timestamps, gpu_ms is wall time
-    double wall_ms = 0;                            // host time from record to completion
-    // Memory, as the pool measured it during the pass:
-    uint64_t operand_bytes = 0;        // the pass's own tensors (inputs and outputs), each as the pool holds it
-    uint64_t workspace_bytes = 0;      // pool bytes the pass allocated for itself, as reported up front
-    uint64_t peak_bytes = 0;           // pool in-use peak during the pass (every live tensor included)
-    uint64_t peak_reserved_bytes = 0;  // device memory the pool held from the driver at its highest
-    uint32_t driver_allocations = 0;   // vkAllocateMemory calls the pass caused (0 when the pool had room)
-    uint32_t dispatches = 0;
-    uint32_t chunks = 1;  // pieces (groups of images or bands of rows) the pass ran in
-    // Split reductions, as planned (their workspace is part of workspace_bytes; the counts depend on the
-    // device and on PassOptions' limits). Tiled passes report the most any tile uses.
-    // Backward-filter: partial-product slots of the dw reduction: im2col's split-K pieces and MEC's (image,
-    // row piece) slots, each one group's dw (K/G * R*S*C/G floats); depthwise's pieces, each the whole
-    // filter (K*R*S floats; its sums are workspace even as one piece, so it is at least 1 there). 0 = none,
-    // the products add straight into dw. 0 for the other passes.
-    uint32_t partial_products = 0;
-    // The bias gradient (backward_bias; backward-filter and a layer step of a problem with a bias, whose
-    // workspace holds its partial sums even without a grad_bias tensor): pieces of positions its per-channel
-    // sum is cut into; more than 1 means pieces * K floats of partial sums in the workspace, 1 sums straight
-    // into db (where a workspace limit leaves no room for partial sums, in pieces added one after another, as
-    // many as one shader invocation's loop allows). 0 for the other passes and problems without a bias.
-    uint32_t bias_pieces = 0;
 };
 
 // Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact: the
@@ -152,27 +98,79 @@ struct Epilogue {
     float negative_slope = 0.01f;  // LeakyReLU's slope for v < 0
 };
 
-// y = conv(x, w) + bias. `bias` must be non-null exactly when problem.has_bias. `output` must already
-// have the problem's output shape; its previous contents are overwritten.
-RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+// y = activation(alpha * conv(x, w) + bias + beta * residual) (Epilogue above; the default one gives
+// y = conv(x, w) + bias). `bias` must be non-null exactly when problem.has_bias. `output` must already have
+// the problem's output shape; its previous contents are overwritten. The epilogue changes neither the
+// algorithms, the plans nor the workspace; RunStats::operand_bytes also counts a residual of its own.
+// Error(InvalidArgument) naming the problem for an epilogue that breaks Epilogue's rules.
+RunStats forward(Target target, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
                  const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
-                 const PassOptions& options = {});
-// The same pass recorded into `recording` (recording.hpp), to run when the recording is submitted. Every
-// pass, the layer step and gemm have such an overload.
-RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
-                 const PassOptions& options = {});
+                 const PassOptions& options = {}, const Epilogue& epilogue = {});
 
-// y = activation(alpha * conv(x, w) + bias + beta * residual) (Epilogue above), in one pass like the plain
-// forward: the same algorithms, plans, workspace (workspace queries do not depend on the epilogue) and
-// RunStats (operand_bytes also counts a residual of its own). Error(InvalidArgument) naming the problem for
-// an epilogue that breaks Epilogue's rules.
-RunStats forward(Context& context, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm = Algorithm::Auto,
-                 const PassOptions& options = {});
-RunStats forward(Recording& recording, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
-                 const Tensor* bias, Tensor& output, const Epilogue& epilogue, Algorithm algorithm = Algorithm::Auto,
-                 const PassOptions& options = {});
+// Backward passes: gradients of the forward convolution with respect to its input, filter and bias.
+// Shapes follow the problem's layout: grad_output has the output shape, grad_input the input shape (the
+// problem carries it: for stride > 1 several input sizes give the same output size, as in PyTorch's
+// conv2d_input), grad_filter the filter shape, grad_bias [K]. Auto picks depthwise for depthwise problems,
+// otherwise the lowering (im2col or mec) with the smaller workspace for that pass, and direct where neither
+// fits (docs/algorithms.md).
+
+// Bytes of temporary device memory each pass needs (exact, as forward_workspace_bytes says). For a problem
+// with has_bias, backward-filter's figure includes the bias gradient's partial sums (allocated whether or
+// not a grad_bias tensor is passed).
+uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                                       const PassOptions& options = {});
+uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
+                                         const PassOptions& options = {});
+// backward_bias's workspace (its partial sums; 0 where it sums straight into db).
+uint64_t backward_bias_workspace_bytes(const Context& context, const ConvProblem& problem,
+                                       const PassOptions& options = {});
+
+// dx = conv_transpose(dy, w). Overwrites grad_input.
+RunStats backward_data(Target target, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
+                       Tensor& grad_input, Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
+
+// dw from x and dy; with a non-null grad_bias also db = sum of dy over n, p, q (problem.has_bias must then
+// be true). Overwrites its outputs. The reduction order is fixed: results are bit-identical across runs.
+RunStats backward_filter(Target target, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
+                         Tensor& grad_filter, Tensor* grad_bias = nullptr, Algorithm algorithm = Algorithm::Auto,
+                         const PassOptions& options = {});
+
+// db alone (options: its workspace limit and caller workspace).
+RunStats backward_bias(Target target, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+                       const PassOptions& options = {});
+
+// A layer's whole backward step: dx, dw and (with a non-null grad_bias) db in one submission. The two
+// passes run one after the other on one workspace allocation, each slot (lowered matrix, OHWI filter copy,
+// split partials) sized to the larger pass, so the step needs the larger pass's workspace, not the sum,
+// and one pool allocation per slot instead of one per pass.
+struct LayerBackwardStats {
+    RunStats step;  // the whole step: GPU time, shared workspace, pool peak, dispatches
+    Algorithm data_algorithm = Algorithm::Auto, filter_algorithm = Algorithm::Auto;  // never Auto after a run
+    ChoiceSource data_chosen_by = ChoiceSource::Named, filter_chosen_by = ChoiceSource::Named;  // how
+    uint64_t data_workspace_bytes = 0;                                               // what each pass needs alone
+    uint64_t filter_workspace_bytes = 0;
+    uint32_t data_chunks = 1, filter_chunks = 1;
+};
+uint64_t layer_backward_workspace_bytes(const Context& context, const ConvProblem& problem,
+                                        Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
+LayerBackwardStats layer_backward(Target target, const ConvProblem& problem, const Tensor& input,
+                                  const Tensor& filter, const Tensor& grad_output, Tensor& grad_input,
+                                  Tensor& grad_filter, Tensor* grad_bias = nullptr,
+                                  Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
+
+// The transposed convolution (ConvTransposeProblem in problem.hpp) is the backward-data pass of
+// problem.convolution(), so every backward-data algorithm runs it (Auto as backward_data chooses), with that
+// pass's workspace and memory figures; the bias is added as the output is finished.
+
+// Its workspace: the convolution's backward-data workspace, and where the output reaches past the full
+// result, the convolution's input it places from.
+uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransposeProblem& problem,
+                                        Algorithm algorithm = Algorithm::Auto, const PassOptions& options = {});
+
+// output = conv_transpose(input, filter) + bias (bias: [K], only with problem.has_bias). Overwrites output.
+RunStats conv_transpose(Target target, const ConvTransposeProblem& problem, const Tensor& input, const Tensor& filter,
+                        const Tensor* bias, Tensor& output, Algorithm algorithm = Algorithm::Auto,
+                        const PassOptions& options = {});
 
 VKCONV_API_END
 }  // namespace vkconv

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vkconv/backward.hpp"
+#include "vkconv/conv.hpp"
 #include "vkconv/export.hpp"
 
 namespace vkconv {

@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "vkconv/conv.hpp"
 #include "vkconv/export.hpp"
+#include "vkconv/recording.hpp"
+#include "vkconv/tensor.hpp"
 
 namespace vkconv {
 VKCONV_API_BEGIN
@@ -36,9 +37,8 @@ struct GemmStats {
     uint64_t workspace_bytes = 0;
 };
 
-GemmStats gemm(Context& context, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
-// Recorded into `recording` (recording.hpp); gpu_ms is 0 and gpu_timed false.
-GemmStats gemm(Recording& recording, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
+// Run now on a context, or recorded into a recording (recording.hpp: gpu_ms is then 0 and gpu_timed false).
+GemmStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
 
 // Names of the GEMM tile configurations valid on the context's device, preferred ones first.
 std::vector<std::string> gemm_configurations(const Context& context);

@@ -27,7 +27,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "vkconv/conv.hpp"
+#include "vkconv/context.hpp"
 #include "vkconv/export.hpp"
 #include "vkconv/tensor.hpp"
 

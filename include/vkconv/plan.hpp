@@ -6,6 +6,14 @@
 // Each dispatch tells how it fills the device: its workgroups, the invocations in each, the longest chain
 // of multiply-adds one invocation runs (serial_macs_per_invocation: the reduction one thread walks alone,
 // which is what a split shortens) and the FLOPs it computes (2 per multiply-add, 1 per addition).
+//
+// Tuning, at the end: time the candidate tile configurations of the GEMM and of implicit GEMM on the
+// present device, and keep the fastest per product shape (GEMM) or per pass and problem (implicit GEMM) in
+// the context's tuning file (ContextOptions::tuning_path), where every later GEMM of that shape and every
+// implicit-GEMM pass of that problem, Auto and find included, runs the winner. `vkconv tune` does this for
+// the layers of a table. Every candidate's result is checked before it is timed (the GEMM against a CPU
+// product on sampled entries, a pass against the double-precision reference on sampled outputs); one that
+// fails or cannot run is reported and never chosen. Times are the median of `repeats` GPU-timed runs.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "vkconv/backward.hpp"
 #include "vkconv/context.hpp"
 #include "vkconv/conv.hpp"
+#include "vkconv/device.hpp"
 #include "vkconv/export.hpp"
 
 namespace vkconv {
@@ -53,24 +61,6 @@ private:
 // The profiles shipped with vkconv ("nvidia-h100", ...).
 std::vector<std::string> device_profile_names();
 
-struct PlannedDispatch {
-    std::string name;  // the shader
-    uint64_t workgroups = 0;
-    uint32_t invocations_per_workgroup = 0;
-    uint64_t serial_macs_per_invocation = 0;
-    uint64_t flops = 0;
-};
-
-// One GEMM product a plan runs: C[M x N] over a reduction of K, for `batches` batch entries (what
-// `vkconv tune` times the GEMM's configurations on, tune.hpp).
-struct GemmShape {
-    uint32_t M = 0, N = 0, K = 0, batches = 1;
-    bool operator<(const GemmShape& o) const {
-        return M != o.M ? M < o.M : N != o.N ? N < o.N : K != o.K ? K < o.K : batches < o.batches;
-    }
-    bool operator==(const GemmShape&) const = default;
-};
-
 struct Plan {
     std::string device;  // the profile's device name
     uint32_t compute_units = 0;
@@ -91,6 +81,36 @@ Plan plan_pass(const DeviceProfile& device, const ConvProblem& problem, Pass pas
 
 // The plan of C[M x N] = A[M x K] * B[K x N] (row-major, contiguous), as gemm() would run it.
 Plan plan_gemm(const DeviceProfile& device, uint32_t M, uint32_t N, uint32_t K);
+
+// Tuning (above): measured winners for this device.
+struct TuneCandidate {
+    std::string configuration;
+    double gpu_ms = 0;    // median; 0 where it did not run
+    bool ok = false;      // ran and its result checked out
+    std::string problem;  // why not, where not ok
+};
+
+struct TuneResult {
+    std::string what;  // "gemm 49x512x4608x1", "implicit-gemm forward <problem>"
+    std::string best;  // the winner now stored (empty if no candidate was ok)
+    // What ran before: the GEMM's own choice or an earlier winner; for implicit GEMM an earlier winner,
+    // empty where its own choice ran.
+    std::string before;
+    std::vector<TuneCandidate> candidates;
+};
+
+// Times every GEMM configuration of the device on C[M x N] = A[M x K] * B[K x N] (batches of it) and
+// stores the fastest for that shape.
+TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats = 5);
+
+// Times implicit GEMM's configurations on `pass` of `problem` and stores the fastest for them.
+TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass pass, uint32_t repeats = 5);
+
+// Writes the context's tuning file. Error(InvalidArgument) when it has none or naming the file it cannot write.
+void save_tuning(Context& context);
+// The context's tuning file (empty: none) and how many winners it holds.
+std::string tuning_path(const Context& context);
+size_t tuned_entries(const Context& context);
 
 VKCONV_API_END
 }  // namespace vkconv

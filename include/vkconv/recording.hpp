@@ -1,6 +1,6 @@
 // vkconv::Recording — passes recorded now and run later, many in one submission.
 //
-// A pass called with a Recording instead of a Context records its dispatches and returns at once: nothing
+// A pass given a Recording instead of a Context as its Target (below) records its dispatches and returns at once: nothing
 // runs until the recording is submitted on vkconv's queue (submit(), which returns a Submission to wait
 // on) or, for a recording into the application's own command buffer (record_into, interop.hpp), until the
 // application submits that command buffer itself. A training step of many passes is then one submission:
@@ -98,6 +98,23 @@ private:
     friend struct detail::Access;
     explicit Recording(std::shared_ptr<detail::RecordingState> state) : state_(std::move(state)) {}
     std::shared_ptr<detail::RecordingState> state_;
+};
+
+// Where a pass runs: on a context, now (the call returns when the GPU finished), or into a recording, to run
+// when it is submitted. Every pass takes one as its first argument; a Context or a Recording converts to it:
+//     vkconv::forward(context, problem, x, w, &b, y);  // runs now
+//     vkconv::forward(step, problem, x, w, &b, y);     // recorded into `step`
+class Target {
+public:
+    Target(Context& context) noexcept : context_(&context) {}        // NOLINT: converts by design
+    Target(Recording& recording) noexcept : recording_(&recording) {}  // NOLINT: converts by design
+
+    Context* context() const noexcept { return context_; }        // null for a recording
+    Recording* recording() const noexcept { return recording_; }  // null for a context
+
+private:
+    Context* context_ = nullptr;
+    Recording* recording_ = nullptr;
 };
 
 VKCONV_API_END

@@ -2,9 +2,10 @@
 // and testing.hpp (hooks for tests).
 #pragma once
 
-#include "vkconv/backward.hpp"
+#include "vkconv/algorithm.hpp"
 #include "vkconv/context.hpp"
 #include "vkconv/conv.hpp"
+#include "vkconv/device.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/find.hpp"
 #include "vkconv/gemm.hpp"
@@ -16,5 +17,3 @@
 #include "vkconv/recording.hpp"
 #include "vkconv/reference.hpp"
 #include "vkconv/tensor.hpp"
-#include "vkconv/transpose.hpp"
-#include "vkconv/tune.hpp"

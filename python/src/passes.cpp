@@ -40,7 +40,7 @@ void bind_option_types(py::module_& module) {
 
     py::class_<RunStats>(module, "RunStats")
         .def_readonly("algorithm", &RunStats::algorithm)
-        .def_readonly("mec_schedule", &RunStats::mec_schedule)
+        .def_readonly("variant", &RunStats::variant)
         .def_readonly("chosen_by", &RunStats::chosen_by)
         .def_readonly("gpu_ms", &RunStats::gpu_ms)
         .def_readonly("gpu_timed", &RunStats::gpu_timed)
@@ -156,15 +156,11 @@ void bind_passes_for(py::module_& module) {
            const std::optional<PyEpilogue>& epilogue) {
             const Tensor* bias_pointer = bias ? &*bias : nullptr;
             const PassOptions cpp_options = pass_options(options);
-            if (epilogue) {
-                const Epilogue cpp_epilogue = epilogue->cpp();
-                return native_call([&] {
-                    return forward(target, problem, input, filter, bias_pointer, output, cpp_epilogue, algorithm,
-                                   cpp_options);
-                });
-            }
-            return native_call(
-                [&] { return forward(target, problem, input, filter, bias_pointer, output, algorithm, cpp_options); });
+            const Epilogue cpp_epilogue = epilogue ? epilogue->cpp() : Epilogue{};
+            return native_call([&] {
+                return forward(target, problem, input, filter, bias_pointer, output, algorithm, cpp_options,
+                               cpp_epilogue);
+            });
         },
         py::arg("target"), py::arg("problem"), py::arg("input"), py::arg("filter"), py::arg("bias"),
         py::arg("output"), py::arg("algorithm") = Algorithm::Auto, py::arg("options") = py::none(),

@@ -23,6 +23,7 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
         AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
         plan.own = MecPlan{*lowered};
         plan.mec_schedule = lowered->schedule;
+        plan.variant = to_string(lowered->schedule);
         return plan;
     }
     // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.

@@ -56,8 +56,8 @@ struct TiledPlan {
     uint32_t partial_products = 0, bias_pieces = 0;  // the most any tile's pass uses (RunStats reports them)
 
     const AlgorithmPlan& plan_of(const ConvProblem& tile) const;
-    // Forward MEC: the schedule of the first tile's plan (Auto otherwise).
-    MecSchedule mec_schedule() const { return shapes.empty() ? MecSchedule::Auto : shapes.front().plan.mec_schedule; }
+    // The first tile's plan's variant (RunStats::variant).
+    const char* variant() const { return shapes.empty() ? "" : shapes.front().plan.variant; }
 };
 
 // Whether `algorithm` (Auto: any but direct) must run this problem in tiles.

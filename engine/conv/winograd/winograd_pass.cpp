@@ -12,6 +12,7 @@ Planned<AlgorithmPlan> plan_winograd_pass(ContextImpl& context, const ConvProble
     if (!winograd) return winograd.refusal();
     AlgorithmPlan plan{.pass = pass, .algorithm = Algorithm::Winograd};
     plan.own = *winograd;
+    plan.variant = winograd_shape(p, pass).m == 4 ? "F(4x4,3x3)" : "F(2x2,3x3)";
     plan.chunks = winograd->chunks;
     plan.slot(Slot::Lowered) = winograd->lowered_floats;
     plan.slot(Slot::FilterCopy) = winograd->filter_floats;
