@@ -8,6 +8,7 @@
 #include "context/context_impl.hpp"
 #include "context/tensor_storage.hpp"
 #include "gemm/gemm.hpp"
+#include "gemm/gemm_config.hpp"
 #include "gpu.hpp"
 
 namespace {
@@ -113,7 +114,7 @@ std::string describe(const HostGemm& h, const GemmConfig& c, bool ta, bool tb) {
 
 TEST_CASE("gemm: odd sizes and every transpose combination, on every configuration", "[gemm][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    const auto& configs = vkconv::detail::impl_of(*context).gemm_configs().all;
+    const auto& configs = vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all;
     REQUIRE(!configs.empty());
     const std::vector<std::array<uint32_t, 3>> sizes = {{1, 1, 1},      {3, 17, 63},  {65, 63, 17},
                                                         {129, 65, 129}, {17, 129, 3}, {64, 64, 64},
@@ -130,7 +131,7 @@ TEST_CASE("gemm: odd sizes and every transpose combination, on every configurati
 
 TEST_CASE("gemm: alpha, beta and bias in the epilogue", "[gemm][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    for (const auto& config : vkconv::detail::impl_of(*context).gemm_configs().all) {
+    for (const auto& config : vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all) {
         auto h = plain(37, 29, 41, false, true, 77);
         h.c = vkt::random_values(h.c.size(), 78);
         h.p.alpha = -1.5f, h.p.beta = 0.5f;
@@ -147,7 +148,7 @@ TEST_CASE("gemm: alpha, beta and bias in the epilogue", "[gemm][gpu]") {
 TEST_CASE("gemm: two batch levels with overlapping A windows, C in a column-major layout", "[gemm][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     // MEC's shape: for image i and output row j, A is a window of rows that starts j*shift floats in.
-    for (const auto& config : vkconv::detail::impl_of(*context).gemm_configs().all) {
+    for (const auto& config : vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all) {
         for (uint32_t shift : {3u, 8u}) {
             HostGemm h;
             const uint32_t images = 3, rows = 5, M = 7, K = 24, N = 10, row_length = 64;  // a window fits a row
@@ -169,7 +170,7 @@ TEST_CASE("gemm: segmented K (dilated MEC windows, MEC backward-filter's (p, q) 
     // Segments shorter and longer than the staged K step (the shared kernel walks long segments without
     // dividing), K past a whole number of steps, and both a contiguous k (dilated MEC windows) and a
     // strided one (MEC backward-filter: k's offset within a segment steps whole rows of L).
-    for (const auto& config : vkconv::detail::impl_of(*context).gemm_configs().all) {
+    for (const auto& config : vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all) {
         for (uint32_t segment : {4u, 6u, 37u, 64u}) {
             for (bool strided_k : {false, true}) {
                 HostGemm h;
@@ -202,7 +203,7 @@ TEST_CASE("gemm: segmented M with contiguous rows (MEC backward-filter with vert
     VKT_REQUIRE_CONTEXT(context);
     // A(m, k) = a[(m / seg) * seg_stride + m % seg + k * ld]: segments of 8 rows (vec4 loads along M stay
     // inside one) or 6 (scalar loads), 3 segments, K not a multiple of 4.
-    for (const auto& config : vkconv::detail::impl_of(*context).gemm_configs().all) {
+    for (const auto& config : vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all) {
         for (uint32_t segment : {8u, 6u}) {
             HostGemm h;
             const uint32_t M = 3 * segment, N = 13, K = 7, segment_stride = 2 * segment + 4, ld = 64;
@@ -224,7 +225,7 @@ TEST_CASE("gemm: grids past the workgroup-count limit are split", "[gemm][gpu]")
     options.max_workgroups_per_dispatch = 2;
     auto context = vkt::fresh_context(options);
     if (!context) return;
-    for (const auto& config : vkconv::detail::impl_of(*context).gemm_configs().all) {
+    for (const auto& config : vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all) {
         auto h = plain(5 * config.tile_m() + 3, 3 * config.tile_n() + 1, 19, false, false, 31);
         h.p.batch_i = 5;
         h.p.a.batch_i = h.a.size(), h.p.b.batch_i = 0, h.p.c.batch_i = h.c.size();

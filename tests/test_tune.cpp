@@ -89,7 +89,7 @@ using Kind = vkt::PlantedFault::Kind;
 // previous configuration's correct product). tune_gemm must refuse exactly the configurations that run it.
 void check_gemm_faults_refused(vkconv::Context& context, const vkconv::GemmShape& shape) {
     std::vector<const vkconv::detail::GemmConfig*> configs;
-    for (const auto& c : vkconv::detail::impl_of(context).gemm_configs().all) configs.push_back(&c);
+    for (const auto& c : vkconv::detail::gemm_configs(vkconv::detail::impl_of(context)).all) configs.push_back(&c);
     const auto shader_of = [](const vkconv::detail::GemmConfig& c) { return c.shader(); };
     // The last configuration's shader; another one's where the last one runs the first one's shader too.
     std::string broken = configs.back()->shader();
@@ -106,7 +106,7 @@ void check_gemm_faults_refused(vkconv::Context& context, const vkconv::GemmShape
 void check_implicit_faults_refused(vkconv::Context& context, const vkconv::ConvProblem& p, vkconv::Pass pass) {
     auto& impl = vkconv::detail::impl_of(context);
     std::vector<const vkconv::detail::GemmConfig*> candidates;
-    for (const auto& c : impl.gemm_configs().all)
+    for (const auto& c : vkconv::detail::gemm_configs(impl).all)
         if (vkconv::detail::implicit_candidate(impl, pass, c, p)) candidates.push_back(&c);
     REQUIRE_FALSE(candidates.empty());
     const auto shader_of = [&](const vkconv::detail::GemmConfig& c) { return vkconv::detail::implicit_shader(impl, c); };

@@ -65,8 +65,10 @@ ContextImpl::ContextImpl(const ExternalDevice& external, const ContextOptions& o
         throw Error(ErrorCategory::InvalidArgument,
                     "ExternalDevice::physical_device is not one of the instance's physical devices");
     const auto index = static_cast<uint32_t>(found - physical.begin());
+    const ExternalQueue queue{external.device, external.queue_family, external.queue_index,
+                              external.timeline_semaphores, external.queue_mutex};
     device = std::make_unique<Device>(instance->vk(), external.physical_device,
-                                      query_device_model(instance->vk(), external.physical_device, index), external);
+                                      query_device_model(instance->vk(), external.physical_device, index), queue);
     finish_setup();
 }
 
@@ -117,71 +119,11 @@ void ContextImpl::finish_setup() {
     if (!warning.empty()) instance->report(MessageSeverity::Warning, warning);
 }
 
-ContextImpl::~ContextImpl() {
-    tuning.reset();
-    staging.reset();
-    pipelines.reset();
-    pool.reset();
-    device.reset();
-    instance.reset();
-}
-
-const GemmConfigTable& ContextImpl::gemm_configs() {
-    if (!gemm_configs_) gemm_configs_ = std::make_unique<GemmConfigTable>(make_gemm_configs(*device));
-    return *gemm_configs_;
-}
-
-ContextImpl& impl_of(const Context& context) {
-    const auto& impl = Access::impl(context);
-    if (!impl) throw Error(ErrorCategory::InvalidArgument, "the context was moved from");
-    return *impl;
-}
-
 }  // namespace detail
 
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<detail::ContextImpl>(options)) {}
 Context::Context(const ExternalDevice& device, const ContextOptions& options)
     : impl_(std::make_shared<detail::ContextImpl>(device, options)) {}
-Context::~Context() = default;
-Context::Context(Context&&) noexcept = default;
-Context& Context::operator=(Context&&) noexcept = default;
-
-const DeviceInfo& Context::device() const {
-    return detail::impl_of(*this).device->info();
-}
-bool Context::validation_enabled() const {
-    return detail::impl_of(*this).instance->validation_enabled();
-}
-bool Context::external_device() const {
-    return !detail::impl_of(*this).device->owned();
-}
-PoolStats Context::pool_stats() const {
-    const auto lock = detail::serialise(*this);
-    return detail::impl_of(*this).pool->stats();
-}
-void Context::reset_peak() {
-    const auto lock = detail::serialise(*this);
-    detail::impl_of(*this).pool->reset_peak();
-}
-void Context::save_pipeline_cache() {
-    const auto lock = detail::serialise(*this);
-    detail::impl_of(*this).pipelines->save();
-}
-
-void Context::trim() {
-    const auto lock = detail::serialise(*this);
-    detail::impl_of(*this).pool->trim();
-}
-
-std::vector<DeviceInfo> list_devices() {
-    detail::Instance instance(false, {});
-    const auto physical = instance.physical_devices();
-    std::vector<DeviceInfo> infos;
-    for (uint32_t i = 0; i < physical.size(); ++i)
-        infos.push_back(detail::describe_device(instance.vk(), physical[i], i));
-    return infos;
-}
-
 void testing::inject_device_loss(Context& context, uint64_t nth) {
     detail::impl_of(context).device->inject_device_loss(nth);
 }
@@ -201,38 +143,6 @@ uint64_t testing::vulkan_objects_alive(const Context& context) {
 
 void testing::inject_allocation_failures(Context& context, uint64_t nth, uint64_t count) {
     detail::impl_of(context).pool->inject_allocation_failures(nth, count);
-}
-
-struct PeakScope::State {
-    std::shared_ptr<detail::ContextImpl> context;
-    uint64_t baseline = 0;
-    uint64_t driver_allocations = 0;  // the pool's count at construction
-    detail::BufferPool::PeakTracker peak;
-};
-
-PeakScope::PeakScope(Context& context) : state_(std::make_shared<State>()) {
-    state_->context = detail::Access::impl(context);
-    detail::BufferPool& pool = *detail::impl_of(context).pool;
-    state_->baseline = state_->peak.in_use = pool.in_use();
-    state_->peak.reserved = pool.reserved();
-    state_->driver_allocations = pool.driver_allocations();
-    pool.add_peak_tracker(&state_->peak);
-}
-
-PeakScope::~PeakScope() {
-    state_->context->pool->remove_peak_tracker(&state_->peak);
-}
-uint64_t PeakScope::peak() const {
-    return state_->peak.in_use;
-}
-uint64_t PeakScope::peak_reserved() const {
-    return state_->peak.reserved;
-}
-uint64_t PeakScope::driver_allocations() const {
-    return state_->context->pool->driver_allocations() - state_->driver_allocations;
-}
-uint64_t PeakScope::baseline() const {
-    return state_->baseline;
 }
 
 }  // namespace vkconv

@@ -98,7 +98,7 @@ TuneResult tune_gemm(Context& context, const GemmShape& shape, uint32_t repeats)
     result.what = "gemm " + std::to_string(shape.M) + "x" + std::to_string(shape.N) + "x" + std::to_string(shape.K) +
                   "x" + std::to_string(shape.batches);
     result.before = detail::choose_gemm_config(impl, p).name;
-    for (const detail::GemmConfig& config : impl.gemm_configs().all) {
+    for (const detail::GemmConfig& config : gemm_configs(impl).all) {
         TuneCandidate candidate{config.name};
         if (config.access != detail::GemmAccess::StorageBuffer && !detail::texel_views_fit(*impl.device, p)) {
             candidate.problem = "operands too large for texel views";
@@ -247,7 +247,7 @@ TuneResult tune_implicit_gemm(Context& context, const ConvProblem& problem, Pass
     const auto earlier = impl.tuning->implicit(pass, key);
     const auto unbiased = impl.tuning->implicit(pass, p);  // the runs' own entry, put back afterwards
     result.before = earlier ? *earlier : "";
-    for (const detail::GemmConfig& config : impl.gemm_configs().all) {
+    for (const detail::GemmConfig& config : gemm_configs(impl).all) {
         if (!detail::implicit_candidate(impl, pass, config, p)) continue;  // the ones implicit GEMM can run here
         TuneCandidate candidate{config.name};
         // The pass runs this configuration: stored for the problem it runs (without the bias) meanwhile.

@@ -35,7 +35,13 @@ struct ContextImpl {
     std::unique_ptr<BufferPool> pool;
     std::unique_ptr<PipelineCache> pipelines;
     std::unique_ptr<Staging> staging;
-    std::unique_ptr<FindCache> find_cache;  // Algorithm::Auto's measured choices
+    // The parts of the layers above, which the context keeps but does not know (shared_ptr: destroyed with
+    // the context, wherever they are defined): Algorithm::Auto's measured choices (select/find_cache.hpp),
+    // `vkconv tune`'s winners for this device (gemm/tuning.hpp; empty for a plan's modelled device) and the
+    // GEMM configurations valid on it (gemm/gemm_config.hpp, made on first use).
+    std::shared_ptr<FindCache> find_cache;
+    std::shared_ptr<Tuning> tuning;
+    std::shared_ptr<GemmConfigTable> gemm_config_table;
     // How Auto chooses where a pass's options do not say (ContextOptions::auto_choice, VKCONV_AUTO_CHOICE).
     AutoChoice auto_choice = AutoChoice::Stored;
     // A context runs one call at a time: every public entry point that touches the context holds this
@@ -45,15 +51,9 @@ struct ContextImpl {
     // The passes (conv/pass_plan.cpp's pass_key) whose pipelines a dry run has already gathered and built.
     std::unordered_set<uint64_t> prebuilt_passes;
 
-    // The GEMM configurations valid on this device (made on first use).
-    const GemmConfigTable& gemm_configs();
-    // `vkconv tune`'s winners for this device (gemm/tuning.hpp); empty for a plan's modelled device.
-    std::unique_ptr<Tuning> tuning;
-
 private:
     // After the device: limits from the options, caches, pool, pipelines, staging.
     void finish_setup();
-    std::unique_ptr<GemmConfigTable> gemm_configs_;
 };
 
 ContextImpl& impl_of(const Context& context);

@@ -54,27 +54,12 @@ BufferRange usable_workspace(ContextImpl& context, const Tensor& workspace) {
 
 }  // namespace
 
-PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target) {
-    PassOptions planning = options;
-    if (target.recording && options.auto_choice.value_or(context.auto_choice) == AutoChoice::Measure)
-        planning.auto_choice = AutoChoice::Stored;
-    if (!options.workspace) return planning;
-    const Tensor& workspace = *options.workspace;
+uint64_t usable_workspace_bytes(ContextImpl& context, const Tensor& workspace) {
     if (workspace.empty()) throw Error(ErrorCategory::InvalidArgument, "the workspace tensor is empty");
     if (storage_of(workspace)->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, "the workspace tensor belongs to another context");
     // At least 1: a limit of 0 would mean none, and an unaligned sliver offers no slot at all.
-    const uint64_t usable = std::max<uint64_t>(usable_workspace(context, workspace).size, 1);
-    planning.workspace_limit = options.workspace_limit ? std::min(options.workspace_limit, usable) : usable;
-    return planning;
-}
-
-void check_workspace(const PassOptions& options, std::initializer_list<const Tensor*> tensors) {
-    if (!options.workspace) return;
-    for (const Tensor* t : tensors)
-        if (t && overlaps(*t, *options.workspace))
-            throw Error(ErrorCategory::InvalidArgument,
-                        "the workspace tensor must not share memory with the pass's tensors");
+    return std::max<uint64_t>(usable_workspace(context, workspace).size, 1);
 }
 
 PassWorkspace::PassWorkspace(ContextImpl& context, const std::vector<uint64_t>& floats, const PassTarget& target)

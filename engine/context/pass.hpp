@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "context/operands.hpp"
-#include "vkconv/conv.hpp"
+#include "vkconv/context.hpp"
+#include "vkconv/tensor.hpp"
 
 namespace vkconv::detail {
 
@@ -62,13 +63,9 @@ struct PassTarget {
     const Tensor* workspace = nullptr;    // the caller's workspace (PassOptions::workspace), or the pool's
 };
 
-// The options a pass plans with: a caller's workspace caps the workspace limit at the bytes it offers from
-// its first aligned byte. Error(InvalidArgument) for an empty workspace tensor or one of another context.
-// A pass into a recording never measures: AutoChoice::Measure becomes Stored there, since measuring would
-// submit timed work of vkconv's own while the caller records.
-PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target = {});
-// Error(InvalidArgument) when the caller's workspace shares memory with one of the pass's tensors.
-void check_workspace(const PassOptions& options, std::initializer_list<const Tensor*> tensors);
+// The bytes a caller's workspace tensor offers from its first byte on the pool alignment (at least 1).
+// Error(InvalidArgument) for an empty workspace tensor or one of another context.
+uint64_t usable_workspace_bytes(ContextImpl& context, const Tensor& workspace);
 
 // The pass's workspace slots for the length of its recording: carved from the caller's workspace in slot
 // order (each slot on the pool alignment, as workspace_bytes_of counts them), taken from a recording's

@@ -13,7 +13,7 @@
 #include "conv/operands.hpp"
 #include "conv/planned.hpp"
 #include "conv/shared/bias_grad.hpp"
-#include "vkconv/find.hpp"
+#include "vkconv/conv.hpp"
 
 namespace vkconv::detail {
 

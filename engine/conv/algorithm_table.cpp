@@ -115,6 +115,18 @@ void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvPro
 
 namespace vkconv {
 
+const char* to_string(MecSchedule schedule) noexcept {
+    switch (schedule) {
+        case MecSchedule::Auto:
+            return "auto";
+        case MecSchedule::A:
+            return "A";
+        case MecSchedule::B:
+            return "B";
+    }
+    return "unknown";
+}
+
 bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pass) noexcept {
     if (algorithm == Algorithm::Auto) return true;
     const detail::AlgorithmRow* row = detail::row_of(algorithm);

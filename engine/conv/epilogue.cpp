@@ -1,4 +1,4 @@
-// The forward epilogue's names and its checks (conv/epilogue.hpp).
+// The forward epilogue's checks (conv/epilogue.hpp).
 #include "conv/epilogue.hpp"
 
 #include <cctype>
@@ -9,33 +9,6 @@
 #include "context/pass.hpp"
 #include "context/tensor_storage.hpp"
 #include "conv/tiled/copy_run.hpp"
-
-namespace vkconv {
-
-const char* to_string(Activation activation) noexcept {
-    switch (activation) {
-        case Activation::None:
-            return "none";
-        case Activation::ReLU:
-            return "relu";
-        case Activation::ReLU6:
-            return "relu6";
-        case Activation::LeakyReLU:
-            return "leaky-relu";
-    }
-    return "unknown";
-}
-
-Activation parse_activation(std::string_view text) {
-    std::string name(text);
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (Activation a : {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU})
-        if (name == to_string(a)) return a;
-    throw Error(ErrorCategory::InvalidArgument,
-                "unknown activation '" + std::string(text) + "' (expected none, relu, relu6 or leaky-relu)");
-}
-
-}  // namespace vkconv
 
 namespace vkconv::detail {
 namespace {

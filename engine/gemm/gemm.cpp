@@ -85,7 +85,7 @@ bool texel_views_fit(const Device& device, const GemmProblem& problem) {
 }
 
 const GemmConfig& choose_gemm_config(ContextImpl& context, const GemmProblem& problem) {
-    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfigTable& table = gemm_configs(context);
     // A winner `vkconv tune` stored for this shape, where the device still has it.
     if (context.tuning)
         if (auto name = context.tuning->gemm(problem.M, problem.N, problem.K, uint64_t{problem.batch_i} * problem.batch_j))
@@ -132,7 +132,7 @@ const GemmConfig& config_to_run(ContextImpl& context, const GemmProblem& p, cons
     if (!forced) return choose_gemm_config(context, p);
     return forced->access == GemmAccess::StorageBuffer || texel_views_fit(*context.device, p)
                ? *forced
-               : storage_buffer_twin(context.gemm_configs(), *forced);
+               : storage_buffer_twin(gemm_configs(context), *forced);
 }
 
 // The storage-buffer path binds 7 storage buffers: A and B twice (as scalars and vec4), C, the bias and
@@ -342,7 +342,7 @@ GemmSplit plan_gemm_split(ContextImpl& context, const GemmProblem& p, const Gemm
                        p.activation == Activation::None && p.batch_j == 1 && p.c.stride_col == 1 &&
                        p.c.stride_row == p.N && (p.batch_i == 1 || p.c.batch_i == uint64_t{p.M} * p.N);
     if (!plain || p.M == 0 || p.N == 0 || p.K == 0) return split;
-    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfigTable& table = gemm_configs(context);
     const GemmConfig& config = forced ? *forced : choose_gemm_config(context, p);
     const uint64_t tiles =
         (p.M + config.tile_m() - 1) / config.tile_m() * ((p.N + config.tile_n() - 1) / config.tile_n()) * batches;

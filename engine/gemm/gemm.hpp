@@ -12,7 +12,7 @@
 
 #include "context/context_impl.hpp"
 #include "gemm/gemm_config.hpp"
-#include "vkconv/conv.hpp"
+#include "vkconv/gemm.hpp"
 #include "vulkan/command_stream.hpp"
 
 namespace vkconv::detail {

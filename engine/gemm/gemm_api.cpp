@@ -1,4 +1,5 @@
 // The public GEMM entry point: shape checks, then one record_gemm.
+#include <cctype>
 #include <chrono>
 
 #include "context/operands.hpp"
@@ -18,10 +19,33 @@ Error bad(const std::string& message) {
 
 }  // namespace
 
+const char* to_string(Activation activation) noexcept {
+    switch (activation) {
+        case Activation::None:
+            return "none";
+        case Activation::ReLU:
+            return "relu";
+        case Activation::ReLU6:
+            return "relu6";
+        case Activation::LeakyReLU:
+            return "leaky-relu";
+    }
+    return "unknown";
+}
+
+Activation parse_activation(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (Activation a : {Activation::None, Activation::ReLU, Activation::ReLU6, Activation::LeakyReLU})
+        if (name == to_string(a)) return a;
+    throw Error(ErrorCategory::InvalidArgument,
+                "unknown activation '" + std::string(text) + "' (expected none, relu, relu6 or leaky-relu)");
+}
+
 std::vector<std::string> gemm_configurations(const Context& context) {
     std::vector<std::string> names;
     const auto lock = detail::serialise(context);  // the table is made on first use
-    for (const auto& c : detail::impl_of(context).gemm_configs().all) names.push_back(c.name);
+    for (const auto& c : detail::gemm_configs(detail::impl_of(context)).all) names.push_back(c.name);
     return names;
 }
 
@@ -68,7 +92,7 @@ ProductSizes checked_shape(const detail::ContextImpl& impl, const Tensor& a, con
 const detail::GemmConfig* named_configuration(detail::ContextImpl& impl, const GemmOptions& options) {
     if (options.configuration.empty()) return nullptr;
     const detail::GemmConfig* config = nullptr;
-    for (const auto& candidate : impl.gemm_configs().all)
+    for (const auto& candidate : gemm_configs(impl).all)
         if (candidate.name == options.configuration) config = &candidate;
     if (!config) throw bad("unknown configuration '" + options.configuration + "'");
     return config;
@@ -124,7 +148,7 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
     if (!config) config = &detail::choose_gemm_config(impl, p);
     // Texel views are an access path: operands too large for them are read as storage buffers, by the
     // same kernel and tile shape (stats.configuration names what ran).
-    if (!detail::texel_views_fit(*impl.device, p)) config = &detail::storage_buffer_twin(impl.gemm_configs(), *config);
+    if (!detail::texel_views_fit(*impl.device, p)) config = &detail::storage_buffer_twin(gemm_configs(impl), *config);
 
     GemmStats stats;
     stats.configuration = config->name;

@@ -164,6 +164,12 @@ GemmConfigTable make_gemm_configs(const Device& device) {
     return table;
 }
 
+const GemmConfigTable& gemm_configs(ContextImpl& context) {
+    if (!context.gemm_config_table)
+        context.gemm_config_table = std::make_shared<GemmConfigTable>(make_gemm_configs(*context.device));
+    return *context.gemm_config_table;
+}
+
 const GemmConfig& storage_buffer_twin(const GemmConfigTable& table, const GemmConfig& config) {
     if (config.access == GemmAccess::StorageBuffer) return config;
     const GemmConfig fallback = make(GemmKernel::Registers, GemmAccess::StorageBuffer, 8, 8, 4, 4);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "context/context_impl.hpp"
 #include "vulkan/device.hpp"
 
 namespace vkconv::detail {
@@ -58,6 +59,8 @@ struct GemmConfigTable {
 
 // The configurations valid on `device`, its preferred family first.
 GemmConfigTable make_gemm_configs(const Device& device);
+// The context's table (made on first use and kept in the context).
+const GemmConfigTable& gemm_configs(ContextImpl& context);
 
 // The preferred configuration for an M x N product over `batches` batch entries: the tile shape that wastes
 // least of its padded area, with the most register reuse, among those that give the device enough

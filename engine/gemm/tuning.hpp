@@ -19,7 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "vkconv/conv.hpp"
+#include "vkconv/device.hpp"
+#include "vkconv/problem.hpp"
 
 namespace vkconv::detail {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "vkconv/tensor.hpp"
+#include "vkconv/problem.hpp"
 
 namespace vkconv::detail {
 

@@ -8,38 +8,12 @@
 #include <random>
 
 #include "context/context_impl.hpp"
-#include "conv/auto_choice.hpp"
+#include "select/auto_choice.hpp"
 #include "conv/heuristic.hpp"
 #include "select/find_cache.hpp"
 #include "select/sampled_reference.hpp"
 
 namespace vkconv {
-
-const char* to_string(AutoChoice choice) noexcept {
-    switch (choice) {
-        case AutoChoice::Measure: return "measure";
-        case AutoChoice::Heuristic: return "heuristic";
-        case AutoChoice::Stored: return "stored";
-    }
-    return "?";
-}
-
-AutoChoice parse_auto_choice(std::string_view name) {
-    for (AutoChoice choice : {AutoChoice::Stored, AutoChoice::Measure, AutoChoice::Heuristic})
-        if (name == to_string(choice)) return choice;
-    throw Error(ErrorCategory::InvalidArgument,
-                "unknown auto choice '" + std::string(name) + "' (expected stored, measure or heuristic)");
-}
-
-const char* to_string(ChoiceSource source) noexcept {
-    switch (source) {
-        case ChoiceSource::Named: return "named";
-        case ChoiceSource::Heuristic: return "heuristic";
-        case ChoiceSource::Stored: return "stored";
-        case ChoiceSource::Measured: return "measured";
-    }
-    return "?";
-}
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "vkconv/plan.hpp"
+#include "vkconv/device.hpp"
 #include "vulkan/device.hpp"
 #include "vulkan/pipeline_cache.hpp"
 

@@ -5,7 +5,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "vkconv/interop.hpp"
 #include "vulkan/vk_check.hpp"
 
 namespace vkconv::detail {
@@ -83,7 +82,7 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
 }
 
 Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model,
-               const ExternalDevice& external)
+               const ExternalQueue& external)
     : instance_(instance), physical_(physical), model_(model) {
     owned_ = false;
     external_queue_mutex_ = external.queue_mutex;

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vkconv/context.hpp"
+#include "vkconv/device.hpp"
 #include "vulkan/device_model.hpp"
 #include "vulkan/stream_pool.hpp"
 
@@ -65,13 +65,22 @@ std::string device_key_of(const Device& device);
 // (4 on some devices); otherwise the reason, naming `kernel`, the count and the limit.
 std::string storage_buffer_shortfall(const Device& device, const std::string& kernel, uint32_t needed);
 
+// The application's device and the queue vkconv submits to (vkconv/interop.hpp's ExternalDevice, as the
+// context passes it on; error messages name ExternalDevice's fields).
+struct ExternalQueue {
+    VkDevice device = VK_NULL_HANDLE;
+    uint32_t queue_family = 0, queue_index = 0;
+    bool timeline_semaphores = false;
+    std::mutex* queue_mutex = nullptr;  // the application's lock around the queue, or null
+};
+
 class Device {
 public:
     // `instance` (the functions of the instance `physical` belongs to) must outlive the device.
     Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model);
     // The application's device and queue; its requirements checked (Error(Unsupported) naming a missing one).
     Device(const InstanceFunctions& instance, VkPhysicalDevice physical, const DeviceModel& model,
-           const ExternalDevice& external);
+           const ExternalQueue& external);
     // A device that exists only as a description: plans are made and dispatch lists recorded for it
     // (command_stream.hpp's planning stream), nothing else; it has no Vulkan handle.
     explicit Device(const DeviceModel& model);

@@ -11,6 +11,15 @@
 
 namespace vkconv {
 
+std::vector<DeviceInfo> list_devices() {
+    detail::Instance instance(false, {});
+    const auto physical = instance.physical_devices();
+    std::vector<DeviceInfo> infos;
+    for (uint32_t i = 0; i < physical.size(); ++i)
+        infos.push_back(detail::describe_device(instance.vk(), physical[i], i));
+    return infos;
+}
+
 std::string DeviceInfo::summary() const {
     auto mib = [](uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
     return "[" + std::to_string(index) + "] " + name + " (" + type + "), driver " + driver + ", Vulkan " + api_version +

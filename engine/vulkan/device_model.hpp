@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vkconv/context.hpp"
+#include "vkconv/device.hpp"
 
 namespace vkconv::detail {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vkconv/context.hpp"
+#include "vkconv/device.hpp"
 
 namespace vkconv::detail {
 

@@ -17,6 +17,7 @@
 #include "vkconv/context.hpp"
 #include "vkconv/error.hpp"
 #include "vkconv/export.hpp"
+#include "vkconv/gemm.hpp"
 #include "vkconv/problem.hpp"
 #include "vkconv/recording.hpp"
 #include "vkconv/tensor.hpp"
@@ -72,16 +73,6 @@ uint64_t forward_workspace_bytes(const Context& context, const ConvProblem& prob
 // The algorithm the heuristic picks for this problem under `options` (docs/algorithms.md, "How auto chooses"); Auto
 // uses it where it has no measurement to go by (AutoChoice), and find_algorithms measures instead.
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options = {});
-
-// The activation a forward pass's epilogue applies (Epilogue below), as ncnn's activation types name them.
-enum class Activation {
-    None,
-    ReLU,       // max(v, 0)
-    ReLU6,      // min(max(v, 0), 6)
-    LeakyReLU,  // v < 0 ? negative_slope * v : v
-};
-const char* to_string(Activation activation) noexcept;  // "none", "relu", "relu6", "leaky-relu"
-Activation parse_activation(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
 
 // What the forward pass applies as it writes y (cuDNN's convolution-bias-activation):
 //     y = activation(alpha * conv(x, w) + bias + beta * residual)

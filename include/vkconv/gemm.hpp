@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vkconv/export.hpp"
@@ -14,6 +15,16 @@
 
 namespace vkconv {
 VKCONV_API_BEGIN
+
+// The activation a fused epilogue applies (a forward pass's Epilogue, conv.hpp; vkconv's GEMMs apply it inside), as ncnn's activation types name them.
+enum class Activation {
+    None,
+    ReLU,       // max(v, 0)
+    ReLU6,      // min(max(v, 0), 6)
+    LeakyReLU,  // v < 0 ? negative_slope * v : v
+};
+const char* to_string(Activation activation) noexcept;  // "none", "relu", "relu6", "leaky-relu"
+Activation parse_activation(std::string_view text);     // those names, case-insensitive; throws InvalidArgument
 
 struct GemmOptions {
     bool transpose_a = false;

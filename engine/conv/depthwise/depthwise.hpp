@@ -11,7 +11,7 @@
 #include "conv/operands.hpp"
 #include "conv/planned.hpp"
 #include "vkconv/conv.hpp"
-#include "vkconv/find.hpp"  // Pass
+#include "vkconv/conv.hpp"  // Pass
 
 namespace vkconv::detail {
 

@@ -82,7 +82,7 @@ uint64_t depthwise_filter_unit_iterations(const ConvProblem& p, uint32_t column_
 
 DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProblem& p, int64_t images,
                                             uint64_t limit) {
-    const uint64_t wanted = context.gemm_configs().wanted_invocations;
+    const uint64_t wanted = gemm_configs(context).wanted_invocations;
     const DepthwiseTiles tiles = filter_tiles(p);
     const uint64_t lanes = filter_lanes(p, tiles);
     const uint64_t rows = uint64_t(images * p.P());
@@ -108,7 +108,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan) {
     const DepthwiseTiles tiles =
-        vec4_safe(data_tiles(p, context.gemm_configs().wanted_invocations), {&grad_output, &grad_input});
+        vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations), {&grad_output, &grad_input});
     PipelineDesc desc;
     desc.shader = depthwise_shader("backward_data", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);

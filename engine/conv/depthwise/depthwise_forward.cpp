@@ -117,7 +117,7 @@ DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations) 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const ConvOperands& ops, const DepthwisePlan& plan) {
     const DepthwiseTiles tiles =
-        vec4_safe(forward_tiles(p, context.gemm_configs().wanted_invocations), {&ops.input, &ops.output});
+        vec4_safe(forward_tiles(p, gemm_configs(context).wanted_invocations), {&ops.input, &ops.output});
     const FusedEpilogue& epilogue = ops.epilogue;
     using Id = contract::depthwise_forward::spec;
     // Reading storage buffers on a device that allows fewer than their 6: the 4-binding build, which reads

@@ -36,7 +36,7 @@ int64_t split_unit(const ConvProblem& p, int64_t rows, int64_t images) {
 uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, const LoweredPlan& plan,
                                 uint64_t binding_limit) {
     const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(filter_taps(p));
-    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfigTable& table = gemm_configs(context);
     const GemmConfig& config = pick_gemm_config(table, kg, k_red, 1);
     const uint64_t tiles =
         (kg + config.tile_m() - 1) / config.tile_m() * ((k_red + config.tile_n() - 1) / config.tile_n());

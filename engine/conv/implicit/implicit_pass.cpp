@@ -79,7 +79,7 @@ bool texel_views_fit(ContextImpl& context, const ConvProblem& p) {
 // register kernel's on CPU devices.
 Planned<uint32_t> pick_config(ContextImpl& context, const ConvProblem& p, Pass pass, const Product& product,
                               uint64_t batches) {
-    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfigTable& table = gemm_configs(context);
     int best = -1;
     double best_score = -1;
     for (size_t i = 0; i < table.any_count(); ++i) {
@@ -143,12 +143,12 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     // A winner `vkconv tune` stored for this pass and problem, where the device still has it.
     if (context.tuning)
         if (auto name = context.tuning->implicit(pass, p))
-            for (size_t i = 0; i < context.gemm_configs().any_count(); ++i) {
-                const GemmConfig& c = context.gemm_configs().any(i);
+            for (size_t i = 0; i < gemm_configs(context).any_count(); ++i) {
+                const GemmConfig& c = gemm_configs(context).any(i);
                 if (c.name == *name && implicit_candidate(context, pass, c, p)) config_index = static_cast<uint32_t>(i);
             }
     if (!config_index) return config_index.refusal();
-    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfigTable& table = gemm_configs(context);
     const GemmConfig& config = table.any(*config_index);
     if (ceil_div(product.rows, config.tile_m()) > context.device->max_workgroups(1))
         return unsupported("implicit-gemm: " + std::to_string(product.rows) +
@@ -330,9 +330,9 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
                           const ConvOperands& ops, Workspace workspace) {
     const ImplicitPlan& ip = plan.own_as<ImplicitPlan>();
     if (ip.registers)
-        return record_registers(context, stream, p, plan.pass, ip, context.gemm_configs().any(ip.config), ops,
+        return record_registers(context, stream, p, plan.pass, ip, gemm_configs(context).any(ip.config), ops,
                                 workspace);
-    const GemmConfig& config = context.gemm_configs().any(ip.config);
+    const GemmConfig& config = gemm_configs(context).any(ip.config);
     const Pass pass = plan.pass;
     const bool nhwc = p.layout == Layout::NHWC;
     const FusedEpilogue& epilogue = ops.epilogue;

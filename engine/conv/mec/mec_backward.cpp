@@ -189,7 +189,7 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
                                          uint64_t binding_limit) {
     const uint64_t kg = uint64_t(p.filters_per_group()), k_red = uint64_t(filter_taps(p));
     const uint64_t product = kg * k_red;
-    const GemmConfigTable& table = context.gemm_configs();
+    const GemmConfigTable& table = gemm_configs(context);
     const GemmConfig& config = pick_gemm_config(table, k_red, kg, 1);
     const uint64_t tiles =
         (k_red + config.tile_m() - 1) / config.tile_m() * ((kg + config.tile_n() - 1) / config.tile_n());

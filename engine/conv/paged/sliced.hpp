@@ -15,7 +15,7 @@
 
 #include "conv/operands.hpp"
 #include "conv/planned.hpp"
-#include "vkconv/find.hpp"
+#include "vkconv/conv.hpp"
 
 namespace vkconv::detail {
 

@@ -42,7 +42,7 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
     // Enough (piece, channel) invocations to keep the device's loads in flight (a memory-bound sum; on a CPU
     // device four workgroups per thread: measured on lavapipe, fewer leave the long per-invocation sums
     // latency-bound), each summing at least 256 positions.
-    const GemmConfigTable& fill = context.gemm_configs();
+    const GemmConfigTable& fill = gemm_configs(context);
     const int64_t wanted = int64_t(std::max(fill.wanted_invocations, 4 * fill.wanted_workgroups * kElementwiseWorkgroup));
     const int64_t positions = plan.images * p.P() * p.Q();
     plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));

@@ -14,7 +14,7 @@
 
 #include "conv/algorithm_plan.hpp"
 #include "conv/tiled/copy_run.hpp"
-#include "vkconv/find.hpp"
+#include "vkconv/conv.hpp"
 
 namespace vkconv::detail {
 

@@ -1,7 +1,8 @@
-#include "conv/pass_call.hpp"
+#include "select/pass_call.hpp"
 
 #include "context/access.hpp"
 #include "context/recording_state.hpp"
+#include "context/tensor_storage.hpp"
 
 namespace vkconv::detail {
 
@@ -19,16 +20,26 @@ std::unique_lock<std::recursive_mutex> open_door(Context& context, const ConvPro
     return lock;
 }
 
-namespace {
-
-void check_call_workspace(const PassOptions& options, const std::vector<const Tensor*>& tensors) {
-    for (const Tensor* tensor : tensors) check_workspace(options, {tensor});
+PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target) {
+    PassOptions planning = options;
+    if (target.recording && options.auto_choice.value_or(context.auto_choice) == AutoChoice::Measure)
+        planning.auto_choice = AutoChoice::Stored;
+    if (!options.workspace) return planning;
+    const uint64_t usable = usable_workspace_bytes(context, *options.workspace);
+    planning.workspace_limit = options.workspace_limit ? std::min(options.workspace_limit, usable) : usable;
+    return planning;
 }
 
-}  // namespace
+void check_workspace(const PassOptions& options, std::span<const Tensor* const> tensors) {
+    if (!options.workspace) return;
+    for (const Tensor* t : tensors)
+        if (t && overlaps(*t, *options.workspace))
+            throw Error(ErrorCategory::InvalidArgument,
+                        "the workspace tensor must not share memory with the pass's tensors");
+}
 
 CallPlan plan_for_call(Context& context, const PassTarget& target, const PassCall& call, const PassOptions& options) {
-    check_call_workspace(options, call.tensors);
+    check_workspace(options, call.tensors);
     CallPlan planned{planning_options(impl_of(context), options, target), {}, ChoiceSource::Named};
     planned.plan = plan_call(context, call.problem, call.pass, call.algorithm, planned.planning, planned.source).value();
     return planned;

@@ -8,11 +8,12 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <mutex>
 #include <vector>
 
 #include "context/pass.hpp"
-#include "conv/auto_choice.hpp"
+#include "select/auto_choice.hpp"
 #include "conv/operands.hpp"
 #include "vkconv/recording.hpp"
 
@@ -25,6 +26,15 @@ struct CallTarget {
     PassTarget target;
 };
 CallTarget call_target(Target target, const PassOptions& options);
+
+// The options a pass plans with: a caller's workspace caps the workspace limit at the bytes it offers from
+// its first aligned byte. Error(InvalidArgument) for an empty workspace tensor or one of another context.
+// A pass into a recording never measures: AutoChoice::Measure becomes Stored there, since measuring would
+// submit timed work of vkconv's own while the caller records.
+PassOptions planning_options(ContextImpl& context, const PassOptions& options, const PassTarget& target = {});
+// Error(InvalidArgument) when the caller's workspace shares memory with one of the pass's tensors (nulls
+// skipped).
+void check_workspace(const PassOptions& options, std::span<const Tensor* const> tensors);
 
 // The door's first step: the context's lock (held until the call returns), a lost device refused and the
 // problem validated, before any operand is made.

@@ -1,4 +1,4 @@
-// The public forward pass: its operands, then the door every pass goes through (conv/pass_call.hpp); the
+// The public forward pass: its operands, then the door every pass goes through (select/pass_call.hpp); the
 // names of passes and MEC schedules; the heuristic's choice.
 #include <algorithm>
 #include <cctype>
@@ -7,25 +7,13 @@
 #include "context/pass.hpp"
 #include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
-#include "conv/auto_choice.hpp"
-#include "conv/pass_call.hpp"
+#include "select/auto_choice.hpp"
+#include "select/pass_call.hpp"
 #include "conv/heuristic.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/recording.hpp"
 
 namespace vkconv {
-
-const char* to_string(MecSchedule schedule) noexcept {
-    switch (schedule) {
-        case MecSchedule::Auto:
-            return "auto";
-        case MecSchedule::A:
-            return "A";
-        case MecSchedule::B:
-            return "B";
-    }
-    return "unknown";
-}
 
 Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& problem, const PassOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);

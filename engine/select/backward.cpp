@@ -6,8 +6,8 @@
 #include "context/recording_state.hpp"
 #include "context/tensor_storage.hpp"
 #include "conv/bias_add.hpp"
-#include "conv/auto_choice.hpp"
-#include "conv/pass_call.hpp"
+#include "select/auto_choice.hpp"
+#include "select/pass_call.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/recording.hpp"
 #include "vkconv/conv.hpp"
@@ -254,7 +254,8 @@ LayerBackwardStats layer_backward_to(detail::CallTarget call, const ConvProblem&
     detail::check_not_aliased(grad_input, "grad_input", {&input});
     detail::check_not_aliased(grad_filter, "grad_filter", {&filter});
     if (grad_bias) detail::check_not_aliased(*grad_bias, "grad_bias", {&filter});
-    detail::check_workspace(options, {&input, &filter, &grad_output, &grad_input, &grad_filter, grad_bias});
+    const Tensor* const tensors[] = {&input, &filter, &grad_output, &grad_input, &grad_filter, grad_bias};
+    detail::check_workspace(options, tensors);
     const PassOptions planning = detail::planning_options(impl, options, target);
     const detail::Choice data_choice = detail::choose_algorithm(context, Pass::BackwardData, problem, algorithm, planning);
     const detail::Choice filter_choice =
