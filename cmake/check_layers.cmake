@@ -24,23 +24,23 @@ set(layers core io vulkan memory context gemm conv select api)
 set(public_headers
   export.hpp      core     # VKCONV_API_BEGIN / VKCONV_API_END: what a shared library exports
   error.hpp       core     # vkconv::Error, the one exception type, and its categories
-  problem.hpp     core     # ConvProblem, the problem descriptor, and its layouts
+  problem.hpp     core     # ConvProblem and ConvTransposeProblem, their layouts, and the passes
   algorithm.hpp   core     # vkconv::Algorithm and the list of algorithms
   version.hpp     core     # the version (generated from version.hpp.in into the build folder)
   npy.hpp         io       # float32 .npy files, read and written
   reference.hpp   io       # the CPU reference convolution
-  device.hpp      vulkan   # devices: their description and selection
+  device.hpp      vulkan   # devices: their description, messages, and the dispatches a plan lists
   pool.hpp        memory   # the device-memory pool's counters and a scoped peak
-  context.hpp     context  # vkconv::Context and its options
+  context.hpp     context  # vkconv::Context, its options, and RunStats
   tensor.hpp      context  # vkconv::Tensor, device arrays and their views
-  recording.hpp   context  # vkconv::Recording and Submission: passes recorded now, run later
+  recording.hpp   context  # Recording and Submission (passes recorded now, run later), Target
   kernel.hpp      context  # vkconv::Kernel, a user's own compute shader on tensors
   interop.hpp     context  # an application's own Vulkan device, buffers and command buffers
-  gemm.hpp        gemm     # the GEMM on its own
-  conv.hpp        conv     # the convolution passes and what they report
+  gemm.hpp        gemm     # the GEMM on its own, and the activations fused epilogues apply
+  conv.hpp        conv     # every convolution pass, its options and workspace queries
   find.hpp        select   # measured algorithm choice (find_algorithms, Auto's measuring)
-  plan.hpp        api      # plans without running, on a device or a described one
-  testing.hpp     api      # hooks for tests (lost device, failed allocations, counters)
+  plan.hpp        api      # plans without running (on a device or a described one), and tuning
+  testing.hpp     context  # hooks for tests (lost device, failed allocations, lowered limits)
   vkconv.hpp      api      # the umbrella header
 )
 

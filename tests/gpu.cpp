@@ -41,10 +41,14 @@ void require_validation(const vkconv::Context& context) {
         "vulkan-validationlayers (or set VKCONV_TEST_WITHOUT_VALIDATION=1 to run the suite without validation)");
 }
 
-std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options) {
+namespace {
+
+// The context `make` returns (made with `options`); nullptr (skipped) without a device.
+template <typename Make>
+std::unique_ptr<vkconv::Context> checked_context(const vkconv::ContextOptions& options, Make make) {
     std::unique_ptr<vkconv::Context> context;
     try {
-        context = std::make_unique<vkconv::Context>(options);
+        context = std::make_unique<vkconv::Context>(make());
     } catch (const vkconv::Error& e) {
         if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
         mark_skipped(e.what());
@@ -52,6 +56,17 @@ std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options) {
     }
     if (options.validation.value_or(false)) require_validation(*context);
     return context;
+}
+
+}  // namespace
+
+std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options) {
+    return checked_context(options, [&] { return vkconv::Context(options); });
+}
+
+std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options,
+                                               const vkconv::testing::LoweredLimits& limits) {
+    return checked_context(options, [&] { return vkconv::testing::make_context(options, limits); });
 }
 
 vkconv::Context* shared_context() {

@@ -16,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "vkconv/testing.hpp"
 #include "vkconv/vkconv.hpp"
 
 namespace vkt {
@@ -35,6 +36,10 @@ vkconv::Context* shared_context();
 void release_shared_context();
 // A fresh context with `options` layered on test_options(); nullptr (skipped) without a device.
 std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options = test_options());
+// The same with `limits` below the device's own (testing::make_context), so small problems take the splits
+// large ones need: fresh_context(test_options(), {.max_storage_buffer_range = 4096}).
+std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options,
+                                               const vkconv::testing::LoweredLimits& limits);
 
 void mark_skipped(const std::string& reason);
 // Marks the running test case as skipped on this device, with the reason printed: the test binary then exits

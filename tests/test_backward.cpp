@@ -458,9 +458,7 @@ TEST_CASE(
     "[backward][gpu]") {
     // 16 KiB bindings: x and dy (21 and 26 KiB) cannot be bound whole, so direct runs in tiles, and the
     // lowered algorithms run in chunks of images or bands of rows.
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 16 * 1024;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 16 * 1024});
     if (!context) return;
     CHECK(context->device().max_storage_buffer_range == 16 * 1024);
     vkconv::ConvProblem p;
@@ -529,9 +527,7 @@ TEST_CASE("a long bias gradient with no room for partial sums adds its pieces st
 TEST_CASE("implicit GEMM splits grids past the workgroup-count limit in every dimension", "[backward][gpu]") {
     // A cap of 2 workgroups per dimension: columns, filter rows and (slice, group) pairs all take several
     // dispatches, which must still cover every output once.
-    auto options = vkt::test_options();
-    options.max_workgroups_per_dispatch = 2;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_workgroups_per_dispatch = 2});
     if (!context) return;
     for (vkconv::Layout layout : {vkconv::Layout::NCHW, vkconv::Layout::NHWC}) {
         const vkconv::ConvProblem p =

@@ -33,9 +33,8 @@ TEST_CASE("direct forward matches the reference on a seeded random sweep", "[dir
 }
 
 TEST_CASE("direct forward splits dispatches larger than the workgroup-count limit", "[direct][gpu]") {
-    auto options = vkt::test_options();
-    options.max_workgroups_per_dispatch = 3;  // 3 x 64 outputs per dispatch
-    auto context = vkt::fresh_context(options);
+    // 3 workgroups a dispatch: 3 x 64 outputs
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_workgroups_per_dispatch = 3});
     if (!context) return;
     vkconv::ConvProblem problem;
     problem.N = 2, problem.C = 3, problem.H = 13, problem.W = 11, problem.K = 5, problem.R = 3, problem.S = 3;
@@ -120,9 +119,7 @@ void check_one_image_over(vkconv::Context& context, uint64_t range) {
 
 TEST_CASE("a tensor larger than the binding limit runs in tiles", "[direct][gpu]") {
     // The binding limit lowered to 1 MiB (or the device's own, if lower): the tiled path runs on every device.
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 1u << 20;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 1u << 20});
     if (!context) return;
     check_one_image_over(*context, context->device().max_storage_buffer_range);
 }

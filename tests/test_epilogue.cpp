@@ -314,9 +314,7 @@ TEST_CASE("epilogue: chunks, bands, tiles and split reductions apply it exactly 
         }
     }
     SECTION("tiles of tensors too large to bind") {
-        auto options = vkt::test_options();
-        options.max_storage_buffer_range = 4096;
-        auto context = vkt::fresh_context(options);
+        auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 4096});
         if (!context) return;
         const std::vector<ConvProblem> tiled = {
             // an image beyond the limit: bands of rows

@@ -378,9 +378,7 @@ TEST_CASE("find and auto honour the workspace limit", "[find][gpu]") {
     }
     // Nothing fits (under a 1 KiB binding limit every algorithm runs in tiles, and even the smallest tiles
     // need more than 16 bytes of workspace): the error names the smallest workspace and the limit.
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 1024;
-    auto small = vkt::fresh_context(options);
+    auto small = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 1024});
     if (!small) return;
     vkconv::PassOptions tiny;
     tiny.workspace_limit = 16;
@@ -467,17 +465,14 @@ TEST_CASE("a cached choice is measured again where it cannot run", "[find][gpu]"
         if (!context) return;
         vkconv::find_algorithms(*context, Pass::Forward, p);
     }
-    options.max_storage_buffer_range = 4096;
-    auto small = vkt::fresh_context(options);
+    auto small = vkt::fresh_context(options, {.max_storage_buffer_range = 4096});
     const auto stats = vkt::check_forward(*small, p, Algorithm::Auto, 3);
     CHECK(stats.algorithm != Algorithm::Auto);
     CHECK(stats.chunks > 1);  // tiles: one image is beyond 4 KiB
 }
 
 TEST_CASE("find gives a forward MEC schedule per entry, tiled too", "[find][gpu]") {
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 4096;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 4096});
     if (!context) return;
     ConvProblem p;
     p.N = 2, p.C = 5, p.H = 23, p.W = 17, p.K = 6, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;

@@ -221,9 +221,7 @@ TEST_CASE("gemm: segmented M with contiguous rows (MEC backward-filter with vert
 }
 
 TEST_CASE("gemm: grids past the workgroup-count limit are split", "[gemm][gpu]") {
-    auto options = vkt::test_options();
-    options.max_workgroups_per_dispatch = 2;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_workgroups_per_dispatch = 2});
     if (!context) return;
     for (const auto& config : vkconv::detail::gemm_configs(vkconv::detail::impl_of(*context)).all) {
         auto h = plain(5 * config.tile_m() + 3, 3 * config.tile_n() + 1, 19, false, false, 31);

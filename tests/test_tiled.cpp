@@ -39,9 +39,7 @@ std::vector<Case> cases() {
 }
 
 std::unique_ptr<vkconv::Context> small_binding_context() {
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = kLimit;
-    return vkt::fresh_context(options);
+    return vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = kLimit});
 }
 
 }  // namespace
@@ -128,9 +126,7 @@ TEST_CASE("auto runs tiles and a workspace limit shrinks them", "[tiled][gpu]") 
 
 TEST_CASE("tiled backward_bias sizes its partial sums for the narrower last run of channels", "[tiled][gpu]") {
     // 63 channels: the last run of channels is narrower and takes more pieces than the full one.
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 3u << 20;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 3u << 20});
     if (!context) return;
     ConvProblem p;
     p.N = 1, p.C = 1, p.H = 2, p.W = 20000, p.K = 63, p.R = 1, p.S = 1, p.has_bias = true;
@@ -173,9 +169,7 @@ TEST_CASE("direct backward-filter with a bias and a binding cap runs in tiles", 
 }
 
 TEST_CASE("a layer step stays within the workspace limit when its passes cannot share slots", "[tiled][gpu]") {
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 4096;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 4096});
     if (!context) return;
     ConvProblem p;
     p.N = 1, p.C = 3, p.H = 38, p.W = 13, p.K = 3, p.R = 4, p.S = 4, p.pad_h = 2, p.stride_h = 2;

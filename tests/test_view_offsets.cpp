@@ -101,9 +101,7 @@ TEST_CASE("views that start at any element run every pass and algorithm, in tile
     VKT_REQUIRE_CONTEXT(shared);
     // A second context whose bindings end at 1 KiB: these problems' tensors no longer bind whole, so the
     // passes run in tiles, whose copies read and write the views.
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 1024;
-    auto tiny = vkt::fresh_context(options);
+    auto tiny = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 1024});
     REQUIRE(tiny);
     // Entries of 105 (x, dx), 175 or 105 (y, dy), 27 or 9 (filters) and 1 (bias) floats: all odd.
     const std::vector<std::pair<std::string, ConvProblem>> problems = {

@@ -132,9 +132,8 @@ TEST_CASE("views of one tensor alias only where their bytes overlap, and operand
 }
 
 TEST_CASE("a kernel runs user SPIR-V on tensors and views, split over the workgroup-count limit", "[kernel][gpu]") {
-    auto options = vkt::test_options();
-    options.max_workgroups_per_dispatch = 3;  // 192 elements a dispatch
-    auto context = vkt::fresh_context(options);
+    // 3 workgroups a dispatch: 192 elements
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_workgroups_per_dispatch = 3});
     if (!context) return;
     vkconv::Kernel axpy(*context, axpy_desc());
     CHECK(axpy.name() == "test_axpy");
@@ -166,9 +165,7 @@ TEST_CASE("a kernel runs user SPIR-V on tensors and views, split over the workgr
 }
 
 TEST_CASE("a kernel rejects bad descriptions and bad runs with errors that name the problem", "[kernel][gpu]") {
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 4096;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 4096});
     if (!context) return;
     auto category_of = [](auto&& f) {
         try {

@@ -602,9 +602,8 @@ TEST_CASE("find measures winograd where it applies and the heuristic takes it on
 }
 
 TEST_CASE("winograd runs the tiles of tensors too large to bind", "[winograd][gpu]") {
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = 6144;  // bytes: one image of the problems below is larger, a tile row fits
-    auto context = vkt::fresh_context(options);
+    // 6144 bytes: one image of the problems below is larger, a tile row fits
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 6144});
     if (!context) return;
     uint32_t seed = 1100;
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {

@@ -698,9 +698,7 @@ std::vector<Named> tiled_problems() {
 }  // namespace
 
 TEST_CASE("tiled workspaces equal the tile buffers plus the tile pass's own", "[workspace][gpu]") {
-    auto options = vkt::test_options();
-    options.max_storage_buffer_range = kTileLimit;
-    auto context = vkt::fresh_context(options);
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = kTileLimit});
     if (!context) return;
     uint32_t seed = 700;
     for (const auto& [name, problem] : tiled_problems()) {

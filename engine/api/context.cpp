@@ -26,7 +26,7 @@ bool validation_from_environment() {
 
 }  // namespace
 
-ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
+ContextImpl::ContextImpl(const ContextOptions& opts, const testing::LoweredLimits& lowered) : options(opts) {
     const bool want_validation = options.validation.value_or(validation_from_environment());
     instance = std::make_unique<Instance>(want_validation, options.on_message);
 
@@ -42,7 +42,7 @@ ContextImpl::ContextImpl(const ContextOptions& opts) : options(opts) {
         if (const char* env = std::getenv("VKCONV_DEVICE")) selector = env;
     const uint32_t chosen = select_device(infos, selector);
     device = std::make_unique<Device>(instance->vk(), physical[chosen], models[chosen]);
-    finish_setup();
+    finish_setup(lowered);
 }
 
 ContextImpl::ContextImpl(const ExternalDevice& external, const ContextOptions& opts) : options(opts) {
@@ -69,7 +69,7 @@ ContextImpl::ContextImpl(const ExternalDevice& external, const ContextOptions& o
                               external.timeline_semaphores, external.queue_mutex};
     device = std::make_unique<Device>(instance->vk(), external.physical_device,
                                       query_device_model(instance->vk(), external.physical_device, index), queue);
-    finish_setup();
+    finish_setup({});
 }
 
 ContextImpl::ContextImpl(const DeviceModel& model) {
@@ -81,7 +81,7 @@ ContextImpl::ContextImpl(const DeviceModel& model) {
     tuning = std::make_unique<Tuning>();
 }
 
-void ContextImpl::finish_setup() {
+void ContextImpl::finish_setup(const testing::LoweredLimits& lowered) {
     std::string imposed = options.device_limits;
     if (imposed.empty())
         if (const char* env = std::getenv("VKCONV_DEVICE_LIMITS")) imposed = env;
@@ -93,8 +93,8 @@ void ContextImpl::finish_setup() {
                                                             " is below 4096 bytes (0: the device's own)");
         device->lower_buffer_limits(options.max_buffer_bytes);
     }
-    if (options.max_storage_buffer_range) device->lower_binding_limits(options.max_storage_buffer_range);
-    device->cap_workgroups(options.max_workgroups_per_dispatch);
+    if (lowered.max_storage_buffer_range) device->lower_binding_limits(lowered.max_storage_buffer_range);
+    device->cap_workgroups(lowered.max_workgroups_per_dispatch);
     // Read before any handle that only the destructor frees: a malformed file must not leak them.
     find_cache = std::make_unique<FindCache>(*device, options.find_cache_path);
     if (options.auto_choice)
@@ -124,6 +124,10 @@ void ContextImpl::finish_setup() {
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<detail::ContextImpl>(options)) {}
 Context::Context(const ExternalDevice& device, const ContextOptions& options)
     : impl_(std::make_shared<detail::ContextImpl>(device, options)) {}
+Context testing::make_context(const ContextOptions& options, const LoweredLimits& limits) {
+    return detail::Access::context(std::make_shared<detail::ContextImpl>(options, limits));
+}
+
 void testing::inject_device_loss(Context& context, uint64_t nth) {
     detail::impl_of(context).device->inject_device_loss(nth);
 }

@@ -10,6 +10,7 @@
 #include "memory/buffer_pool.hpp"
 #include "vkconv/context.hpp"
 #include "vkconv/error.hpp"
+#include "vkconv/testing.hpp"
 #include "vulkan/device.hpp"
 #include "vulkan/instance.hpp"
 #include "vulkan/pipeline_cache.hpp"
@@ -22,7 +23,8 @@ class Tuning;
 struct GemmConfigTable;
 
 struct ContextImpl {
-    explicit ContextImpl(const ContextOptions& options);
+    // `lowered`: limits below the device's own, for tests (testing::make_context); Context(options) passes none.
+    explicit ContextImpl(const ContextOptions& options, const testing::LoweredLimits& lowered = {});
     ContextImpl(const ExternalDevice& external, const ContextOptions& options);
     // A context for plans only (vkconv/plan.hpp): a modelled device, a pool that counts but never
     // allocates, pipelines that are descriptions. No instance, no staging, no Vulkan call.
@@ -52,8 +54,8 @@ struct ContextImpl {
     std::unordered_set<uint64_t> prebuilt_passes;
 
 private:
-    // After the device: limits from the options, caches, pool, pipelines, staging.
-    void finish_setup();
+    // After the device: limits from the options, then `lowered`; caches, pool, pipelines, staging.
+    void finish_setup(const testing::LoweredLimits& lowered);
 };
 
 ContextImpl& impl_of(const Context& context);

@@ -106,13 +106,6 @@ struct ContextOptions {
     // The smallest block the pool makes (0: what is asked). pool_block_bytes here gives blocks of
     // pool_block_bytes from the first one on.
     uint64_t pool_min_block_bytes = 0;
-    // Lower the per-dispatch workgroup count below the device limit (0 = device limit). For tests: it
-    // makes the dispatch splitting that large problems need happen on small ones.
-    uint32_t max_workgroups_per_dispatch = 0;
-    // Lower the device's reported maxStorageBufferRange (and maxTexelBufferElements to match) to this many
-    // bytes (0 = as reported). For tests: chunking and the paths for tensors too large to bind, on small
-    // problems.
-    uint64_t max_storage_buffer_range = 0;
     // Lower the largest buffer and memory allocation the pool makes (the device's maxBufferSize and
     // maxMemoryAllocationSize as vkconv reads them) to this many bytes, at least 4096 (0 = as reported; no
     // binding is then larger either). Tensors above it are stored in pages (several buffers), as on a

@@ -1,6 +1,7 @@
 // Hooks for tests of vkconv and of the applications around it: they provoke what a real device cannot be
-// made to do on demand (a lost device, failed allocations) and expose counters a test asserts on. Not
-// part of the API an application computes with; vkconv.hpp does not include this header.
+// made to do on demand (a lost device, failed allocations, limits small enough for small problems to reach)
+// and expose counters a test asserts on. Not part of the API an application computes with; vkconv.hpp does
+// not include this header.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,20 @@ namespace vkconv {
 VKCONV_API_BEGIN
 
 namespace testing {
+// Limits lower than the device's own, so that tests make on small problems the splits that large ones need.
+struct LoweredLimits {
+    // Lower the per-dispatch workgroup count below the device limit (0 = device limit): the dispatch
+    // splitting that large problems need happens on small ones.
+    uint32_t max_workgroups_per_dispatch = 0;
+    // Lower the device's reported maxStorageBufferRange (and maxTexelBufferElements to match) to this many
+    // bytes (0 = as reported), as DeviceInfo then reports it: chunking and the paths for tensors too large to
+    // bind, on small problems.
+    uint64_t max_storage_buffer_range = 0;
+};
+// A context made as Context(options) makes it, with `limits` imposed on top (after options.device_limits and
+// options.max_buffer_bytes, so the smallest of each limit holds).
+Context make_context(const ContextOptions& options, const LoweredLimits& limits);
+
 // Makes the `nth` device call from now (1 = the next) return VK_ERROR_DEVICE_LOST instead of reaching the
 // driver, where a real loss arrives: a queue submission, a fence wait or status query, or a memory mapping
 // (the calls device_calls() counts). The call then fails exactly as with a real loss: Error(DeviceLost),

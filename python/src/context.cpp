@@ -73,8 +73,6 @@ void bind_context_options(py::module_& module) {
         .def_readwrite("device_memory_limit", &PyContextOptions::device_memory_limit)
         .def_readwrite("pool_block_bytes", &PyContextOptions::pool_block_bytes)
         .def_readwrite("pool_min_block_bytes", &PyContextOptions::pool_min_block_bytes)
-        .def_readwrite("max_workgroups_per_dispatch", &PyContextOptions::max_workgroups_per_dispatch)
-        .def_readwrite("max_storage_buffer_range", &PyContextOptions::max_storage_buffer_range)
         .def_readwrite("max_buffer_bytes", &PyContextOptions::max_buffer_bytes)
         .def_readwrite("device_limits", &PyContextOptions::device_limits)
         .def_readwrite("find_cache_path", &PyContextOptions::find_cache_path)
