@@ -1,4 +1,4 @@
-// Autotuning (vkconv/tune.hpp): every GEMM and implicit-GEMM configuration is checked before it is timed,
+// Autotuning (vkconv/plan.hpp): every GEMM and implicit-GEMM configuration is checked before it is timed,
 // winners are kept in the tuning file and read back by the next context, a stored choice is the one that
 // runs, and a corrupt or foreign file is ignored with a warning.
 #include <algorithm>

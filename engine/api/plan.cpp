@@ -81,7 +81,7 @@ Plan plan_pass(const DeviceProfile& device, const ConvProblem& problem, Pass pas
         throw Error(ErrorCategory::InvalidArgument,
                     "plan_pass: PassOptions::workspace names a tensor of a context; plan with workspace_limit");
     detail::ContextImpl context(*device.model_);
-    const detail::PassPlan planned = detail::plan_pass(context, problem, pass, algorithm, options).value();
+    const detail::PassPlan planned = detail::plan_pass_on(context, problem, pass, algorithm, options).value();
 
     detail::FakeBuffers buffers;
     detail::ConvOperands ops;

@@ -30,16 +30,17 @@ inline int64_t input_rows_read(const ConvProblem& p, int64_t rows) {
     return (rows - 1) * p.stride_h + (p.R - 1) * p.dilation_h + 1;
 }
 
-struct GemmShape {
+// A pass as one GEMM: its M, N and K (vkconv::GemmShape, a product the GEMM runs, is the public record of one).
+struct GemmExtent {
     int64_t M = 0, N = 0, K = 0;
 };
-inline GemmShape forward_gemm(const ConvProblem& p, int64_t positions) {
+inline GemmExtent forward_gemm(const ConvProblem& p, int64_t positions) {
     return {positions, p.filters_per_group(), filter_taps(p)};
 }
-inline GemmShape backward_data_gemm(const ConvProblem& p, int64_t positions) {
+inline GemmExtent backward_data_gemm(const ConvProblem& p, int64_t positions) {
     return {positions, filter_taps(p), p.filters_per_group()};
 }
-inline GemmShape backward_filter_gemm(const ConvProblem& p, int64_t positions) {
+inline GemmExtent backward_filter_gemm(const ConvProblem& p, int64_t positions) {
     return {p.filters_per_group(), filter_taps(p), positions};
 }
 

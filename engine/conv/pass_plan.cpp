@@ -72,7 +72,7 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
     return stats;
 }
 
-Planned<PassPlan> plan_pass(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
+Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                             const PassOptions& options, const Paging* paging) {
     PassPlan plan;
     plan.pass = pass;
@@ -174,7 +174,7 @@ PassPlan plan_for_operands(ContextImpl& context, const ConvProblem& problem, Pas
                            const PassOptions& options, const ConvOperands& operands) {
     const Paging paging = paging_of(operands);
     if (plan_fits_paging(problem, plan, paging)) return plan;
-    return plan_pass(context, problem, plan.pass, plan.algorithm(), options, &paging).value();
+    return plan_pass_on(context, problem, plan.pass, plan.algorithm(), options, &paging).value();
 }
 
 }  // namespace vkconv::detail

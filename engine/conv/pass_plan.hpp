@@ -1,4 +1,4 @@
-// The one pipeline every convolution pass runs through: plan_pass turns (problem, pass, algorithm,
+// The one pipeline every convolution pass runs through: plan_pass_on turns (problem, pass, algorithm,
 // options) into a plan or the reason none fits, record_pass records it. A plan is an algorithm's own
 // (conv/algorithm_plan.hpp), tiles of it where the tensors are too large to bind (tiled/tiled.hpp), or
 // slices of the batch where they are larger than one buffer (paged/sliced.hpp).
@@ -29,7 +29,7 @@ struct PassPlan {
 // The pass's plan for `algorithm`; Auto is the heuristic's choice (conv/heuristic.hpp). Tiled where the
 // chosen algorithm cannot bind the problem's tensors whole; sliced where `paging` (null: the tensors as
 // the context allocates them, canonical_paging) has any tensor in pages.
-Planned<PassPlan> plan_pass(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
+Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                             const PassOptions& options, const Paging* paging = nullptr);
 
 // `plan` if it suits the paging of the operands a call passes, else the plan of its algorithm for them

@@ -43,7 +43,7 @@ PassOptions with_schedule(const PassOptions& options, const Choice& choice);
 // The plan of a chosen algorithm.
 inline Planned<PassPlan> plan_choice(const Context& context, const ConvProblem& problem, Pass pass,
                                      const Choice& choice, const PassOptions& options) {
-    return plan_pass(impl_of(context), problem, pass, choice.algorithm, with_schedule(options, choice));
+    return plan_pass_on(impl_of(context), problem, pass, choice.algorithm, with_schedule(options, choice));
 }
 
 // A public pass's plan: `algorithm` chosen (measuring where AutoChoice::Measure has no stored choice),

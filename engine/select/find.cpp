@@ -226,7 +226,7 @@ AutoChoice auto_choice_of(const Context& context, const PassOptions& options) {
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const PassOptions& options) {
     if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule, ChoiceSource::Named};
-    const Choice heuristic{Algorithm::Auto, options.mec_schedule, ChoiceSource::Heuristic};  // planned by plan_pass
+    const Choice heuristic{Algorithm::Auto, options.mec_schedule, ChoiceSource::Heuristic};  // planned by plan_pass_on
     const AutoChoice mode = auto_choice_of(context, options);
     if (mode == AutoChoice::Heuristic || pass == Pass::BackwardBias) return heuristic;
     // A stored choice that cannot plan here (a file written under other limits) is not used.

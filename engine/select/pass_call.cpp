@@ -73,7 +73,7 @@ uint64_t workspace_query(const Context& context, Pass pass, const ConvProblem& p
     problem.validate();
     if (pass == Pass::BackwardBias) {
         if (!problem.has_bias) throw Error(ErrorCategory::InvalidArgument, "the problem has has_bias = false");
-        return plan_pass(impl_of(context), problem, Pass::BackwardBias, Algorithm::Direct,
+        return plan_pass_on(impl_of(context), problem, Pass::BackwardBias, Algorithm::Direct,
                          planning_options(impl_of(context), options))
             .value()
             .workspace_bytes();

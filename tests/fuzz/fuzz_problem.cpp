@@ -60,7 +60,7 @@ uint64_t use(const vkconv::ConvProblem& p) {
     sum += p.str().size();
     // The GEMM each pass maps to, for one chunk of every output position of one image.
     const int64_t positions = p.P() * p.Q();
-    for (const GemmShape& g :
+    for (const GemmExtent& g :
          {forward_gemm(p, positions), backward_data_gemm(p, positions), backward_filter_gemm(p, positions)})
         sum += uint64_t(g.M) + uint64_t(g.N) + uint64_t(g.K);
     sum += uint64_t(group_filter_floats(p)) + uint64_t(input_rows_read(p, p.P()));

@@ -43,6 +43,8 @@ class Passes(unittest.TestCase):
 
         stats = vkconv.forward(ctx, problem, tx, tw, tb, ty, algorithm)
         self.assertEqual(stats.algorithm, algorithm)
+        forms = {vkconv.Algorithm.Mec: ("A", "B"), vkconv.Algorithm.Winograd: ("F(4x4,3x3)", "F(2x2,3x3)")}
+        self.assertIn(stats.variant, forms.get(algorithm, ("",)), what)
         self.assertEqual(stats.workspace_bytes, vkconv.forward_workspace_bytes(ctx, problem, algorithm))
         reduction = problem.channels_per_group() * problem.R * problem.S
         abs_b = np.abs(b) if b is not None else None

@@ -68,7 +68,7 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
         for (int64_t g = 0; g < G; ++g) {
             // A = dy: rows are the chunk's output positions, the reduction runs over the group's filters.
             const OutputMatrix v = output_matrix(p, dy.delta, g, p0, rows);
-            const GemmShape shape = backward_data_gemm(p, int64_t(m_chunk));
+            const GemmExtent shape = backward_data_gemm(p, int64_t(m_chunk));
             GemmProblem gp;
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, 0, 0};
@@ -118,7 +118,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
         const bool split = splits > 1 && full + (rest > 0) > 1;
         for (int64_t g = 0; g < G; ++g) {
             const OutputMatrix v = output_matrix(p, dy.delta, g, p0, rows);
-            const GemmShape shape = backward_filter_gemm(p, int64_t(m_chunk));
+            const GemmExtent shape = backward_filter_gemm(p, int64_t(m_chunk));
             GemmProblem gp;
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             // A = dy^T: rows are filters, the reduction runs over the chunk's output positions.

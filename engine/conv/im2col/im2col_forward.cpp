@@ -63,7 +63,7 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
         // One image per batch entry: an NCHW output is not one matrix across images.
         const bool transposed = plan.transposed;  // the layout the lowering wrote
         for (int64_t g = 0; g < G; ++g) {
-            const GemmShape shape = forward_gemm(p, rows * Q);  // per image, the batch runs over the chunk's
+            const GemmExtent shape = forward_gemm(p, rows * Q);  // per image, the batch runs over the chunk's
             GemmProblem gp;
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             gp.batch_i = u(images);

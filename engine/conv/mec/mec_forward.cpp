@@ -99,7 +99,7 @@ GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
     const MecWindows& window = c.l.windows;
     const Window& y = c.chunk.output;
     // M is set per schedule below (the rows of one product), N and K are the forward pass's.
-    const GemmShape shape = forward_gemm(p, 0);
+    const GemmExtent shape = forward_gemm(p, 0);
     GemmProblem gp;
     gp.N = u(shape.N), gp.K = u(shape.K);
     // A = the windows: rows q a column apart, the next output row's window a window_step on.

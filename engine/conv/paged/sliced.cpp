@@ -136,7 +136,7 @@ Planned<SlicedPlan> plan_sliced(ContextImpl& context, const ConvProblem& problem
             ConvProblem q = problem;
             q.N = images;
             auto slice_plan = tiled ? plan_in_tiles(context, q, pass, algorithm, inner)
-                                    : plan_pass(context, q, pass, algorithm, inner, &unpaged);
+                                    : plan_pass_on(context, q, pass, algorithm, inner, &unpaged);
             if (!slice_plan) return slice_plan.refusal();
             plan.shapes.push_back({images, tiled, std::make_shared<const PassPlan>(std::move(*slice_plan))});
             found = std::prev(plan.shapes.end());
