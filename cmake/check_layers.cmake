@@ -20,7 +20,8 @@ cmake_minimum_required(VERSION 3.25)  # a -P script starts with no policies set 
 set(layers core io vulkan memory context gemm conv select api)
 
 # Each public header in include/vkconv/ and its layer, one per line: the header's name, its layer, and what
-# it holds. A header generated from <name>.in (version.hpp) is listed by its generated name.
+# it holds. A header's layer is the lowest that needs its declarations; a higher layer may define some of
+# them (the passes the public calls, the test hooks), which the link check keeps one way. A header generated from <name>.in (version.hpp) is listed by its generated name.
 set(public_headers
   export.hpp      core     # VKCONV_API_BEGIN / VKCONV_API_END: what a shared library exports
   error.hpp       core     # vkconv::Error, the one exception type, and its categories
@@ -36,11 +37,11 @@ set(public_headers
   recording.hpp   context  # Recording and Submission (passes recorded now, run later), Target
   kernel.hpp      context  # vkconv::Kernel, a user's own compute shader on tensors
   interop.hpp     context  # an application's own Vulkan device, buffers and command buffers
+  testing.hpp     context  # hooks for tests (lost device, failed allocations, lowered limits; defined in api/)
   gemm.hpp        gemm     # the GEMM on its own, and the activations fused epilogues apply
-  conv.hpp        conv     # every convolution pass, its options and workspace queries
+  conv.hpp        conv     # every convolution pass, its options and workspace queries (passes defined in select/)
   find.hpp        select   # measured algorithm choice (find_algorithms, Auto's measuring)
   plan.hpp        api      # plans without running (on a device or a described one), and tuning
-  testing.hpp     context  # hooks for tests (lost device, failed allocations, lowered limits)
   vkconv.hpp      api      # the umbrella header
 )
 

@@ -70,33 +70,32 @@ def demangled_names(nm, path):
     return {m[1]: d[1] for m, d in zip(mangled, demangled)}
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nm", default="nm")
     parser.add_argument("--layers", required=True, help="check_layers.cmake, whose set(layers ...) gives the order")
     parser.add_argument("--objects", required=True, help="a file listing the object files, one a line")
     parser.add_argument("--layer", action="append", default=[], metavar="SOURCE=LAYER",
                         help="the layer of an object whose source is not in engine/")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    layers = read_layers(args.layers)
-    rank = {layer: i for i, layer in enumerate(layers)}
+
+def layers_of_objects(args, rank):
+    """(object path -> layer, object path -> its source, problems): each object's layer from its source."""
     given = {}
     for entry in args.layer:
         source, _, layer = entry.partition("=")
         if layer not in rank:
-            sys.exit(f"check_link_layers: --layer {entry}: {layer!r} is not a layer ({' '.join(layers)})")
+            sys.exit(f"check_link_layers: --layer {entry}: {layer!r} is not a layer ({' '.join(rank)})")
         given[source] = layer
-
     with open(args.objects, encoding="utf-8") as f:
         objects = [line.strip() for line in f if line.strip()]
-    problems = []
-    layer_of = {}   # object path -> layer
-    name_of = {}    # object path -> its source, for messages
     missing = [path for path in objects if not os.path.isfile(path)]
     if missing:
         sys.exit("check_link_layers: object files missing (build the library first, then run the test):\n  "
                  + "\n  ".join(missing))
+    problems = [] if objects else [f"  {args.objects} lists no object files"]
+    layer_of, name_of = {}, {}
     for path in objects:
         source = source_of(path)
         name_of[path] = source
@@ -106,44 +105,28 @@ def main():
             problems.append(f"  {source}: not in a layer folder (engine/<layer>/), and given no layer with --layer")
             continue
         layer_of[path] = layer
-    if not objects:
-        problems.append(f"  {args.objects} lists no object files")
+    return layer_of, name_of, problems
 
-    defined_by = defaultdict(list)   # mangled symbol -> objects that define it strongly
-    needs = {}                       # object -> the symbols it leaves undefined
-    for path in layer_of:
+
+def symbol_tables(nm, objects):
+    """(mangled symbol -> objects that define it strongly, object -> the symbols it leaves undefined)."""
+    defined_by = defaultdict(list)
+    needs = {}
+    for path in objects:
         try:
-            symbols = nm_symbols(args.nm, path)
+            symbols = nm_symbols(nm, path)
         except FileNotFoundError:
-            sys.exit(f"check_link_layers: {args.nm} not found")
-        needed = set()
+            sys.exit(f"check_link_layers: {nm} not found")
+        needs[path] = {name for kind, name in symbols if kind == UNDEFINED}
         for kind, name in symbols:
             if kind in STRONG:
                 defined_by[name].append(path)
-            elif kind == UNDEFINED:
-                needed.add(name)
-        needs[path] = needed
-    if problems:
-        print("engine link layers: objects without a layer:\n" + "\n".join(problems))
-        return 1
+    return defined_by, needs
 
-    violations = defaultdict(set)    # (object, higher object) -> mangled symbols
-    dependencies = 0
-    for path, needed in needs.items():
-        for name in needed:
-            for definer in defined_by.get(name, ()):
-                dependencies += 1
-                if rank[layer_of[definer]] > rank[layer_of[path]]:
-                    violations[(path, definer)].add(name)
 
-    if not violations:
-        print(f"engine link layers: {len(layer_of)} objects, {dependencies} symbols one needs from another, "
-              f"none from a higher layer (layers, lowest first: {' '.join(layers)})")
-        return 0
-
-    demangled = {}
-    for path in sorted({path for path, _ in violations}):
-        demangled[path] = demangled_names(args.nm, path)
+def report(nm, violations, layers, rank, layer_of, name_of):
+    """Prints the violations, grouped per pair of objects, lower layers first."""
+    demangled = {path: demangled_names(nm, path) for path in sorted({path for path, _ in violations})}
     print(f"engine link layers broken: objects need symbols that a higher layer defines "
           f"(layers, lowest first: {' '.join(layers)}):")
     order = sorted(violations, key=lambda pair: (rank[layer_of[pair[0]]], name_of[pair[0]],
@@ -156,7 +139,32 @@ def main():
         for name in names:
             print(f"      {name}")
     print(f"{count} symbols in {len(violations)} pairs of objects")
-    return 1
+
+
+def main():
+    args = parse_args()
+    layers = read_layers(args.layers)
+    rank = {layer: i for i, layer in enumerate(layers)}
+    layer_of, name_of, problems = layers_of_objects(args, rank)
+    if problems:
+        print("engine link layers: objects without a layer:\n" + "\n".join(problems))
+        return 1
+    defined_by, needs = symbol_tables(args.nm, layer_of)
+
+    violations = defaultdict(set)    # (object, higher object) -> mangled symbols
+    dependencies = 0
+    for path, needed in needs.items():
+        for name in needed:
+            for definer in defined_by.get(name, ()):
+                dependencies += 1
+                if rank[layer_of[definer]] > rank[layer_of[path]]:
+                    violations[(path, definer)].add(name)
+    if violations:
+        report(args.nm, violations, layers, rank, layer_of, name_of)
+        return 1
+    print(f"engine link layers: {len(layer_of)} objects, {dependencies} symbols one needs from another, "
+          f"none from a higher layer (layers, lowest first: {' '.join(layers)})")
+    return 0
 
 
 if __name__ == "__main__":

@@ -59,7 +59,9 @@ void print_stats(const char* pass, const vkconv::RunStats& stats, const vkconv::
     o.add("gpu_ms", stats.gpu_ms).add("gpu_timed", stats.gpu_timed).add("wall_ms", stats.wall_ms);
     o.add("gflops", p.forward_flops() / (stats.gpu_ms * 1e6));
     o.add_memory(stats);
-    o.add("dispatches", static_cast<uint64_t>(stats.dispatches)).add_raw("problem", problem_json(p));
+    o.add("dispatches", static_cast<uint64_t>(stats.dispatches));
+    if (!stats.variant.empty()) o.add("variant", stats.variant);
+    o.add_raw("problem", problem_json(p));
     std::printf("%s\n", o.str().c_str());
 }
 

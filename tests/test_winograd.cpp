@@ -241,7 +241,8 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::C
     epilogue.alpha = e.alpha, epilogue.beta = e.beta, epilogue.activation = e.activation;
     epilogue.negative_slope = float(slope);
     if (e.residual) epilogue.residual = e.in_place ? &ty : &tz;
-    const auto stats = vkconv::forward(context, p, tx, tw, p.has_bias ? &tb : nullptr, ty, Algorithm::Winograd, options, epilogue);
+    const auto stats =
+        vkconv::forward(context, p, tx, tw, p.has_bias ? &tb : nullptr, ty, Algorithm::Winograd, options, epilogue);
     CHECK(stats.algorithm == Algorithm::Winograd);
     CHECK(stats.workspace_bytes == vkconv::forward_workspace_bytes(context, p, Algorithm::Winograd, options));
     // The tile that ran (a tiled pass reports its first tile's, whose own problem may pick the other tile).

@@ -1,4 +1,4 @@
-// Autotuning (vkconv/tune.hpp): each candidate configuration checked, then timed, the fastest stored in the
+// Autotuning (vkconv/plan.hpp): each candidate configuration checked, then timed, the fastest stored in the
 // context's tuning file (gemm/tuning.hpp).
 #include "vkconv/plan.hpp"
 

@@ -12,10 +12,12 @@ namespace vkconv {
 namespace detail {
 
 ContextImpl::~ContextImpl() {
+    gemm_config_table.reset();
     tuning.reset();
     staging.reset();
     pipelines.reset();
     pool.reset();
+    find_cache.reset();
     device.reset();
     instance.reset();
 }

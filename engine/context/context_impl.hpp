@@ -1,6 +1,7 @@
-// What a Context owns (or, made from the application's device, uses), in creation order (destroyed in reverse):
-// instance, device (with its command pool), find cache, pool, pipelines, staging. Tensors and PeakScopes hold a
-// shared_ptr to it, so it outlives them.
+// What a Context owns (or, made from the application's device, uses), in creation order: instance, device
+// (with its command pool), find cache, pool, pipelines, staging, tuning, and the GEMM configurations on first
+// use. Destroyed in reverse, every part before the device. Tensors and PeakScopes hold a shared_ptr to it,
+// so it outlives them.
 #pragma once
 
 #include <memory>

@@ -10,7 +10,6 @@
 #include "select/pass_call.hpp"
 #include "vkconv/conv.hpp"
 #include "vkconv/recording.hpp"
-#include "vkconv/conv.hpp"
 
 namespace vkconv {
 namespace {

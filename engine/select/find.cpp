@@ -88,6 +88,15 @@ std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const C
     return candidates;
 }
 
+// The MEC schedule a run reports (RunStats::variant names it; tiled bands run B whatever was asked), else
+// `asked`.
+MecSchedule schedule_that_ran(Algorithm algorithm, const RunStats& stats, MecSchedule asked) {
+    if (algorithm != Algorithm::Mec) return asked;
+    for (MecSchedule schedule : {MecSchedule::A, MecSchedule::B})
+        if (stats.variant == to_string(schedule)) return schedule;
+    return asked;
+}
+
 // A candidate's times and memory, and the output of its first (untimed) run.
 struct Timing {
     AlgorithmPerf perf;
@@ -114,8 +123,7 @@ Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm 
         perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
         perf.workspace_bytes = stats.workspace_bytes;
         perf.chunks = stats.chunks;
-        if (algorithm == Algorithm::Mec && stats.variant == to_string(MecSchedule::B)) perf.mec_schedule = MecSchedule::B;
-        if (algorithm == Algorithm::Mec && stats.variant == to_string(MecSchedule::A)) perf.mec_schedule = MecSchedule::A;
+        perf.mec_schedule = schedule_that_ran(algorithm, stats, perf.mec_schedule);
     }
     return timing;
 }

@@ -1,7 +1,5 @@
-// The public forward pass: its operands, then the door every pass goes through (select/pass_call.hpp); the
-// names of passes and MEC schedules; the heuristic's choice.
-#include <algorithm>
-#include <cctype>
+// The public forward pass: its operands, then the door every pass goes through (select/pass_call.hpp); its
+// workspace query; the heuristic's choice.
 #include <string>
 
 #include "context/pass.hpp"

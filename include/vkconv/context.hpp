@@ -59,6 +59,7 @@ struct RunStats {
     ChoiceSource chosen_by = ChoiceSource::Named;  // how it was chosen (Auto: heuristic, stored or measured)
     // The form of the algorithm that ran, where it has more than one: MEC's schedule ("A" or "B", as
     // PassOptions::mec_schedule names it), Winograd's tile ("F(4x4,3x3)" or "F(2x2,3x3)"); "" otherwise.
+    // A pass run in tiles or slices reports its first piece's (Winograd's pieces may pick other tiles).
     std::string variant;
     double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
     bool gpu_timed = false;                        // false: the queue has no timestamps, gpu_ms is wall time
@@ -131,7 +132,7 @@ struct ContextOptions {
     // rename) when the context is destroyed and by save_pipeline_cache(), if pipelines were built since.
     // Empty: the VKCONV_PIPELINE_CACHE environment variable, else no file.
     std::string pipeline_cache_path;
-    // A file of the winners `vkconv tune` measured on this device (tune.hpp): the GEMM's tile configuration
+    // A file of the winners `vkconv tune` measured on this device (plan.hpp): the GEMM's tile configuration
     // per product shape and implicit GEMM's per pass, which the passes, Auto and find then use. Read when
     // the context is created; a file written for another device or driver, or a corrupt one, is ignored
     // with a warning through on_message. Empty: the VKCONV_TUNING environment variable, else the pipeline

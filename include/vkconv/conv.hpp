@@ -2,9 +2,9 @@
 // backward-bias, a layer's whole backward step, and the transposed convolution.
 //
 // Each pass takes a Target (a Context to run now, a Recording to record into: recording.hpp), the problem,
-// its device tensors (shapes checked against the problem) and an algorithm.
-// Algorithm::Auto picks one by measuring (find.hpp) or by the heuristic documented in docs/algorithms.md. The returned RunStats
-// say what ran, how long the GPU took and what memory it needed.
+// its device tensors (shapes checked against the problem) and an algorithm. Algorithm::Auto picks one by
+// measuring (find.hpp) or by the heuristic documented in docs/algorithms.md. The returned RunStats say
+// what ran, how long the GPU took and what memory it needed.
 #pragma once
 
 #include <cstdint>
@@ -101,9 +101,10 @@ RunStats forward(Target target, const ConvProblem& problem, const Tensor& input,
 // Backward passes: gradients of the forward convolution with respect to its input, filter and bias.
 // Shapes follow the problem's layout: grad_output has the output shape, grad_input the input shape (the
 // problem carries it: for stride > 1 several input sizes give the same output size, as in PyTorch's
-// conv2d_input), grad_filter the filter shape, grad_bias [K]. Auto picks depthwise for depthwise problems,
-// otherwise the lowering (im2col or mec) with the smaller workspace for that pass, and direct where neither
-// fits (docs/algorithms.md).
+// conv2d_input), grad_filter the filter shape, grad_bias [K]. Every algorithm whose row lists the pass runs
+// it (algorithm_applies); Auto picks depthwise for depthwise problems, otherwise the lowering (im2col or mec)
+// with the smaller workspace for that pass, and direct where neither fits (docs/algorithms.md).
+// `options.max_binding_bytes` caps the lowered chunks as in forward.
 
 // Bytes of temporary device memory each pass needs (exact, as forward_workspace_bytes says). For a problem
 // with has_bias, backward-filter's figure includes the bias gradient's partial sums (allocated whether or
@@ -112,7 +113,8 @@ uint64_t backward_data_workspace_bytes(const Context& context, const ConvProblem
                                        const PassOptions& options = {});
 uint64_t backward_filter_workspace_bytes(const Context& context, const ConvProblem& problem, Algorithm algorithm,
                                          const PassOptions& options = {});
-// backward_bias's workspace (its partial sums; 0 where it sums straight into db).
+// backward_bias's workspace (its partial sums; 0 where it sums straight into db), which backward_bias also
+// reports in RunStats::workspace_bytes.
 uint64_t backward_bias_workspace_bytes(const Context& context, const ConvProblem& problem,
                                        const PassOptions& options = {});
 

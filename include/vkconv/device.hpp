@@ -58,7 +58,7 @@ struct PlannedDispatch {
 };
 
 // One GEMM product a plan runs: C[M x N] over a reduction of K, for `batches` batch entries (what
-// `vkconv tune` times the GEMM's configurations on, tune.hpp).
+// `vkconv tune` times the GEMM's configurations on, plan.hpp).
 struct GemmShape {
     uint32_t M = 0, N = 0, K = 0, batches = 1;
     bool operator<(const GemmShape& o) const {

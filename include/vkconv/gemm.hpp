@@ -16,7 +16,8 @@
 namespace vkconv {
 VKCONV_API_BEGIN
 
-// The activation a fused epilogue applies (a forward pass's Epilogue, conv.hpp; vkconv's GEMMs apply it inside), as ncnn's activation types name them.
+// The activation a fused epilogue applies (a forward pass's Epilogue, conv.hpp; vkconv's GEMMs apply it
+// inside), as ncnn's activation types name them.
 enum class Activation {
     None,
     ReLU,       // max(v, 0)

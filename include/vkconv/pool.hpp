@@ -1,6 +1,6 @@
 // Counters of the device-memory pool, and a scoped peak measurement.
 //
-// Every device buffer vkconv makes comes from its context's pool (engine/buffer_pool.hpp describes the
+// Every device buffer vkconv makes comes from its context's pool (engine/memory/buffer_pool.hpp describes the
 // design). The counters are exact: "in use" is the sum of live allocations, each rounded up to the pool's
 // alignment; "reserved" is what the pool holds from the driver. Host-visible staging memory used for
 // uploads and downloads is not device memory of a tensor and is counted apart (staging_bytes).

@@ -158,7 +158,8 @@ struct ConvTransposeProblem {
     std::string str() const;
 };
 
-// The passes of a convolution. Backward-bias has one algorithm (the bias-gradient kernel).
+// The passes of a convolution. Backward-bias has one algorithm (the bias-gradient kernel): find_algorithms
+// (find.hpp) has nothing to choose among there and refuses it.
 enum class Pass { Forward, BackwardData, BackwardFilter, BackwardBias };
 const char* to_string(Pass pass) noexcept;  // "forward", "backward-data", "backward-filter", "backward-bias"
 Pass parse_pass(std::string_view text);     // those names, case-insensitive; throws InvalidArgument

@@ -1,9 +1,9 @@
 // vkconv::Recording — passes recorded now and run later, many in one submission.
 //
-// A pass given a Recording instead of a Context as its Target (below) records its dispatches and returns at once: nothing
-// runs until the recording is submitted on vkconv's queue (submit(), which returns a Submission to wait
-// on) or, for a recording into the application's own command buffer (record_into, interop.hpp), until the
-// application submits that command buffer itself. A training step of many passes is then one submission:
+// A pass given a Recording instead of a Context as its Target (below) records its dispatches and returns at
+// once: nothing runs until the recording is submitted on vkconv's queue (submit(), which returns a
+// Submission to wait on) or, for a recording into the application's own command buffer (record_into,
+// interop.hpp), until the application submits that command buffer itself. A training step of many passes is then one submission:
 //
 //     vkconv::Recording step(context);
 //     vkconv::forward(step, problem, x, w, &b, y);

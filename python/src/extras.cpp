@@ -85,10 +85,10 @@ void bind_gemm(py::module_& module) {
         .def_readonly("k_slices", &GemmStats::k_slices)
         .def_readonly("workspace_bytes", &GemmStats::workspace_bytes);
     const auto bind_for = [&](auto* target_type) {
-        using Target = std::remove_pointer_t<decltype(target_type)>;
+        using Where = std::remove_pointer_t<decltype(target_type)>;
         module.def(
             "gemm",
-            [](Target& target, const Tensor& a, const Tensor& b, Tensor& c, const std::optional<GemmOptions>& options) {
+            [](Where& target, const Tensor& a, const Tensor& b, Tensor& c, const std::optional<GemmOptions>& options) {
                 const GemmOptions cpp = options.value_or(GemmOptions{});
                 return native_call([&] { return gemm(target, a, b, c, cpp); });
             },
@@ -109,10 +109,10 @@ void bind_transpose(py::module_& module) {
         },
         py::arg("context"), py::arg("problem"), py::arg("algorithm") = Algorithm::Auto, py::arg("options") = py::none());
     const auto bind_for = [&](auto* target_type) {
-        using Target = std::remove_pointer_t<decltype(target_type)>;
+        using Where = std::remove_pointer_t<decltype(target_type)>;
         module.def(
             "conv_transpose",
-            [](Target& target, const ConvTransposeProblem& problem, const Tensor& input, const Tensor& filter,
+            [](Where& target, const ConvTransposeProblem& problem, const Tensor& input, const Tensor& filter,
                const std::optional<Tensor>& bias, Tensor& output, Algorithm algorithm,
                const std::optional<PyPassOptions>& options) {
                 const PassOptions cpp = pass_options(options);

@@ -147,11 +147,11 @@ void bind_workspace_queries(py::module_& module) {
         py::arg("context"), py::arg("pass_"), py::arg("problem"), py::arg("options") = py::none());
 }
 
-template <class Target>
+template <class Where>
 void bind_passes_for(py::module_& module) {
     module.def(
         "forward",
-        [](Target& target, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+        [](Where& target, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
            const std::optional<Tensor>& bias, Tensor& output, Algorithm algorithm, const OptionalOptions& options,
            const std::optional<PyEpilogue>& epilogue) {
             const Tensor* bias_pointer = bias ? &*bias : nullptr;
@@ -168,7 +168,7 @@ void bind_passes_for(py::module_& module) {
         "y = conv(x, w) + bias (with an Epilogue: activation(alpha * conv + bias + beta * residual)).");
     module.def(
         "backward_data",
-        [](Target& target, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
+        [](Where& target, const ConvProblem& problem, const Tensor& grad_output, const Tensor& filter,
            Tensor& grad_input, Algorithm algorithm, const OptionalOptions& options) {
             const PassOptions cpp_options = pass_options(options);
             return native_call(
@@ -178,7 +178,7 @@ void bind_passes_for(py::module_& module) {
         py::arg("algorithm") = Algorithm::Auto, py::arg("options") = py::none(), "dx = conv_transpose(dy, w).");
     module.def(
         "backward_filter",
-        [](Target& target, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
+        [](Where& target, const ConvProblem& problem, const Tensor& input, const Tensor& grad_output,
            Tensor& grad_filter, std::optional<Tensor> grad_bias, Algorithm algorithm, const OptionalOptions& options) {
             const PassOptions cpp_options = pass_options(options);
             Tensor* db = grad_bias ? &*grad_bias : nullptr;
@@ -191,7 +191,7 @@ void bind_passes_for(py::module_& module) {
         "dw (and db with grad_bias) from x and dy.");
     module.def(
         "backward_bias",
-        [](Target& target, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
+        [](Where& target, const ConvProblem& problem, const Tensor& grad_output, Tensor& grad_bias,
            const OptionalOptions& options) {
             const PassOptions cpp_options = pass_options(options);
             return native_call([&] { return backward_bias(target, problem, grad_output, grad_bias, cpp_options); });
@@ -200,7 +200,7 @@ void bind_passes_for(py::module_& module) {
         py::arg("options") = py::none(), "db = sum of dy over images and positions.");
     module.def(
         "layer_backward",
-        [](Target& target, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
+        [](Where& target, const ConvProblem& problem, const Tensor& input, const Tensor& filter,
            const Tensor& grad_output, Tensor& grad_input, Tensor& grad_filter, std::optional<Tensor> grad_bias,
            Algorithm algorithm, const OptionalOptions& options) {
             const PassOptions cpp_options = pass_options(options);
