@@ -102,6 +102,7 @@ RunStats Kernel::run(const std::vector<Tensor>& tensors, uint64_t elements, std:
         if (t.empty()) throw bad(name, which + ": the tensor is empty");
         if (detail::storage_of(t)->context.get() != &impl)
             throw bad(name, which + ": the tensor belongs to another context");
+        detail::require_f32(t, which, "kernel '" + name + "'");
         if (t.bytes() > max_range)
             throw Error(ErrorCategory::Unsupported,
                         "kernel '" + name + "': " + which + ": a tensor of " + std::to_string(t.bytes()) +

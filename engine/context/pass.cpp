@@ -13,6 +13,7 @@ Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_v
     if (storage_of(tensor)->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
     ConvProblem::check_shape(role, tensor.shape(), expected);
+    require_f32(tensor, role, "a convolution pass");
     const uint64_t alignment = context.pool->alignment();
     const std::vector<TensorPiece> pieces = pieces_of(tensor);
     if (pieces.size() == 1)

@@ -1,10 +1,12 @@
 // Tensor: pool-backed device memory with upload and download.
 #include "vkconv/tensor.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "context/tensor_storage.hpp"
+#include "core/half.hpp"
 #include "memory/paging.hpp"
 #include "memory/staging.hpp"
 #include "vkconv/interop.hpp"
@@ -12,6 +14,23 @@
 namespace vkconv {
 
 namespace {
+
+// Elements converted at a time between fp32 and a 16-bit type, in host memory of its own.
+constexpr uint64_t kConversionRun = uint64_t{1} << 20;
+
+void narrow_into(DataType type, std::span<const float> from, std::span<uint16_t> to) {
+    if (type == DataType::F16)
+        detail::fp16_from_floats(from, to);
+    else
+        detail::bf16_from_floats(from, to);
+}
+
+void widen_into(DataType type, std::span<const uint16_t> from, std::span<float> to) {
+    if (type == DataType::F16)
+        detail::floats_from_fp16(from, to);
+    else
+        detail::floats_from_bf16(from, to);
+}
 
 // The element count of a valid tensor shape; Error(InvalidArgument) naming what is wrong otherwise.
 int64_t checked_elements(const Shape& shape) {
@@ -29,21 +48,25 @@ int64_t checked_elements(const Shape& shape) {
 
 }  // namespace
 
-Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
+Tensor::Tensor(Context& context, const Shape& shape, DataType type) : shape_(shape), type_(type) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     impl.device->throw_if_lost();
     const int64_t elements = checked_elements(shape);
+    if (type != DataType::F32 && type != DataType::F16 && type != DataType::BF16)
+        throw Error(ErrorCategory::InvalidArgument,
+                    "tensor element type " + std::to_string(static_cast<int>(type)) + " is not a DataType");
     auto storage = std::make_shared<detail::TensorStorage>();
     storage->context = detail::Access::impl(context);
-    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    storage->element_bytes = element_bytes(type);
+    const uint64_t bytes = static_cast<uint64_t>(elements) * storage->element_bytes;
     // Larger than one buffer: pages of whole units (memory/paging.hpp), each its own pool allocation.
-    const uint64_t page_floats =
-        detail::page_floats_of(shape, detail::testing_one_buffer_tensors ? UINT64_MAX : impl.pool->largest_allocation());
-    if (!page_floats) {
+    const uint64_t largest = detail::testing_one_buffer_tensors ? UINT64_MAX : impl.pool->largest_allocation();
+    const uint64_t page_elements = detail::page_elements_of(shape, largest, storage->element_bytes);
+    if (!page_elements) {
         storage->pages.push_back(impl.pool->allocate(bytes));
     } else {
-        storage->page_bytes = page_floats * sizeof(float);
+        storage->page_bytes = page_elements * storage->element_bytes;
         try {
             for (uint64_t at = 0; at < bytes; at += storage->page_bytes)
                 storage->pages.push_back(impl.pool->allocate(std::min(storage->page_bytes, bytes - at)));
@@ -56,21 +79,45 @@ Tensor::Tensor(Context& context, const Shape& shape) : shape_(shape) {
     storage_ = std::move(storage);
 }
 
-Tensor Tensor::from_host(Context& context, const Shape& shape, std::span<const float> values) {
-    Tensor tensor(context, shape);
+Tensor Tensor::from_host(Context& context, const Shape& shape, std::span<const float> values, DataType type) {
+    Tensor tensor(context, shape, type);
+    tensor.upload(values);
+    return tensor;
+}
+
+Tensor Tensor::from_host(Context& context, const Shape& shape, std::span<const uint16_t> values, DataType type) {
+    Tensor tensor(context, shape, type);
     tensor.upload(values);
     return tensor;
 }
 
 void Tensor::upload(std::span<const float> values) {
-    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "upload to an empty tensor");
-    if (static_cast<int64_t>(values.size()) != elements())
-        throw Error(ErrorCategory::InvalidArgument, "upload of " + std::to_string(values.size()) +
-                                                        " values to a tensor of shape " + shape_string(shape_) + " (" +
-                                                        std::to_string(elements()) + " elements)");
+    check_host_values("upload", values.size(), DataType::F32);
+    const auto lock = detail::serialise(*storage_->context);
+    for (const detail::TensorPiece& piece : detail::pieces_of(*this)) {
+        const float* first = values.data() + piece.first_element;
+        if (type_ == DataType::F32) {
+            storage_->context->staging->upload(piece.allocation, first, piece.elements * 4);
+            continue;
+        }
+        // Narrowed a run at a time: the host memory this takes stays bounded however large the tensor.
+        for (uint64_t done = 0; done < piece.elements;) {
+            const uint64_t run = std::min<uint64_t>(piece.elements - done, kConversionRun);
+            std::vector<uint16_t> narrow(run);
+            narrow_into(type_, std::span<const float>(first + done, run), narrow);
+            detail::PoolAllocation part = piece.allocation;
+            part.offset += done * 2, part.size -= done * 2;
+            storage_->context->staging->upload(part, narrow.data(), run * 2);
+            done += run;
+        }
+    }
+}
+
+void Tensor::upload(std::span<const uint16_t> values) {
+    check_host_values("upload", values.size(), DataType::F16);
     const auto lock = detail::serialise(*storage_->context);
     for (const detail::TensorPiece& piece : detail::pieces_of(*this))
-        storage_->context->staging->upload(piece.allocation, values.data() + piece.first_element, piece.elements * 4);
+        storage_->context->staging->upload(piece.allocation, values.data() + piece.first_element, piece.elements * 2);
 }
 
 std::vector<float> Tensor::download() const {
@@ -81,15 +128,45 @@ std::vector<float> Tensor::download() const {
 }
 
 void Tensor::download(std::span<float> values) const {
-    if (!storage_) throw Error(ErrorCategory::InvalidArgument, "download from an empty tensor");
-    if (static_cast<int64_t>(values.size()) != elements())
-        throw Error(ErrorCategory::InvalidArgument, "download of a tensor of shape " + shape_string(shape_) + " (" +
-                                                        std::to_string(elements()) + " elements) into " +
-                                                        std::to_string(values.size()) + " values");
+    check_host_values("download", values.size(), DataType::F32);
+    const auto lock = detail::serialise(*storage_->context);
+    for (const detail::TensorPiece& piece : detail::pieces_of(*this)) {
+        float* first = values.data() + piece.first_element;
+        if (type_ == DataType::F32) {
+            storage_->context->staging->download(piece.allocation, first, piece.elements * 4);
+            continue;
+        }
+        for (uint64_t done = 0; done < piece.elements;) {
+            const uint64_t run = std::min<uint64_t>(piece.elements - done, kConversionRun);
+            std::vector<uint16_t> narrow(run);
+            detail::PoolAllocation part = piece.allocation;
+            part.offset += done * 2, part.size -= done * 2;
+            storage_->context->staging->download(part, narrow.data(), run * 2);
+            widen_into(type_, narrow, std::span<float>(first + done, run));
+            done += run;
+        }
+    }
+}
+
+void Tensor::download(std::span<uint16_t> values) const {
+    check_host_values("download", values.size(), DataType::F16);
     const auto lock = detail::serialise(*storage_->context);
     for (const detail::TensorPiece& piece : detail::pieces_of(*this))
         storage_->context->staging->download(piece.allocation, values.data() + piece.first_element,
-                                             piece.elements * 4);
+                                             piece.elements * 2);
+}
+
+void Tensor::check_host_values(const char* what, size_t count, DataType host) const {
+    const bool up = std::string_view(what) == "upload";
+    if (!storage_)
+        throw Error(ErrorCategory::InvalidArgument, up ? "upload to an empty tensor" : "download from an empty tensor");
+    if (host != DataType::F32 && type_ == DataType::F32)
+        throw Error(ErrorCategory::InvalidArgument, std::string(what) + " of 16-bit values with an f32 tensor of shape " +
+                                                        shape_string(shape_) + " (its values are float)");
+    if (static_cast<int64_t>(count) == elements()) return;
+    const std::string tensor = "a tensor of shape " + shape_string(shape_) + " (" + std::to_string(elements()) + " elements)";
+    throw Error(ErrorCategory::InvalidArgument, up ? "upload of " + std::to_string(count) + " values to " + tensor
+                                                   : "download of " + tensor + " into " + std::to_string(count) + " values");
 }
 
 bool Tensor::external() const {
@@ -143,6 +220,7 @@ Tensor Tensor::images(int64_t first, int64_t count) const {
     Tensor view;
     view.shape_ = shape_;
     view.shape_[0] = count;
+    view.type_ = type_;
     view.storage_ = storage_;
     view.offset_ = offset;
     return view;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "context/access.hpp"
@@ -21,6 +22,7 @@ struct TensorStorage {
     // For an external buffer: one page with no block, the application's buffer and range.
     std::vector<PoolAllocation> pages;
     uint64_t page_bytes = UINT64_MAX;  // bytes of the tensor per page (all but the last full)
+    uint32_t element_bytes = 4;        // of its DataType
     bool external = false;
     VkBufferUsageFlags usage = 0;  // external: the usage the application declared
     ~TensorStorage() {
@@ -52,10 +54,19 @@ inline std::vector<TensorPiece> pieces_of(const Tensor& tensor) {
         const uint64_t offset = byte - page_start, bytes = page_end - byte;
         a.size = std::min(storage.context->pool->round(bytes), a.size - offset);
         a.offset += offset;
-        pieces.push_back({a, (byte - begin) / 4, bytes / 4});
+        pieces.push_back({a, (byte - begin) / storage.element_bytes, bytes / storage.element_bytes});
         byte = page_end;
     }
     return pieces;
+}
+
+// Error(Unsupported) naming `role` and `user` for a 16-bit tensor: the passes, gemm and kernels compute on
+// fp32 tensors.
+inline void require_f32(const Tensor& tensor, std::string_view role, std::string_view user) {
+    if (tensor.data_type() == DataType::F32) return;
+    throw Error(ErrorCategory::Unsupported, std::string(user) + " takes f32 tensors; " + std::string(role) +
+                                                " is " + to_string(tensor.data_type()) + " (shape " +
+                                                shape_string(tensor.shape()) + ")");
 }
 
 // The pool range a tensor (or a view) in one page covers: the allocation moved to the view's first byte,
@@ -81,7 +92,9 @@ inline bool overlaps(const Tensor& a, const Tensor& b) {
         for (const TensorPiece& y : pieces_of(b)) {
             if (x.allocation.buffer != y.allocation.buffer) continue;
             const uint64_t a0 = x.allocation.offset, b0 = y.allocation.offset;
-            if (a0 < b0 + y.elements * 4 && b0 < a0 + x.elements * 4) return true;
+            const uint64_t a_bytes = x.elements * element_bytes(a.data_type());
+            const uint64_t b_bytes = y.elements * element_bytes(b.data_type());
+            if (a0 < b0 + b_bytes && b0 < a0 + a_bytes) return true;
         }
     return false;
 }

@@ -203,6 +203,32 @@ Pass parse_pass(std::string_view text) {
                                                     "backward-bias)");
 }
 
+const char* to_string(DataType type) noexcept {
+    switch (type) {
+        case DataType::F32:
+            return "f32";
+        case DataType::F16:
+            return "f16";
+        case DataType::BF16:
+            return "bf16";
+    }
+    return "unknown";
+}
+
+DataType parse_data_type(std::string_view text) {
+    std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == "f32" || name == "float32") return DataType::F32;
+    if (name == "f16" || name == "float16") return DataType::F16;
+    if (name == "bf16" || name == "bfloat16") return DataType::BF16;
+    throw Error(ErrorCategory::InvalidArgument, "unknown element type '" + std::string(text) +
+                                                    "' (expected f32, f16 or bf16, or float32, float16 or bfloat16)");
+}
+
+uint32_t element_bytes(DataType type) noexcept {
+    return type == DataType::F32 ? 4 : 2;
+}
+
 const char* to_string(AutoPad mode) noexcept {
     switch (mode) {
         case AutoPad::Valid:

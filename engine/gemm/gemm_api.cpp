@@ -62,6 +62,7 @@ ProductSizes checked_shape(const detail::ContextImpl& impl, const Tensor& a, con
     for (const Tensor* t : {&a, &b, &c}) {
         if (t->empty()) throw bad("empty tensor");
         if (detail::storage_of(*t)->context.get() != &impl) throw bad("a tensor belongs to another context");
+        detail::require_f32(*t, t == &a ? "a" : t == &b ? "b" : "c", "gemm");
     }
     const size_t rank = a.shape().size();
     if ((rank != 2 && rank != 3) || b.shape().size() != rank || c.shape().size() != rank)

@@ -31,6 +31,15 @@ std::string shape_string(const Shape& shape);  // "[2, 3, 5, 7]"
 // Error(InvalidArgument) for a negative extent or a product past int64.
 int64_t shape_elements(const Shape& shape);
 
+// The element type of a tensor: fp32, or 16-bit storage whose values vkconv computes with in fp32. F16 is
+// IEEE 754 binary16; BF16 is the top half of an fp32 (fp32's range, 8 bits of precision). Narrowing an
+// fp32 value rounds to nearest, ties to even, as PyTorch's .half() and .bfloat16() do.
+enum class DataType { F32, F16, BF16 };
+const char* to_string(DataType type) noexcept;  // "f32", "f16", "bf16"
+// Those names, or "float32", "float16", "bfloat16", case-insensitive; throws InvalidArgument naming them.
+DataType parse_data_type(std::string_view text);
+uint32_t element_bytes(DataType type) noexcept;  // 4, 2, 2
+
 // How padding follows from the input size, as ONNX's auto_pad and TensorFlow's padding define it: Valid
 // pads nothing; SameUpper and SameLower pad so that the output has ceil(input / stride) rows and columns,
 // the odd pad going at the end (SameUpper, TensorFlow's SAME) or at the start (SameLower).

@@ -17,7 +17,7 @@ namespace {
 std::vector<uint64_t> page_starts(const Shape& shape, uint64_t largest_bytes) {
     uint64_t page = 0;
     try {
-        page = page_floats_of(shape, largest_bytes);
+        page = page_elements_of(shape, largest_bytes, 4);
     } catch (const Error&) {
         return {};  // not even a row fits a buffer: no such tensor exists, and no plan binds one either
     }
