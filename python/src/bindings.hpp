@@ -35,6 +35,18 @@ struct FloatArray {
 };
 FloatArray float_array(const py::handle& object, std::string_view role, bool writable, const Shape* expected = nullptr);
 
+// A C-contiguous array of float32 (format 'f'), float16 ('e') or uint16 ('H': 16-bit values as bits) through
+// the buffer protocol; `sixteen` views the 16-bit ones, `values` the float32 ones.
+struct HostArray {
+    py::buffer_info info;
+    Shape shape;
+    bool is_float32 = true;
+    bool is_float16 = false;  // NumPy float16: a 16-bit array that says it is fp16
+    std::span<float> values;
+    std::span<uint16_t> sixteen;
+};
+HostArray host_array(const py::handle& object, std::string_view role, bool writable, const Shape* expected = nullptr);
+
 // Seconds the last pass, query or transfer spent inside the C++ library (the call alone, without the
 // binding's argument conversion): a host-overhead benchmark subtracts it from the wall time it measures in
 // Python. Per thread.

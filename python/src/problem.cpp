@@ -43,6 +43,11 @@ void bind_problem_enums(py::module_& module) {
     auto_pad.value("Valid", AutoPad::Valid).value("SameUpper", AutoPad::SameUpper).value("SameLower", AutoPad::SameLower);
     text_names(auto_pad, parse_auto_pad);
 
+    py::enum_<DataType> data_type(module, "DataType", "A tensor's element type: F32, F16 or BF16.");
+    data_type.value("F32", DataType::F32).value("F16", DataType::F16).value("BF16", DataType::BF16);
+    text_names(data_type, parse_data_type);
+    module.def("element_bytes", &element_bytes, py::arg("dtype"));
+
     py::enum_<Pass> pass(module, "Pass");
     pass.value("Forward", Pass::Forward)
         .value("BackwardData", Pass::BackwardData)

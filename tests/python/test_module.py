@@ -222,6 +222,41 @@ class Arrays(unittest.TestCase):
         np.testing.assert_array_equal(tensor.download(), np.ones((2, 3), dtype=np.float32))
         self.assertEqual(ctx.pool_stats().in_use, before.in_use)
 
+    def test_sixteen_bit_tensors_narrow_to_nearest_even_and_widen_exactly(self):
+        ctx = context()
+        rng = np.random.default_rng(5)
+        values = (rng.standard_normal((3, 5, 7)) * np.exp2(rng.integers(-26, 17, (3, 5, 7)))).astype(np.float32)
+        values.flat[:4] = [65520.0, np.inf, np.nan, 2.0 ** -25]
+        bits = values.view(np.uint32).astype(np.uint64)
+        bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)  # nearest even; no NaN but one
+        bf16.flat[2] = (values.view(np.uint32).flat[2] >> 16) | 0x40
+        with np.errstate(over="ignore"):  # 65520 and up become infinity, as they should
+            f16 = values.astype(np.float16)
+        expected = {vkconv.DataType.F16: f16.view(np.uint16), vkconv.DataType.BF16: bf16}
+        for dtype, want in expected.items():
+            with self.subTest(dtype=str(dtype)):
+                tensor = vkconv.Tensor.from_host(ctx, values, dtype)
+                self.assertEqual(tensor.dtype, dtype)
+                self.assertEqual(tensor.bytes(), values.size * 2)
+                np.testing.assert_array_equal(tensor.download(np.empty(values.shape, np.uint16)), want)
+                widened = (want.astype(np.uint32) << 16).view(np.float32) if dtype == vkconv.DataType.BF16 \
+                    else want.view(np.float16).astype(np.float32)
+                np.testing.assert_array_equal(tensor.download(), widened)
+        half = vkconv.Tensor.from_host(ctx, f16)  # float16 arrays make F16 tensors
+        self.assertEqual(half.dtype, vkconv.DataType.F16)
+        np.testing.assert_array_equal(half.images(1, 1).download(np.empty((1, 5, 7), np.float16)),
+                                      f16[1:2])
+        with self.assertRaises(vkconv.InvalidArgumentError):
+            vkconv.Tensor.from_host(ctx, f16, vkconv.DataType.BF16)
+        with self.assertRaises(vkconv.InvalidArgumentError):
+            vkconv.Tensor.from_host(ctx, values).upload(f16)
+        problem = vkconv.ConvProblem(N=1, C=2, H=4, W=4, K=3, R=3, S=3)
+        x = vkconv.Tensor(ctx, problem.input_shape(), vkconv.DataType.F16)
+        w, y = vkconv.Tensor(ctx, problem.filter_shape()), poisoned(ctx, problem.output_shape())
+        with self.assertRaises(vkconv.UnsupportedError) as raised:
+            vkconv.forward(ctx, problem, x, w, None, y)
+        self.assertIn("input is f16", str(raised.exception))
+
     def test_a_pass_with_mismatched_tensors_writes_nothing(self):
         ctx = context()
         problem = vkconv.ConvProblem(N=1, C=2, H=4, W=4, K=3, R=3, S=3)
