@@ -171,6 +171,11 @@ TEST_CASE("imposed limits lower the device's limits and raise its alignments", "
     CHECK(limits.minStorageBufferOffsetAlignment >= 256);
     CHECK(limits.minTexelBufferOffsetAlignment >= 256);
     CHECK(own->device().imposed_limits.empty());
+    // 16-bit storage: the Vulkan 1.1 minimum lacks it, so the imposed device reads 16-bit tensors as words.
+    CHECK_FALSE(info.storage_16bit);
+    const std::string own_name = own->device().name;  // the suite's devices: lavapipe has it, SwiftShader not
+    if (own_name.find("llvmpipe") != std::string::npos) CHECK(own->device().storage_16bit);
+    if (own_name.find("SwiftShader") != std::string::npos) CHECK_FALSE(own->device().storage_16bit);
 
     // The environment variable imposes them where the options do not.
     ::setenv("VKCONV_DEVICE_LIMITS", "intel-arc-a770", 1);
@@ -188,6 +193,21 @@ TEST_CASE("imposed limits lower the device's limits and raise its alignments", "
         CHECK(e.category() == vkconv::ErrorCategory::InvalidArgument);
         CHECK(std::string(e.what()).find("no-such-profile") != std::string::npos);
     }
+}
+
+TEST_CASE("a profile gives 16-bit storage where its features list storageBuffer16BitAccess", "[limits]") {
+    vkt::TempDir dir("vkconv-storage16");
+    auto profile = [&](const std::string& name, const std::string& features) {
+        const std::string path = dir.file(name + ".json");
+        std::ofstream(path) << R"({"capabilities": {"device": {"properties": {"VkPhysicalDeviceProperties": )"
+                               R"({"deviceName": ")" + name + R"(", "limits": {}}}, "features": {)" + features + "}}}}";
+        return vkconv::DeviceProfile::load(path).info().storage_16bit;
+    };
+    CHECK_FALSE(profile("none", ""));
+    CHECK(profile("core", R"("VkPhysicalDevice16BitStorageFeatures": {"storageBuffer16BitAccess": true})"));
+    CHECK(profile("vulkan11", R"("VkPhysicalDeviceVulkan11Features": {"storageBuffer16BitAccess": true})"));
+    CHECK_FALSE(profile("off", R"("VkPhysicalDeviceVulkan11Features": {"storageBuffer16BitAccess": false})"));
+    CHECK_FALSE(vkconv::DeviceProfile::load("vulkan-minimum").info().storage_16bit);
 }
 
 TEST_CASE("every pass runs within each shipped profile's limits", "[limits][gpu]") {

@@ -60,13 +60,20 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
-    // Timeline semaphores where the device has them: asynchronous submissions signal one the application
-    // can wait on. Nothing else is enabled: vkconv needs no feature beyond Vulkan 1.1's core.
+    // Where the device has them: timeline semaphores (asynchronous submissions signal one the application
+    // can wait on) and 16-bit storage (16-bit tensors read and written directly). Nothing else is enabled:
+    // vkconv needs no feature beyond Vulkan 1.1's core.
     VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
     timeline.timelineSemaphore = VK_TRUE;
     const bool use_timeline =
         supports_timeline(instance_, physical_, std::min(model_.properties.apiVersion, loader().api_version));
+    VkPhysicalDevice16BitStorageFeatures storage{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    storage.storageBuffer16BitAccess = VK_TRUE;
     if (use_timeline) device_info.pNext = &timeline;
+    if (model_.info.storage_16bit) {
+        storage.pNext = use_timeline ? &timeline : nullptr;
+        device_info.pNext = &storage;
+    }
     VKC_CHECK(nullptr, instance_.vkCreateDevice(physical_, &device_info, nullptr, &device_));
     note_created();
     try {
@@ -86,6 +93,7 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
     : instance_(instance), physical_(physical), model_(model) {
     owned_ = false;
     external_queue_mutex_ = external.queue_mutex;
+    model_.info.storage_16bit = false;  // what the application enabled is not known
     instance_.vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
     if (model_.properties.apiVersion < VK_API_VERSION_1_1)
         throw Error(ErrorCategory::Unsupported, "the application's device '" + model_.info.name + "' is Vulkan " +
@@ -234,6 +242,7 @@ void Device::impose_limits(const DeviceModel& imposed) {
     raise(limits.minStorageBufferOffsetAlignment, other.minStorageBufferOffsetAlignment);
     raise(limits.minTexelBufferOffsetAlignment, other.minTexelBufferOffsetAlignment);
     lower(model_.max_buffer_size, imposed.max_buffer_size);
+    model_.info.storage_16bit = model_.info.storage_16bit && imposed.info.storage_16bit;
     lower(model_.max_memory_allocation_size, imposed.max_memory_allocation_size);
     // No binding reaches past a buffer: the binding limits follow a lowered buffer size.
     lower(limits.maxStorageBufferRange, model_.max_single_buffer_bytes());

@@ -27,6 +27,7 @@ std::string DeviceInfo::summary() const {
            ", " + std::to_string(compute_units) + " compute units (" + compute_units_source + ")" + ", shared memory " +
            std::to_string(shared_memory_bytes / 1024) + " KiB, maxStorageBufferRange " + mib(max_storage_buffer_range) +
            ", largest buffer " + mib(max_buffer_bytes) + ", fp16 " + (fp16 ? "yes" : "no") +
+           ", 16-bit storage " + (storage_16bit ? "yes" : "no") +
            (imposed_limits.empty() ? "" : ", limits of " + imposed_limits + " imposed");
 }
 

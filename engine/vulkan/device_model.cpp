@@ -164,6 +164,16 @@ bool has_float16(const InstanceFunctions& vk, VkPhysicalDevice device, bool has_
     return has_1_2 && features12.shaderFloat16;
 }
 
+// Whether the device has storageBuffer16BitAccess (Vulkan 1.1's 16-bit storage features).
+bool has_storage_16bit(const InstanceFunctions& vk, VkPhysicalDevice device, uint32_t api_version) {
+    if (api_version < VK_API_VERSION_1_1) return false;
+    VkPhysicalDevice16BitStorageFeatures storage{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features2.pNext = &storage;
+    vk.vkGetPhysicalDeviceFeatures2(device, &features2);
+    return storage.storageBuffer16BitAccess == VK_TRUE;
+}
+
 // Compute units: the first core-count structure the device filled, else the fallback by device type.
 void set_compute_units(DeviceInfo& info, const ChainedProperties& c, VkPhysicalDeviceType type) {
     if (c.has_nv && c.nv.shaderSMCount) {
@@ -215,6 +225,7 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
     info.subgroup_size = chained.subgroup.subgroupSize;
     fill_limits(info, props.limits);
     info.fp16 = fp16;
+    info.storage_16bit = has_storage_16bit(vk, device, props.apiVersion);
     info.timestamps = props.limits.timestampComputeAndGraphics || queue_has_timestamps(vk, device);
     set_compute_units(info, chained, props.deviceType);
 

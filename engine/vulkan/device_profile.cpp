@@ -203,7 +203,7 @@ namespace {
 
 // Every capability block's properties, extensions and formats, later blocks overriding earlier ones.
 struct Capabilities {
-    json properties = json::object(), extensions = json::object(), formats;
+    json properties = json::object(), extensions = json::object(), features = json::object(), formats;
 };
 
 Capabilities merged_capabilities(const json& document, const std::string& origin) {
@@ -219,6 +219,8 @@ Capabilities merged_capabilities(const json& document, const std::string& origin
             for (const auto& [key, value] : p->items()) merged.properties[key] = value;
         if (const json* e = object_at(source, "extensions"))
             for (const auto& [key, value] : e->items()) merged.extensions[key] = value;
+        if (const json* f = object_at(source, "features"))
+            for (const auto& [key, value] : f->items()) merged.features[key] = value;
         if (const json* f = object_at(source, "formats")) merged.formats = *f;
     }
     return merged;
@@ -350,6 +352,16 @@ void read_device_local_heap(DeviceModel& model, const json& properties, const st
     model.device_local_heap_bytes = local ? local : any;
 }
 
+// Whether the profile's features give storageBuffer16BitAccess (absent: a device that may lack it).
+bool storage_16bit_in(const json& features) {
+    for (const char* structure : {"VkPhysicalDevice16BitStorageFeatures", "VkPhysicalDevice16BitStorageFeaturesKHR",
+                                  "VkPhysicalDeviceVulkan11Features"})
+        if (const json* s = object_at(features, structure))
+            if (auto it = s->find("storageBuffer16BitAccess"); it != s->end() && it->is_boolean() && it->get<bool>())
+                return true;
+    return false;
+}
+
 DeviceModel model_of(const json& document, const std::string& origin) {
     const Capabilities capabilities = merged_capabilities(document, origin);
     const json& properties = capabilities.properties;
@@ -359,6 +371,7 @@ DeviceModel model_of(const json& document, const std::string& origin) {
     std::snprintf(props.deviceName, sizeof props.deviceName, "%s", name.c_str());
     model.info.name = name;
     fill_device_info(model.info, props, properties, origin);
+    model.info.storage_16bit = storage_16bit_in(capabilities.features);
     read_compute_units(model.info, props.deviceType, document, properties, origin);
     read_buffer_limits(model, properties, origin);
     read_device_local_heap(model, properties, origin);

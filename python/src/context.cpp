@@ -50,6 +50,7 @@ void bind_device_info(py::module_& module) {
         .def_readonly("max_push_constants_bytes", &DeviceInfo::max_push_constants_bytes)
         .def_readonly("max_texel_buffer_elements", &DeviceInfo::max_texel_buffer_elements)
         .def_readonly("fp16", &DeviceInfo::fp16)
+        .def_readonly("storage_16bit", &DeviceInfo::storage_16bit)
         .def_readonly("timestamps", &DeviceInfo::timestamps)
         .def("summary", &DeviceInfo::summary)
         .def("__repr__", [](const DeviceInfo& d) { return "DeviceInfo(" + d.summary() + ")"; });
