@@ -24,7 +24,8 @@ std::string device_json(const vkconv::DeviceInfo& d, bool chosen) {
     o.add_raw("max_workgroup_count", counts);
     o.add("max_push_constants_bytes", static_cast<uint64_t>(d.max_push_constants_bytes));
     o.add("max_texel_buffer_elements", d.max_texel_buffer_elements);
-    o.add("fp16", d.fp16).add("storage_16bit", d.storage_16bit).add("timestamps", d.timestamps).add("summary", d.summary());
+    o.add("fp16", d.fp16).add("storage_16bit", d.storage_16bit).add("timestamps", d.timestamps);
+    o.add("summary", d.summary());
     return o.str();
 }
 

@@ -210,6 +210,17 @@ TEST_CASE("a profile gives 16-bit storage where its features list storageBuffer1
     CHECK_FALSE(vkconv::DeviceProfile::load("vulkan-minimum").info().storage_16bit);
 }
 
+TEST_CASE("imposing a profile that lists no features keeps the device's 16-bit storage", "[limits][gpu]") {
+    auto own = vkt::fresh_context();
+    if (!own) return;
+    auto imposed = context_with_limits("intel-arc-a770");  // its profile has no "features" section
+    REQUIRE(imposed);
+    CHECK(imposed->device().storage_16bit == own->device().storage_16bit);
+    auto minimum = context_with_limits("vulkan-minimum");  // an empty one: none of them
+    REQUIRE(minimum);
+    CHECK_FALSE(minimum->device().storage_16bit);
+}
+
 TEST_CASE("every pass runs within each shipped profile's limits", "[limits][gpu]") {
     // The device profiles share the table: each runs every second case, the two halves alternating.
     uint32_t seed = 31000;

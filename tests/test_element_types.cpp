@@ -12,9 +12,13 @@
 
 #include "context/tensor_storage.hpp"
 #include "core/half.hpp"
+#include "memory/staging.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
 #include "vkconv/vkconv.hpp"
+
+extern const uint32_t test_axpy_spv[];
+extern const size_t test_axpy_spv_words;
 
 namespace {
 
@@ -22,6 +26,7 @@ using vkconv::DataType;
 using vkconv::Tensor;
 
 constexpr DataType kSixteenBit[] = {DataType::F16, DataType::BF16};
+constexpr uint64_t kRun = vkconv::detail::Staging::kMaxStagingBytes / 2;
 
 uint16_t narrow(DataType type, float v) {
     return type == DataType::F16 ? vkconv::detail::fp16_from_float(v) : vkconv::detail::bf16_from_float(v);
@@ -52,7 +57,8 @@ TEST_CASE("element types: names, sizes and bad values", "[tensor][types]") {
     CHECK(vkconv::element_bytes(DataType::F32) == 4);
     CHECK(vkconv::element_bytes(DataType::F16) == 2);
     CHECK(vkconv::element_bytes(DataType::BF16) == 2);
-    for (DataType t : {DataType::F32, DataType::F16, DataType::BF16}) CHECK(vkconv::parse_data_type(vkconv::to_string(t)) == t);
+    for (DataType t : {DataType::F32, DataType::F16, DataType::BF16})
+        CHECK(vkconv::parse_data_type(vkconv::to_string(t)) == t);
     CHECK(vkconv::parse_data_type("Float16") == DataType::F16);
     CHECK(vkconv::parse_data_type("bfloat16") == DataType::BF16);
     CHECK_THAT(vkt::invalid_argument_message([] { vkconv::parse_data_type("f8"); }),
@@ -81,7 +87,8 @@ TEST_CASE("16-bit tensors take half the bytes, counted exactly by the pool", "[t
 TEST_CASE("fp32 values narrow to nearest even on upload and widen exactly on download", "[tensor][types][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     for (DataType type : kSixteenBit)
-        for (int64_t count : {int64_t{1}, int64_t{3}, int64_t{1001}, (int64_t{1} << 20) + 3}) {  // the last: more than one conversion run
+        // The last: more than one conversion run (a staging buffer's worth of 16-bit values).
+        for (int64_t count : {int64_t{1}, int64_t{3}, int64_t{1001}, int64_t(kRun) + 3}) {
             INFO(vkconv::to_string(type) << ", " << count << " elements");
             const std::vector<float> values = edge_values(size_t(count), uint32_t(count));
             const Tensor t = Tensor::from_host(*context, {count}, values, type);
@@ -127,27 +134,32 @@ TEST_CASE("16-bit tensors larger than one buffer are paged by their own element 
     if (!context) return;
     for (DataType type : kSixteenBit) {
         INFO(vkconv::to_string(type));
-        const Tensor t = Tensor::from_host(*context, {5, 1000}, edge_values(5000, 3), type);
+        // Entries of 1001 elements: two a page (4004 bytes), so page 1 starts at entry 2 and a view of entry 1
+        // starts 2002 bytes in, 2 past a 4-byte boundary.
+        const std::vector<float> values = edge_values(5005, 3);
+        const Tensor t = Tensor::from_host(*context, {5, 1001}, values, type);
         const auto& storage = *vkconv::detail::storage_of(t);
-        CHECK(storage.page_bytes == 2 * 2000);  // two whole entries of 1000 elements a page
+        CHECK(storage.page_bytes == 2 * 2002);
         CHECK(storage.pages.size() == 3);
-        const std::vector<float> values = edge_values(5000, 3);
         const std::vector<float> down = t.download();
         size_t wrong = 0;
         for (size_t i = 0; i < values.size(); ++i) wrong += !same(down[i], widen(type, narrow(type, values[i])));
         CHECK(wrong == 0);
-        const std::vector<float> view = t.images(1, 3).download();  // across a page boundary
-        for (size_t i = 0; i < view.size(); ++i) wrong += !same(view[i], down[1000 + i]);
+        const Tensor view = t.images(1, 3);  // across a page boundary
+        CHECK(view.byte_offset() % 4 == 2);
+        const std::vector<float> viewed = view.download();
+        for (size_t i = 0; i < viewed.size(); ++i) wrong += !same(viewed[i], down[1001 + i]);
         CHECK(wrong == 0);
     }
 }
 
-TEST_CASE("16-bit tensors: wrong host data is refused, and the fp32 calls refuse them by name", "[tensor][types][gpu]") {
+TEST_CASE("16-bit tensors: wrong host data is refused, and the fp32 calls refuse them by name",
+          "[tensor][types][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     Tensor f32(*context, {4});
     const std::vector<uint16_t> sixteen(4);
-    CHECK_THAT(vkt::invalid_argument_message([&] { f32.upload(sixteen); }), Catch::Contains("16-bit values") &&
-                                                                             Catch::Contains("f32 tensor"));
+    CHECK_THAT(vkt::invalid_argument_message([&] { f32.upload(sixteen); }),
+               Catch::Contains("16-bit values") && Catch::Contains("f32 tensor"));
     std::vector<uint16_t> out(4);
     CHECK_THAT(vkt::invalid_argument_message([&] { f32.download(out); }), Catch::Contains("16-bit values"));
     Tensor half(*context, {4}, DataType::F16);
@@ -167,4 +179,10 @@ TEST_CASE("16-bit tensors: wrong host data is refused, and the fp32 calls refuse
     const auto gemm_refused = vkt::thrown_error([&] { vkconv::gemm(*context, a, b, c); });
     CHECK(gemm_refused.category() == vkconv::ErrorCategory::Unsupported);
     CHECK_THAT(std::string(gemm_refused.what()), Catch::Contains("a is f16"));
+    vkconv::Kernel axpy(*context, {"test_axpy", {test_axpy_spv, test_axpy_spv_words},
+                                   {vkconv::BindingAccess::Read, vkconv::BindingAccess::ReadWrite}, 4});
+    Tensor sum(*context, {4});
+    const auto kernel_refused = vkt::thrown_error([&] { axpy.run(std::vector<Tensor>{half, sum}, 4, 2.0f); });
+    CHECK(kernel_refused.category() == vkconv::ErrorCategory::Unsupported);
+    CHECK_THAT(std::string(kernel_refused.what()), Catch::Contains("binding 0 is f16"));
 }

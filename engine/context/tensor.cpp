@@ -15,8 +15,9 @@ namespace vkconv {
 
 namespace {
 
-// Elements converted at a time between fp32 and a 16-bit type, in host memory of its own.
-constexpr uint64_t kConversionRun = uint64_t{1} << 20;
+// Elements converted at a time between fp32 and a 16-bit type: one staging buffer's worth, in host memory
+// of its own.
+constexpr uint64_t kConversionRun = detail::Staging::kMaxStagingBytes / 2;
 
 void narrow_into(DataType type, std::span<const float> from, std::span<uint16_t> to) {
     if (type == DataType::F16)
@@ -101,10 +102,10 @@ void Tensor::upload(std::span<const float> values) {
             continue;
         }
         // Narrowed a run at a time: the host memory this takes stays bounded however large the tensor.
+        std::vector<uint16_t> narrow(std::min<uint64_t>(piece.elements, kConversionRun));
         for (uint64_t done = 0; done < piece.elements;) {
             const uint64_t run = std::min<uint64_t>(piece.elements - done, kConversionRun);
-            std::vector<uint16_t> narrow(run);
-            narrow_into(type_, std::span<const float>(first + done, run), narrow);
+            narrow_into(type_, std::span<const float>(first + done, run), std::span<uint16_t>(narrow.data(), run));
             detail::PoolAllocation part = piece.allocation;
             part.offset += done * 2, part.size -= done * 2;
             storage_->context->staging->upload(part, narrow.data(), run * 2);
@@ -136,13 +137,13 @@ void Tensor::download(std::span<float> values) const {
             storage_->context->staging->download(piece.allocation, first, piece.elements * 4);
             continue;
         }
+        std::vector<uint16_t> narrow(std::min<uint64_t>(piece.elements, kConversionRun));
         for (uint64_t done = 0; done < piece.elements;) {
             const uint64_t run = std::min<uint64_t>(piece.elements - done, kConversionRun);
-            std::vector<uint16_t> narrow(run);
             detail::PoolAllocation part = piece.allocation;
             part.offset += done * 2, part.size -= done * 2;
             storage_->context->staging->download(part, narrow.data(), run * 2);
-            widen_into(type_, narrow, std::span<float>(first + done, run));
+            widen_into(type_, std::span<const uint16_t>(narrow.data(), run), std::span<float>(first + done, run));
             done += run;
         }
     }
@@ -161,12 +162,14 @@ void Tensor::check_host_values(const char* what, size_t count, DataType host) co
     if (!storage_)
         throw Error(ErrorCategory::InvalidArgument, up ? "upload to an empty tensor" : "download from an empty tensor");
     if (host != DataType::F32 && type_ == DataType::F32)
-        throw Error(ErrorCategory::InvalidArgument, std::string(what) + " of 16-bit values with an f32 tensor of shape " +
-                                                        shape_string(shape_) + " (its values are float)");
+        throw Error(ErrorCategory::InvalidArgument, std::string(what) + " of 16-bit values with an f32 tensor of " +
+                                                        "shape " + shape_string(shape_) + " (its values are float)");
     if (static_cast<int64_t>(count) == elements()) return;
-    const std::string tensor = "a tensor of shape " + shape_string(shape_) + " (" + std::to_string(elements()) + " elements)";
+    const std::string tensor =
+        "a tensor of shape " + shape_string(shape_) + " (" + std::to_string(elements()) + " elements)";
     throw Error(ErrorCategory::InvalidArgument, up ? "upload of " + std::to_string(count) + " values to " + tensor
-                                                   : "download of " + tensor + " into " + std::to_string(count) + " values");
+                                                   : "download of " + tensor + " into " + std::to_string(count) +
+                                                         " values");
 }
 
 bool Tensor::external() const {

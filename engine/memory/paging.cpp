@@ -22,7 +22,8 @@ uint64_t page_elements_of(const Shape& shape, uint64_t largest_bytes, uint32_t e
             // Only single elements would be left; a row (the last dimension) is the smallest piece a page holds.
             throw Error(ErrorCategory::Unsupported,
                         "one row of a tensor of shape " + shape_string(shape) + " (" + std::to_string(unit) +
-                            " elements, " + std::to_string(unit * element_bytes) + " bytes) is above this device's largest buffer of " +
+                            " elements, " + std::to_string(unit * element_bytes) +
+                            " bytes) is above this device's largest buffer of " +
                             std::to_string(largest_bytes) + " bytes; a row cannot be split across buffers");
         }
     }

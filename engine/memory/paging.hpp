@@ -12,8 +12,8 @@
 namespace vkconv::detail {
 
 // Elements per page of a tensor of `shape` and `element_bytes` per element when its bytes exceed
-// `largest_bytes` (the pool's largest allocation); 0 when it fits one allocation. Error(Unsupported) naming the piece, its size and the limit
-// when not even one entry of the last dimension fits.
+// `largest_bytes` (the pool's largest allocation); 0 when it fits one allocation. Error(Unsupported)
+// naming the piece, its size and the limit when not even one entry of the last dimension fits.
 uint64_t page_elements_of(const Shape& shape, uint64_t largest_bytes, uint32_t element_bytes);
 
 // Tests: a planted fault. When set, every tensor is asked for in one allocation whatever its size (the

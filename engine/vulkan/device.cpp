@@ -61,7 +61,7 @@ Device::Device(const InstanceFunctions& instance, VkPhysicalDevice physical, con
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
     // Where the device has them: timeline semaphores (asynchronous submissions signal one the application
-    // can wait on) and 16-bit storage (16-bit tensors read and written directly). Nothing else is enabled:
+    // can wait on) and 16-bit storage (for shaders that read and write 16-bit tensors). Nothing else is enabled:
     // vkconv needs no feature beyond Vulkan 1.1's core.
     VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
     timeline.timelineSemaphore = VK_TRUE;
@@ -242,7 +242,7 @@ void Device::impose_limits(const DeviceModel& imposed) {
     raise(limits.minStorageBufferOffsetAlignment, other.minStorageBufferOffsetAlignment);
     raise(limits.minTexelBufferOffsetAlignment, other.minTexelBufferOffsetAlignment);
     lower(model_.max_buffer_size, imposed.max_buffer_size);
-    model_.info.storage_16bit = model_.info.storage_16bit && imposed.info.storage_16bit;
+    if (imposed.features_described) model_.info.storage_16bit = model_.info.storage_16bit && imposed.info.storage_16bit;
     lower(model_.max_memory_allocation_size, imposed.max_memory_allocation_size);
     // No binding reaches past a buffer: the binding limits follow a lowered buffer size.
     lower(limits.maxStorageBufferRange, model_.max_single_buffer_bytes());

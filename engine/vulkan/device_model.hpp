@@ -22,6 +22,9 @@ struct DeviceModel {
     // R32_SFLOAT and R32G32B32A32_SFLOAT both usable as storage / uniform texel buffers.
     bool storage_texel_buffers = true;
     bool uniform_texel_buffers = true;
+    // Whether the optional features in `info` (storage_16bit) are known: a device's always, a profile's
+    // where it has a "features" section. Imposing a profile that says nothing of them leaves the device's.
+    bool features_described = true;
     // The largest VkBuffer (maxBufferSize, Vulkan 1.3 / VK_KHR_maintenance4) and the largest VkDeviceMemory
     // (maxMemoryAllocationSize, 1.1 / VK_KHR_maintenance3). Where a device reports neither, the
     // specification's minimum for maxMemoryAllocationSize, 2^30 bytes (docs/device_model.md); where it

@@ -204,6 +204,7 @@ namespace {
 // Every capability block's properties, extensions and formats, later blocks overriding earlier ones.
 struct Capabilities {
     json properties = json::object(), extensions = json::object(), features = json::object(), formats;
+    bool has_features = false;  // some block has a "features" section (even an empty one: none of them)
 };
 
 Capabilities merged_capabilities(const json& document, const std::string& origin) {
@@ -219,8 +220,10 @@ Capabilities merged_capabilities(const json& document, const std::string& origin
             for (const auto& [key, value] : p->items()) merged.properties[key] = value;
         if (const json* e = object_at(source, "extensions"))
             for (const auto& [key, value] : e->items()) merged.extensions[key] = value;
-        if (const json* f = object_at(source, "features"))
+        if (const json* f = object_at(source, "features")) {
+            merged.has_features = true;
             for (const auto& [key, value] : f->items()) merged.features[key] = value;
+        }
         if (const json* f = object_at(source, "formats")) merged.formats = *f;
     }
     return merged;
@@ -372,6 +375,7 @@ DeviceModel model_of(const json& document, const std::string& origin) {
     model.info.name = name;
     fill_device_info(model.info, props, properties, origin);
     model.info.storage_16bit = storage_16bit_in(capabilities.features);
+    model.features_described = capabilities.has_features;
     read_compute_units(model.info, props.deviceType, document, properties, origin);
     read_buffer_limits(model, properties, origin);
     read_device_local_heap(model, properties, origin);

@@ -36,9 +36,9 @@ struct DeviceInfo {
     uint32_t max_push_constants_bytes = 0;
     uint64_t max_texel_buffer_elements = 0;
     bool fp16 = false;        // shaderFloat16
-    // storageBuffer16BitAccess, which vkconv enables on a device of its own: shaders then read and write
-    // 16-bit tensors directly (else through 32-bit words). False for an application's device (vkconv does not
-    // know what it enabled) and where imposed limits (ContextOptions::device_limits) lack it.
+    // storageBuffer16BitAccess, which vkconv enables on a device of its own, for shaders that read and write
+    // 16-bit tensors directly. False for an application's device (vkconv does not know what it enabled),
+    // where imposed limits (ContextOptions::device_limits) lack it, and for a profile that does not list it.
     bool storage_16bit = false;
     bool timestamps = false;  // the compute queue can write timestamps
     // The device profile whose limits were imposed on this device (ContextOptions::device_limits), or "".

@@ -8,8 +8,9 @@ namespace {
 
 py::buffer_info buffer_of(const py::handle& object, const std::string& name, bool writable, const char* wanted) {
     if (!PyObject_CheckBuffer(object.ptr()))
-        throw Error(ErrorCategory::InvalidArgument, name + ": expected a " + wanted + " array (NumPy or any buffer), got " +
-                                                        std::string(py::str(py::type::of(object).attr("__name__"))));
+        throw Error(ErrorCategory::InvalidArgument,
+                    name + ": expected a " + wanted + " array (NumPy or any buffer), got " +
+                        std::string(py::str(py::type::of(object).attr("__name__"))));
     try {
         return py::reinterpret_borrow<py::buffer>(object).request(writable);
     } catch (py::error_already_set& error) {
@@ -82,8 +83,9 @@ namespace {
 void check_array_for(const HostArray& array, DataType type, const std::string& name) {
     if (array.is_float32) return;
     if (type == DataType::F32)
-        throw Error(ErrorCategory::InvalidArgument, name + ": an f32 tensor takes float32 arrays, got " +
-                                                        (array.is_float16 ? "float16" : "uint16"));
+        throw Error(ErrorCategory::InvalidArgument,
+                    name + ": an f32 tensor takes float32 arrays, got " +
+                        (array.is_float16 ? "float16" : "uint16 (16-bit values as bits need dtype=F16 or BF16)"));
     if (array.is_float16 && type != DataType::F16)
         throw Error(ErrorCategory::InvalidArgument, name + ": a float16 array holds f16 values, not " +
                                                         std::string(to_string(type)) + " (pass its bits as uint16)");

@@ -1,7 +1,7 @@
 """vkconv: 2-D convolution forward and backward passes on any Vulkan device.
 
 The names are the C++ API's (include/vkconv/): list_devices, Context with ContextOptions, ConvProblem,
-Tensor (float32 device memory; upload from and download into NumPy arrays), the passes forward,
+Tensor (float32 or 16-bit device memory, DataType; upload from and download into NumPy arrays), the passes forward,
 backward_data, backward_filter, backward_bias and layer_backward with their Algorithm choice and
 PassOptions, their workspace queries, find_algorithms, Recording for many passes in one submission,
 conv_transpose, gemm and the double-precision CPU reference (vkconv.reference). Failures raise vkconv.Error,
