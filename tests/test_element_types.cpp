@@ -1,11 +1,14 @@
 // Tensors of 16-bit elements (DataType F16 and BF16): half the bytes, counted exactly by the pool; fp32
 // host values narrowed on upload and widened exactly on download, 16-bit host values as they are; views at
-// any entry, and pages, of the real element size; and the calls that compute in fp32 refusing them by name.
+// any entry, and pages, of the real element size; the calls that compute in fp32 refusing them by name;
+// and which devices and profiles have 16-bit storage.
 #include <catch2/catch.hpp>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <memory>
 #include <limits>
 #include <string>
 #include <vector>
@@ -49,6 +52,12 @@ std::vector<float> edge_values(size_t count, uint32_t seed) {
 // Bitwise equality, NaN equal to NaN.
 bool same(float a, float b) {
     return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
+
+std::unique_ptr<vkconv::Context> context_with_limits(const std::string& profile) {
+    vkconv::ContextOptions options = vkt::test_options();
+    options.device_limits = profile;
+    return vkt::fresh_context(options);
 }
 
 }  // namespace
@@ -185,4 +194,35 @@ TEST_CASE("16-bit tensors: wrong host data is refused, and the fp32 calls refuse
     const auto kernel_refused = vkt::thrown_error([&] { axpy.run(std::vector<Tensor>{half, sum}, 4, 2.0f); });
     CHECK(kernel_refused.category() == vkconv::ErrorCategory::Unsupported);
     CHECK_THAT(std::string(kernel_refused.what()), Catch::Contains("binding 0 is f16"));
+}
+
+TEST_CASE("a profile gives 16-bit storage where its features list storageBuffer16BitAccess", "[limits][types]") {
+    vkt::TempDir dir("vkconv-storage16");
+    auto profile = [&](const std::string& name, const std::string& features) {
+        const std::string path = dir.file(name + ".json");
+        std::ofstream(path) << R"({"capabilities": {"device": {"properties": {"VkPhysicalDeviceProperties": )"
+                               R"({"deviceName": ")" + name + R"(", "limits": {}}}, "features": {)" + features + "}}}}";
+        return vkconv::DeviceProfile::load(path).info().storage_16bit;
+    };
+    CHECK_FALSE(profile("none", ""));
+    CHECK(profile("core", R"("VkPhysicalDevice16BitStorageFeatures": {"storageBuffer16BitAccess": true})"));
+    CHECK(profile("vulkan11", R"("VkPhysicalDeviceVulkan11Features": {"storageBuffer16BitAccess": true})"));
+    CHECK_FALSE(profile("off", R"("VkPhysicalDeviceVulkan11Features": {"storageBuffer16BitAccess": false})"));
+    CHECK_FALSE(vkconv::DeviceProfile::load("vulkan-minimum").info().storage_16bit);
+}
+
+TEST_CASE("a device has 16-bit storage as its driver says, and imposing a profile that lists no features keeps it",
+          "[limits][types][gpu]") {
+    auto own = vkt::fresh_context();
+    if (!own) return;
+    const std::string own_name = own->device().name;  // the suite's devices: lavapipe has it, SwiftShader not
+    if (own_name.find("llvmpipe") != std::string::npos) CHECK(own->device().storage_16bit);
+    if (own_name.find("SwiftShader") != std::string::npos) CHECK_FALSE(own->device().storage_16bit);
+    auto imposed = context_with_limits("intel-arc-a770");  // its profile has no "features" section
+    REQUIRE(imposed);
+    CHECK(imposed->device().storage_16bit == own->device().storage_16bit);
+    // The Vulkan 1.1 minimum lists none (an empty section), so the imposed device reads 16-bit tensors as words.
+    auto minimum = context_with_limits("vulkan-minimum");
+    REQUIRE(minimum);
+    CHECK_FALSE(minimum->device().storage_16bit);
 }
