@@ -81,7 +81,7 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
                 }
                 if (!(std::fabs(result[m * shape.N + n] - sum) <= (shape.K + 2) * std::ldexp(1.0, -24) * mag))
                     throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
-                                        "GEMM " + shape.name + " with " + stats.configuration +
+                                        "GEMM " + shape.name + " with " + stats.variant +
                                             " gave a wrong result at (" + std::to_string(m) + ", " + std::to_string(n) +
                                             ")");
             }
@@ -90,11 +90,11 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
             for (int r = 0; r < args.repeat; ++r) times.push_back(vkconv::gemm(context, a, b, c, options).gpu_ms);
             const double ms = median(times);
             const double gflops = 2.0 * shape.M * shape.N * shape.K / (ms * 1e6);
-            std::printf("%-20s %-36s %10.3f %10.2f\n", shape.name.c_str(), stats.configuration.c_str(), ms, gflops);
+            std::printf("%-20s %-36s %10.3f %10.2f\n", shape.name.c_str(), stats.variant.c_str(), ms, gflops);
             std::fflush(stdout);
             JsonObject row;
             row.add("kind", "gemm").add("shape", shape.name).add("M", shape.M).add("N", shape.N).add("K", shape.K);
-            row.add("configuration", stats.configuration).add("gpu_ms", ms).add("gflops", gflops);
+            row.add("configuration", stats.variant).add("gpu_ms", ms).add("gflops", gflops);
             json_rows.push_back(row.str());
         }
     }

@@ -91,6 +91,30 @@ std::string algorithm_choices(bool with_auto) {
     return text;
 }
 
+// Every algorithm's forms in the passes that have them, as --variant takes them: "a or b (mec forward), ...".
+std::string variant_choices() {
+    std::string text;
+    for (vkconv::Algorithm algorithm : vkconv::all_algorithms())
+        for (vkconv::Pass pass : {vkconv::Pass::Forward, vkconv::Pass::BackwardData}) {
+            const std::vector<std::string> forms = vkconv::algorithm_variants(algorithm, pass);
+            if (forms.empty()) continue;
+            if (pass == vkconv::Pass::BackwardData && forms == vkconv::algorithm_variants(algorithm, vkconv::Pass::Forward))
+                continue;  // the same forms as forward: named once
+            text += text.empty() ? "" : "; ";
+            for (size_t i = 0; i < forms.size(); ++i) text += (i ? " or " : "") + forms[i];
+            text += std::string(" (") + vkconv::to_string(algorithm) +
+                    (vkconv::algorithm_variants(algorithm, vkconv::Pass::BackwardData).empty() ? " forward)" : ")");
+        }
+    return text;
+}
+
+// --variant's text as PassOptions::variant takes it: "auto" is none, MEC's "a" and "b" its schedules.
+std::string variant_option(const std::string& text) {
+    if (text == "auto") return {};
+    if (text == "a" || text == "b") return std::string(1, static_cast<char>(std::toupper(text[0])));
+    return text;
+}
+
 int algorithm_column_width() {
     size_t width = 4;  // "algo", "auto"
     for (const std::string& name : all_algorithm_names()) width = std::max(width, name.size());
@@ -170,8 +194,7 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--algo", algorithm, "algorithm: " + algorithm_choices())
         ->check(parsed_by([](const std::string& text) { vkconv::parse_algorithm(text); }, "ALGORITHM"))
         ->capture_default_str();
-    command.add_option("--mec-schedule", mec_schedule, "MEC schedule: auto, a or b (the paper's Solutions A and B)")
-        ->check(CLI::IsMember({"auto", "a", "b"}, CLI::ignore_case))
+    command.add_option("--variant", variant, "the algorithm's form (auto: chosen): " + variant_choices())
         ->capture_default_str();
     add_workspace_limit_option(command, workspace_limit);
     auto* by_heuristic = command.add_flag(
@@ -207,10 +230,7 @@ void ConvOptions::apply_padding(vkconv::ConvProblem& problem) const {
 
 vkconv::PassOptions ConvOptions::forward_options(const vkconv::Context& context) const {
     vkconv::PassOptions options;
-    const char first = mec_schedule.empty() ? 'a' : static_cast<char>(std::tolower(mec_schedule[0]));
-    options.mec_schedule = mec_schedule == "auto" ? vkconv::MecSchedule::Auto
-                           : first == 'a'         ? vkconv::MecSchedule::A
-                                                  : vkconv::MecSchedule::B;
+    options.variant = variant_option(variant);
     if (workspace_limit == "auto") {
         options.workspace_limit = context.auto_workspace_limit();
     } else {

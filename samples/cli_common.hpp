@@ -45,6 +45,8 @@ std::vector<std::string> all_algorithm_names();
 // "auto, direct, ... or implicit-gemm" (without "auto, " when with_auto is false), for help texts.
 std::string algorithm_choices(bool with_auto = true);
 // The longest algorithm name: the width of an algorithm column.
+// --variant's text as PassOptions::variant takes it: "auto" is none, MEC's "a" and "b" its schedules "A", "B".
+std::string variant_option(const std::string& text);
 int algorithm_column_width();
 
 // --workspace-limit BYTES|auto, checked while parsing.
@@ -57,7 +59,7 @@ struct ConvOptions {
     int64_t groups = 1;
     std::string layout = "nchw";
     std::string algorithm = "auto";
-    std::string mec_schedule = "auto";
+    std::string variant = "auto";  // PassOptions::variant (variant_option), "auto": none
     std::string workspace_limit = "0";  // bytes, 0 = none, or "auto" (Context::auto_workspace_limit)
     bool heuristic = false;             // algo auto: the heuristic alone
     bool measure = false;               // algo auto: measure where nothing is stored

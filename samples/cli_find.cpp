@@ -57,8 +57,7 @@ int run_find(const FindArgs& args) {
             const auto results = vkconv::find_algorithms(context, pass, p, options);
             for (const auto& r : results) {
                 std::string algo = vkconv::to_string(r.algorithm);
-                if (r.algorithm == vkconv::Algorithm::Mec && pass == vkconv::Pass::Forward)
-                    algo += std::string("/") + vkconv::to_string(r.mec_schedule);
+                if (!r.variant.empty()) algo += "/" + r.variant;
                 char verified[48];
                 std::snprintf(verified, sizeof verified, "%s (%.3f)", r.verified ? "yes" : "NO", r.error_over_bound);
                 std::printf("%-17s %-16s %-10s %10.3f %9.2f %10s %10s %6u %-6s %s\n", layer.name.c_str(),
@@ -69,7 +68,7 @@ int run_find(const FindArgs& args) {
                 row.add("layer", layer.name)
                     .add("pass", vkconv::to_string(pass))
                     .add("algorithm", vkconv::to_string(r.algorithm))
-                    .add("mec_schedule", vkconv::to_string(r.mec_schedule))
+                    .add("variant", r.variant)
                     .add("ms", r.ms)
                     .add("workspace_bytes", r.workspace_bytes)
                     .add("peak_bytes", r.peak_bytes)

@@ -241,7 +241,7 @@ int run_memory(const MemoryArgs& args) {
             query([&] { return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Im2col); });
         const auto mec = query([&] {
             vkconv::PassOptions b;
-            b.mec_schedule = vkconv::MecSchedule::B;  // Solution A's scratch also parks the output
+            b.variant = "B";  // Solution A's scratch also parks the output
             return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Mec, b);
         });
         if (im2col && mec && *mec) {

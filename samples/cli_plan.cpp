@@ -148,10 +148,7 @@ int run_plan(const PlanArgs& args) {
     } else {
         ConvOptions no_auto = args.conv;
         // forward_options needs a context only for "auto", refused above; any context will not be touched.
-        const char first = no_auto.mec_schedule.empty() ? 'a' : char(std::tolower(no_auto.mec_schedule[0]));
-        options.mec_schedule = no_auto.mec_schedule == "auto" ? vkconv::MecSchedule::Auto
-                               : first == 'a'                 ? vkconv::MecSchedule::A
-                                                              : vkconv::MecSchedule::B;
+        options.variant = variant_option(no_auto.variant);
         options.workspace_limit = std::stoull(no_auto.workspace_limit);
     }
     const auto plan = args.conv.run_pass(

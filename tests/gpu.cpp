@@ -64,9 +64,11 @@ std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options) {
     return checked_context(options, [&] { return vkconv::Context(options); });
 }
 
-std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options,
-                                               const vkconv::testing::LoweredLimits& limits) {
-    return checked_context(options, [&] { return vkconv::testing::make_context(options, limits); });
+std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options, const LoweredLimits& limits) {
+    return checked_context(options, [&] {
+        return vkconv::testing::make_context(options, limits.max_workgroups_per_dispatch,
+                                             limits.max_storage_buffer_range);
+    });
 }
 
 vkconv::Context* shared_context() {

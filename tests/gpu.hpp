@@ -36,10 +36,14 @@ vkconv::Context* shared_context();
 void release_shared_context();
 // A fresh context with `options` layered on test_options(); nullptr (skipped) without a device.
 std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options = test_options());
+// Limits below the device's own (testing::make_context's arguments; 0 = the device's own).
+struct LoweredLimits {
+    uint32_t max_workgroups_per_dispatch = 0;
+    uint64_t max_storage_buffer_range = 0;
+};
 // The same with `limits` below the device's own (testing::make_context), so small problems take the splits
 // large ones need: fresh_context(test_options(), {.max_storage_buffer_range = 4096}).
-std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options,
-                                               const vkconv::testing::LoweredLimits& limits);
+std::unique_ptr<vkconv::Context> fresh_context(vkconv::ContextOptions options, const LoweredLimits& limits);
 
 void mark_skipped(const std::string& reason);
 // Marks the running test case as skipped on this device, with the reason printed: the test binary then exits

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "context/context_impl.hpp"
@@ -125,14 +126,14 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
             REQUIRE(results.size() == candidates(pass, p));
             for (size_t i = 0; i < results.size(); ++i) {
                 const auto& r = results[i];
-                INFO(vkconv::to_string(r.algorithm) << " " << vkconv::to_string(r.mec_schedule));
+                INFO(vkconv::to_string(r.algorithm) << " " << r.variant);
                 CHECK(r.verified);
                 CHECK(r.error_over_bound <= 1.0);
                 CHECK(r.deterministic);
                 CHECK(r.ms > 0);
                 if (i) CHECK(results[i - 1].ms <= r.ms);
                 auto options = vkconv::PassOptions{};
-                options.mec_schedule = r.mec_schedule;
+                options.variant = r.variant;
                 CHECK(r.workspace_bytes == query_workspace(*context, pass, p, r.algorithm, options));
                 CHECK(r.peak_bytes >= r.workspace_bytes);
             }
@@ -142,7 +143,7 @@ TEST_CASE("find runs every applicable algorithm, verified, sorted fastest first"
             const auto run = run_auto_checked(*context, pass, p, {}, 40 + uint32_t(pass));
             CHECK(run.stats.algorithm == results.front().algorithm);
             if (pass == Pass::Forward && run.stats.algorithm == Algorithm::Mec)
-                CHECK(run.stats.variant == vkconv::to_string(results.front().mec_schedule));
+                CHECK(run.stats.variant == results.front().variant);
             CHECK(run.stats.workspace_bytes == results.front().workspace_bytes);
             CHECK(run.stats.workspace_bytes == query_workspace(*context, pass, p, Algorithm::Auto, {}));
             CHECK(run.stats.peak_bytes == run.live + run.stats.workspace_bytes);
@@ -165,7 +166,7 @@ TEST_CASE("find rejects a candidate whose results are repeatable but wrong, and 
             const auto results = vkconv::find_algorithms(*context, pass, p);
             REQUIRE(results.size() == candidates(pass, p));
             for (const auto& r : results) {
-                INFO(vkconv::to_string(r.algorithm) << " " << vkconv::to_string(r.mec_schedule) << ": error "
+                INFO(vkconv::to_string(r.algorithm) << " " << r.variant << ": error "
                                                     << r.error_over_bound << " x the bound");
                 const bool broken = r.algorithm == Algorithm::Direct;
                 CHECK(r.deterministic);  // the broken one too
@@ -257,7 +258,7 @@ TEST_CASE("auto runs the measured choice and its workspace query agrees", "[find
     const auto again = vkconv::forward(*context, p, x, w, &b, y);
     CHECK(again.chosen_by == vkconv::ChoiceSource::Stored);
     CHECK(again.algorithm == results.front().algorithm);
-    if (again.algorithm == Algorithm::Mec) CHECK(again.variant == vkconv::to_string(results.front().mec_schedule));
+    if (again.algorithm == Algorithm::Mec) CHECK(again.variant == results.front().variant);
     CHECK(first.algorithm != Algorithm::Auto);
     CHECK(vkconv::forward_workspace_bytes(*context, p, Algorithm::Auto) == again.workspace_bytes);
     // Reusing the cache allocates nothing beyond the pass's workspace.
@@ -471,6 +472,34 @@ TEST_CASE("a cached choice is measured again where it cannot run", "[find][gpu]"
     CHECK(stats.chunks > 1);  // tiles: one image is beyond 4 KiB
 }
 
+TEST_CASE("find measures every form: MEC's schedules and Winograd's tiles, each entry naming what ran",
+          "[find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p;
+    p.N = 2, p.C = 6, p.H = 13, p.W = 11, p.K = 5, p.R = 3, p.S = 3, p.pad_h = p.pad_w = 1;
+    for (Pass pass : {Pass::Forward, Pass::BackwardData}) {
+        INFO(vkconv::to_string(pass));
+        const auto results = vkconv::find_algorithms(*context, pass, p);
+        std::set<std::string> winograd, mec;
+        for (const auto& r : results) {
+            CHECK(r.verified);
+            if (r.algorithm == Algorithm::Winograd) winograd.insert(r.variant);
+            if (r.algorithm == Algorithm::Mec) mec.insert(r.variant);
+            if (r.algorithm != Algorithm::Winograd && r.algorithm != Algorithm::Mec) CHECK(r.variant.empty());
+        }
+        CHECK(winograd == std::set<std::string>{"F(4x4,3x3)", "F(2x2,3x3)"});
+        CHECK(mec == (pass == Pass::Forward ? std::set<std::string>{"A", "B"} : std::set<std::string>{""}));
+        // Each entry's form, asked for by name, plans the workspace it measured.
+        for (const auto& r : results) {
+            INFO(vkconv::to_string(r.algorithm) << " " << r.variant);
+            const vkconv::PassOptions named{.variant = r.variant};
+            CHECK(r.workspace_bytes == (pass == Pass::Forward
+                                            ? vkconv::forward_workspace_bytes(*context, p, r.algorithm, named)
+                                            : vkconv::backward_data_workspace_bytes(*context, p, r.algorithm, named)));
+        }
+    }
+}
+
 TEST_CASE("find gives a forward MEC schedule per entry, tiled too", "[find][gpu]") {
     auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 4096});
     if (!context) return;
@@ -480,10 +509,10 @@ TEST_CASE("find gives a forward MEC schedule per entry, tiled too", "[find][gpu]
     // no (algorithm, schedule) appears twice.
     const auto results = vkconv::find_algorithms(*context, Pass::Forward, p);
     for (size_t i = 0; i < results.size(); ++i) {
-        if (results[i].algorithm == Algorithm::Mec) CHECK(results[i].mec_schedule != vkconv::MecSchedule::Auto);
+        if (results[i].algorithm == Algorithm::Mec) CHECK_FALSE(results[i].variant.empty());
         for (size_t j = 0; j < i; ++j)
             CHECK_FALSE(
-                (results[j].algorithm == results[i].algorithm && results[j].mec_schedule == results[i].mec_schedule));
+                (results[j].algorithm == results[i].algorithm && results[j].variant == results[i].variant));
     }
 }
 

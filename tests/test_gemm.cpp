@@ -245,7 +245,11 @@ TEST_CASE("gemm: the public entry point checks shapes and runs batched products"
     options.transpose_a = options.transpose_b = true;
     options.configuration = names.back();
     const auto stats = vkconv::gemm(*context, a, b, c, options);
-    CHECK(stats.configuration == names.back());
+    CHECK(stats.variant == names.back());
+    CHECK(stats.algorithm == vkconv::Algorithm::Auto);  // a GEMM is none of the convolution algorithms
+    const auto pool = context->pool_stats();
+    CHECK(stats.operand_bytes == pool.rounded(30 * 4) + pool.rounded(24 * 4) + pool.rounded(40 * 4));
+    CHECK(stats.peak_bytes >= stats.operand_bytes + stats.workspace_bytes);
     const auto result = c.download();
     for (int batch = 0; batch < 2; ++batch)
         for (int m = 0; m < 5; ++m)
@@ -282,9 +286,9 @@ TEST_CASE("gemm: a product too small to fill the device is split along K, determ
             auto c = vkconv::Tensor::from_host(*context, {batch, M, N}, cv);
             const auto before = context->pool_stats();
             const auto stats = vkconv::gemm(*context, a, b, c, options);
-            REQUIRE(stats.k_slices > 1);
+            REQUIRE(stats.partial_products > 1);
             CHECK(stats.workspace_bytes ==
-                  before.rounded(uint64_t(stats.k_slices) * uint64_t(batch * M * N) * 4));
+                  before.rounded(uint64_t(stats.partial_products) * uint64_t(batch * M * N) * 4));
             CHECK(stats.dispatches >= 2);  // the slices' products, then their sum
             const auto result = c.download();
             for (int64_t bi = 0; bi < batch; ++bi)

@@ -52,7 +52,7 @@ std::string gemm_runs(vkconv::Context& context, const vkconv::GemmShape& s) {
     auto a = vkconv::Tensor::from_host(context, {int64_t(s.batches), int64_t(s.M), int64_t(s.K)}, av);
     auto b = vkconv::Tensor::from_host(context, {int64_t(s.batches), int64_t(s.K), int64_t(s.N)}, bv);
     vkconv::Tensor c(context, {int64_t(s.batches), int64_t(s.M), int64_t(s.N)});
-    return vkconv::gemm(context, a, b, c).configuration;
+    return vkconv::gemm(context, a, b, c).variant;
 }
 
 // Checks a tune result whose candidates are `configs` in order: those that run `broken` (a shader) are refused

@@ -60,8 +60,8 @@ std::array<double, 36> abs_sandwich(const std::array<double, N>& x, int rows, co
 //   γ_k · (|Aᵀ| · Σ_i (|G||g_i||Gᵀ|) ⊙ (|Bᵀ||d_i||B|) · |A|),  k = CG4 + kTransformRoundings,
 // over the tiles the pass uses. `in` is x (forward) or dy (backward-data).
 std::vector<double> winograd_bound(const ConvProblem& p, Pass pass, std::span<const float> in,
-                                   std::span<const float> w) {
-    const detail::WinogradShape s = detail::winograd_shape(p, pass);
+                                   std::span<const float> w, int tile = 0) {
+    const detail::WinogradShape s = detail::winograd_shape(p, pass, tile);
     const detail::WinogradMatrices& t = detail::winograd_matrices(s.m);
     const int a = s.alpha, m = s.m;
     const double u = std::ldexp(1.0, -24), k = double(s.in_g4 + detail::kTransformRoundings);
@@ -124,7 +124,7 @@ std::vector<double> winograd_bound(const ConvProblem& p, Pass pass, std::span<co
 // with α_4 = 48 ≥ α_2 covering either tile.
 std::vector<double> normwise_bound(const ConvProblem& p, Pass pass, std::span<const float> in,
                                    std::span<const float> w) {
-    const detail::WinogradShape s = detail::winograd_shape(p, pass);
+    const detail::WinogradShape s = detail::winograd_shape(p, pass);  // its in_g4 and layout, for either tile
     const double u = std::ldexp(1.0, -24), k = double(s.in_g4 + detail::kTransformRoundings);
     const double alpha = detail::winograd_alpha(4), scale = k * u / (1 - k * u) * alpha * alpha;
     std::vector<double> max_in(size_t(s.in_c), 0.0);
@@ -206,6 +206,29 @@ double activate(vkconv::Activation a, double v, double slope) {
     }
 }
 
+// `call` throws Error of `category` whose message holds every one of `words`.
+template <typename Call>
+void require_error(vkconv::ErrorCategory category, const std::vector<std::string>& words, Call&& call) {
+    try {
+        call();
+        FAIL("no error");
+    } catch (const vkconv::Error& e) {
+        CHECK(e.category() == category);
+        for (const std::string& word : words) CHECK_THAT(e.what(), Catch::Contains(word));
+    }
+}
+
+// The tile options.variant names (4 or 2), else 0: the rule's.
+int tile_of(const vkconv::PassOptions& options) {
+    return options.variant == "F(4x4,3x3)" ? 4 : options.variant == "F(2x2,3x3)" ? 2 : 0;
+}
+
+// `options` asking for tile m.
+vkconv::PassOptions with_tile(vkconv::PassOptions options, int m) {
+    options.variant = m == 4 ? "F(4x4,3x3)" : "F(2x2,3x3)";
+    return options;
+}
+
 // Forward with Winograd on a poisoned output, every value checked; returns the stats and the output.
 std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::Context& context, const ConvProblem& p,
                                                                        uint32_t seed, const EpilogueCase& e = {},
@@ -219,7 +242,8 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::C
     plain.has_bias = false;
     const auto conv = vkconv::reference::forward(plain, x, w, {});
     const auto magnitude = vkconv::reference::forward(plain, vkt::absolute(x), vkt::absolute(w), {});
-    const auto bound0 = normwise ? normwise_bound(p, Pass::Forward, x, w) : winograd_bound(p, Pass::Forward, x, w);
+    const int m = detail::winograd_shape(p, Pass::Forward, tile_of(options)).m;
+    const auto bound0 = normwise ? normwise_bound(p, Pass::Forward, x, w) : winograd_bound(p, Pass::Forward, x, w, m);
     const double u = std::ldexp(1.0, -24), slope = 0.01;
     std::vector<double> ref(conv.size()), bound(conv.size()), slack(conv.size());
     const int64_t P = p.P(), Q = p.Q();
@@ -246,11 +270,10 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::C
     CHECK(stats.algorithm == Algorithm::Winograd);
     CHECK(stats.workspace_bytes == vkconv::forward_workspace_bytes(context, p, Algorithm::Winograd, options));
     // The tile that ran (a tiled pass reports its first tile's, whose own problem may pick the other tile).
-    const std::string tile = detail::winograd_shape(p, Pass::Forward).m == 4 ? "F(4x4,3x3)" : "F(2x2,3x3)";
     CHECK((stats.variant == "F(4x4,3x3)" || stats.variant == "F(2x2,3x3)"));
-    if (stats.chunks == 1) CHECK(stats.variant == tile);
+    if (stats.chunks == 1 || tile_of(options)) CHECK(stats.variant == with_tile({}, m).variant);
     const auto result = ty.download();
-    check_bound(result, ref, bound, slack, detail::winograd_shape(p, Pass::Forward).m, "winograd forward: " + p.str());
+    check_bound(result, ref, bound, slack, m, "winograd forward: " + p.str());
     return {stats, result};
 }
 
@@ -262,8 +285,9 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_backward_data(vkc
     const auto dy = vkt::random_values(size_t(p.output_elements()), seed);
     const auto w = vkt::random_values(size_t(p.filter_elements()), seed + 1);
     const auto ref = vkconv::reference::backward_data(p, dy, w);
+    const int m = detail::winograd_shape(p, Pass::BackwardData, tile_of(options)).m;
     const auto bound =
-        normwise ? normwise_bound(p, Pass::BackwardData, dy, w) : winograd_bound(p, Pass::BackwardData, dy, w);
+        normwise ? normwise_bound(p, Pass::BackwardData, dy, w) : winograd_bound(p, Pass::BackwardData, dy, w, m);
     const std::vector<double> slack(ref.size(), 0.0);
     auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
     auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
@@ -272,18 +296,10 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_backward_data(vkc
     CHECK(stats.algorithm == Algorithm::Winograd);
     CHECK(stats.workspace_bytes == vkconv::backward_data_workspace_bytes(context, p, Algorithm::Winograd, options));
     const auto result = tdx.download();
-    check_bound(result, ref, bound, slack, detail::winograd_shape(p, Pass::BackwardData).m,
-                "winograd backward-data: " + p.str());
+    if (stats.chunks == 1 || tile_of(options)) CHECK(stats.variant == with_tile({}, m).variant);
+    check_bound(result, ref, bound, slack, m, "winograd backward-data: " + p.str());
     return {stats, result};
 }
-
-// Every Winograd plan made while one is alive takes tile m (tests/test_winograd.cpp runs the odd table at both).
-struct ForcedTile {
-    explicit ForcedTile(int m) { detail::force_winograd_tile_for_tests(m); }
-    ~ForcedTile() { detail::force_winograd_tile_for_tests(0); }
-    ForcedTile(const ForcedTile&) = delete;
-    ForcedTile& operator=(const ForcedTile&) = delete;
-};
 
 bool winograd_applies(const ConvProblem& p) {
     return p.R == 3 && p.S == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1;
@@ -321,7 +337,7 @@ void check_odd_table(vkconv::Context& context, const std::vector<Layout>& layout
     uint32_t seed = 100;
     size_t turn = 0;
     for (int m : {4, 2}) {
-        const ForcedTile tile(m);
+        const vkconv::PassOptions tile = with_tile({}, m);
         for (const auto& named : winograd_problems()) {
             ++turn;
             for (Layout layout : layouts) {
@@ -331,9 +347,8 @@ void check_odd_table(vkconv::Context& context, const std::vector<Layout>& layout
                     p.layout = layout;
                     p.has_bias = bias;
                     INFO("F(" << m << "x" << m << ") " << named.name << ": " << p.str());
-                    REQUIRE(detail::winograd_shape(p, Pass::Forward).m == m);
-                    check_winograd_forward(context, p, seed += 7);
-                    if (!bias || rotate) check_winograd_backward_data(context, p, seed += 7);
+                    check_winograd_forward(context, p, seed += 7, {}, tile);
+                    if (!bias || rotate) check_winograd_backward_data(context, p, seed += 7, tile);
                 }
             }
         }
@@ -367,11 +382,10 @@ TEST_CASE("winograd forward applies the epilogue", "[winograd][gpu]") {
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
         for (const auto& e : epilogues) {
           for (int m : {4, 2}) {
-            const ForcedTile tile(m);
             ConvProblem p = vkt::problem().batch(2).channels(6).image(11, 9).filters(7).kernel(3, 3).pads(1, 2, 0, 1)
                                 .groups(1).layout(layout).bias();
-            INFO("alpha " << e.alpha << " beta " << e.beta << " " << vkconv::to_string(e.activation));
-            check_winograd_forward(*context, p, seed += 5, e);
+            INFO("alpha " << e.alpha << " beta " << e.beta << " " << vkconv::to_string(e.activation) << " F" << m);
+            check_winograd_forward(*context, p, seed += 5, e, with_tile({}, m));
           }
         }
     }
@@ -405,6 +419,59 @@ TEST_CASE("winograd takes F(2x2) where F(4x4)'s bound passes its limit or its ti
         CHECK(detail::winograd_shape(q, Pass::BackwardData).m == 2);
         check_winograd_backward_data(*context, q, seed += 3);
     }
+}
+
+TEST_CASE("PassOptions::variant picks Winograd's tile, and F(4x4) past its bound and unknown forms are refused",
+          "[winograd][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    CHECK(vkconv::algorithm_variants(Algorithm::Winograd, Pass::Forward) ==
+          std::vector<std::string>{"F(4x4,3x3)", "F(2x2,3x3)"});
+    CHECK(vkconv::algorithm_variants(Algorithm::Winograd, Pass::BackwardData).size() == 2);
+    CHECK(vkconv::algorithm_variants(Algorithm::Winograd, Pass::BackwardFilter).empty());
+    CHECK(vkconv::algorithm_variants(Algorithm::Mec, Pass::Forward) == std::vector<std::string>{"A", "B"});
+    CHECK(vkconv::algorithm_variants(Algorithm::Mec, Pass::BackwardData).empty());
+    CHECK(vkconv::algorithm_variants(Algorithm::Im2col, Pass::Forward).empty());
+    CHECK(vkconv::algorithm_variants(Algorithm::Auto, Pass::Forward).empty());
+    // The rule would take F(4x4) here (2 images of 4x4 tiles, 8 channels); F(2x2) asked for runs F(2x2).
+    const ConvProblem p = vkt::problem().batch(2).channels(8).image(16, 13).filters(5).kernel(3, 3).pad(1).bias();
+    REQUIRE(detail::winograd_shape(p, Pass::Forward).m == 4);
+    CHECK(check_winograd_forward(*context, p, 551, {}, with_tile({}, 2)).first.variant == "F(2x2,3x3)");
+    CHECK(check_winograd_backward_data(*context, p, 553, with_tile({}, 2)).first.variant == "F(2x2,3x3)");
+    // Auto with Winograd's form: the algorithm that has it takes it, the others ignore it.
+    {
+        vkconv::Tensor x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1));
+        vkconv::Tensor w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(p.filter_elements(), 2));
+        vkconv::Tensor b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(p.K, 3));
+        vkconv::Tensor y(*context, p.output_shape());
+        vkconv::PassOptions options = with_tile({}, 2);
+        options.auto_choice = vkconv::AutoChoice::Heuristic;  // 8 channels: not Winograd's rule
+        const auto stats = vkconv::forward(*context, p, x, w, &b, y, Algorithm::Auto, options);
+        CHECK(stats.algorithm != Algorithm::Winograd);
+        CHECK(stats.variant != "F(2x2,3x3)");
+    }
+    // F(4x4) past kMaxRelativeBound (480 channels): refused, naming the bound; F(2x2) runs it.
+    const ConvProblem wide = vkt::problem().batch(1).channels(480).image(8, 8).filters(4).kernel(3, 3).pad(1);
+    require_error(vkconv::ErrorCategory::Unsupported, {"F(4x4,3x3)", "480 channels per group", "error bound"}, [&] {
+        vkconv::forward_workspace_bytes(*context, wide, Algorithm::Winograd, with_tile({}, 4));
+    });
+    CHECK(vkconv::forward_workspace_bytes(*context, wide, Algorithm::Winograd, with_tile({}, 2)) > 0);
+    // Forms the algorithm (or, with Auto, any algorithm of the pass) does not have: InvalidArgument, naming them.
+    const auto bad = [&](Algorithm algorithm, Pass pass, const std::string& variant,
+                         const std::vector<std::string>& words) {
+        INFO(vkconv::to_string(algorithm) << " " << vkconv::to_string(pass) << " '" << variant << "'");
+        require_error(vkconv::ErrorCategory::InvalidArgument, words, [&] {
+            const vkconv::PassOptions options{.variant = variant};
+            if (pass == Pass::Forward) vkconv::forward_workspace_bytes(*context, p, algorithm, options);
+            else if (pass == Pass::BackwardData) vkconv::backward_data_workspace_bytes(*context, p, algorithm, options);
+            else vkconv::backward_filter_workspace_bytes(*context, p, algorithm, options);
+        });
+    };
+    bad(Algorithm::Winograd, Pass::Forward, "F(6x6,3x3)", {"'F(6x6,3x3)'", "winograd's forward", "F(4x4,3x3) (winograd)"});
+    bad(Algorithm::Winograd, Pass::Forward, "A", {"'A'", "F(2x2,3x3) (winograd)"});
+    bad(Algorithm::Mec, Pass::BackwardData, "A", {"'A'", "mec's backward-data", "it has none"});
+    bad(Algorithm::Im2col, Pass::Forward, "B", {"'B'", "im2col's forward", "it has none"});
+    bad(Algorithm::Auto, Pass::Forward, "f(2x2,3x3)", {"any algorithm's forward", "A (mec), B (mec)", "F(2x2,3x3) (winograd)"});
+    bad(Algorithm::Auto, Pass::BackwardFilter, "F(2x2,3x3)", {"any algorithm's backward-filter", "it has none"});
 }
 
 TEST_CASE("winograd runs in chunks of images and bands of tile rows, with exact workspace and peak",
@@ -497,12 +564,12 @@ TEST_CASE("winograd reruns are bit-identical", "[winograd][gpu]") {
         const vkconv::PassOptions chunked{.max_binding_bytes = 16 * 1024};
         for (const auto& options : {vkconv::PassOptions{}, chunked}) {
           for (int m : {4, 2}) {
-            const ForcedTile tile(m);
-            const auto first = check_winograd_forward(*context, p, 900, {}, options);
-            const auto again = check_winograd_forward(*context, p, 900, {}, options);
+            const vkconv::PassOptions tiled = with_tile(options, m);
+            const auto first = check_winograd_forward(*context, p, 900, {}, tiled);
+            const auto again = check_winograd_forward(*context, p, 900, {}, tiled);
             CHECK(std::memcmp(first.second.data(), again.second.data(), first.second.size() * 4) == 0);
-            const auto data = check_winograd_backward_data(*context, p, 901, options);
-            const auto data_again = check_winograd_backward_data(*context, p, 901, options);
+            const auto data = check_winograd_backward_data(*context, p, 901, tiled);
+            const auto data_again = check_winograd_backward_data(*context, p, 901, tiled);
             CHECK(std::memcmp(data.second.data(), data_again.second.data(), data.second.size() * 4) == 0);
           }
         }

@@ -24,7 +24,6 @@
 using vkconv::Algorithm;
 using vkconv::ConvProblem;
 using vkconv::Layout;
-using vkconv::MecSchedule;
 using vkconv::PassOptions;
 using vkconv::RunStats;
 
@@ -142,9 +141,9 @@ struct Expected {
     uint32_t chunks = 1;
 };
 
-Lowering forward_lowering(Algorithm a, MecSchedule s) {
+Lowering forward_lowering(Algorithm a, const std::string& s) {
     if (a == Algorithm::Im2col) return Lowering::Im2col;
-    return s == MecSchedule::A ? Lowering::MecA : Lowering::MecB;
+    return s == "A" ? Lowering::MecA : Lowering::MecB;
 }
 
 // MEC with OIHW filters reads them through an OHWI copy (forward), builds dw in OHWI (backward-filter).
@@ -159,7 +158,7 @@ Expected forward_expected(const vkconv::Context& context, const ConvProblem& p, 
     const auto pool = context.pool_stats();
     const Sizes z(p);
     if (a == Algorithm::Direct || a == Algorithm::Depthwise || a == Algorithm::ImplicitGemm) return {0, 1};
-    const Lowering l = forward_lowering(a, options.mec_schedule);
+    const Lowering l = forward_lowering(a, options.variant);
     const uint64_t copy = a == Algorithm::Mec ? mec_filter_copy(context, p) : 0;
     const Chunking c = lowered_chunk(z, l, storage_limit(context, options), pool.alignment,
                                      room_for(options.workspace_limit, copy, pool.alignment));
@@ -347,17 +346,17 @@ TEST_CASE("forward workspaces equal the lowered matrix and filter copy of the pr
             p.layout = layout;
             p.has_bias = layout == Layout::NHWC;
             for (Algorithm a : algorithms)
-                for (MecSchedule schedule : {MecSchedule::A, MecSchedule::B}) {
-                    if (a != Algorithm::Mec && schedule == MecSchedule::B) continue;
+                for (std::string schedule : {"A", "B"}) {
+                    if (a != Algorithm::Mec && schedule == "B") continue;
                     PassOptions options;
-                    if (a == Algorithm::Mec) options.mec_schedule = schedule;
+                    if (a == Algorithm::Mec) options.variant = schedule;
                     INFO(named.name << ": " << p.str() << " " << vkconv::to_string(a)
-                                    << (a == Algorithm::Mec ? vkconv::to_string(schedule) : ""));
+                                    << (a == Algorithm::Mec ? schedule : ""));
                     const Expected e = forward_expected(*context, p, a, options);
                     CHECK(vkconv::forward_workspace_bytes(*context, p, a, options) == e.bytes);
                     const RunStats s = forward_checked(*context, p, a, seed++, options, e.bytes);
                     CHECK(s.algorithm == a);
-                    if (a == Algorithm::Mec) CHECK(s.variant == vkconv::to_string(schedule));
+                    if (a == Algorithm::Mec) CHECK(s.variant == schedule);
                     if (a != Algorithm::Direct) CHECK(s.chunks == e.chunks);
                 }
         }
@@ -381,11 +380,11 @@ TEST_CASE("forward chunks hold the most images or rows whose bindings and worksp
     uint32_t seed = 200;
     struct Variant {
         Algorithm a;
-        MecSchedule schedule;
+        std::string schedule;
     };
     for (Layout layout : {Layout::NCHW, Layout::NHWC})
-        for (const Variant v : {Variant{Algorithm::Im2col, MecSchedule::Auto}, Variant{Algorithm::Mec, MecSchedule::A},
-                                Variant{Algorithm::Mec, MecSchedule::B}}) {
+        for (const Variant& v : {Variant{Algorithm::Im2col, ""}, Variant{Algorithm::Mec, "A"},
+                                Variant{Algorithm::Mec, "B"}}) {
             p.layout = layout;
             const Lowering l = forward_lowering(v.a, v.schedule);
             const uint64_t one_image = scratch_floats(z, l, 1, z.P) * kFloat;
@@ -407,8 +406,8 @@ TEST_CASE("forward chunks hold the most images or rows whose bindings and worksp
             two_rows.workspace_limit = copy + slot(context->pool_stats(), scratch_floats(z, l, 1, 2));
             variants.push_back({"workspace limit: two rows", two_rows});
             for (auto& [what, options] : variants) {
-                options.mec_schedule = v.schedule;
-                INFO(what << ": " << p.str() << " " << vkconv::to_string(v.a) << " " << vkconv::to_string(v.schedule)
+                options.variant = v.schedule;
+                INFO(what << ": " << p.str() << " " << vkconv::to_string(v.a) << " " << v.schedule
                           << " max_binding_bytes " << options.max_binding_bytes << " workspace_limit "
                           << options.workspace_limit);
                 const Expected e = forward_expected(*context, p, v.a, options);

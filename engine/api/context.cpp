@@ -26,7 +26,7 @@ bool validation_from_environment() {
 
 }  // namespace
 
-ContextImpl::ContextImpl(const ContextOptions& opts, const testing::LoweredLimits& lowered) : options(opts) {
+ContextImpl::ContextImpl(const ContextOptions& opts, const LoweredLimits& lowered) : options(opts) {
     const bool want_validation = options.validation.value_or(validation_from_environment());
     instance = std::make_unique<Instance>(want_validation, options.on_message);
 
@@ -81,7 +81,7 @@ ContextImpl::ContextImpl(const DeviceModel& model) {
     tuning = std::make_unique<Tuning>();
 }
 
-void ContextImpl::finish_setup(const testing::LoweredLimits& lowered) {
+void ContextImpl::finish_setup(const LoweredLimits& lowered) {
     std::string imposed = options.device_limits;
     if (imposed.empty())
         if (const char* env = std::getenv("VKCONV_DEVICE_LIMITS")) imposed = env;
@@ -124,7 +124,9 @@ void ContextImpl::finish_setup(const testing::LoweredLimits& lowered) {
 Context::Context(const ContextOptions& options) : impl_(std::make_shared<detail::ContextImpl>(options)) {}
 Context::Context(const ExternalDevice& device, const ContextOptions& options)
     : impl_(std::make_shared<detail::ContextImpl>(device, options)) {}
-Context testing::make_context(const ContextOptions& options, const LoweredLimits& limits) {
+Context testing::make_context(const ContextOptions& options, uint32_t max_workgroups_per_dispatch,
+                              uint64_t max_storage_buffer_range) {
+    const detail::LoweredLimits limits{max_workgroups_per_dispatch, max_storage_buffer_range};
     return detail::Access::context(std::make_shared<detail::ContextImpl>(options, limits));
 }
 

@@ -23,9 +23,15 @@ class FindCache;
 class Tuning;
 struct GemmConfigTable;
 
+// Limits below the device's own, for tests (testing::make_context; 0 = the device's own).
+struct LoweredLimits {
+    uint32_t max_workgroups_per_dispatch = 0;
+    uint64_t max_storage_buffer_range = 0;
+};
+
 struct ContextImpl {
-    // `lowered`: limits below the device's own, for tests (testing::make_context); Context(options) passes none.
-    explicit ContextImpl(const ContextOptions& options, const testing::LoweredLimits& lowered = {});
+    // `lowered`: testing::make_context's limits; Context(options) passes none.
+    explicit ContextImpl(const ContextOptions& options, const LoweredLimits& lowered = {});
     ContextImpl(const ExternalDevice& external, const ContextOptions& options);
     // A context for plans only (vkconv/plan.hpp): a modelled device, a pool that counts but never
     // allocates, pipelines that are descriptions. No instance, no staging, no Vulkan call.
@@ -56,7 +62,7 @@ struct ContextImpl {
 
 private:
     // After the device: limits from the options, then `lowered`; caches, pool, pipelines, staging.
-    void finish_setup(const testing::LoweredLimits& lowered);
+    void finish_setup(const LoweredLimits& lowered);
 };
 
 ContextImpl& impl_of(const Context& context);

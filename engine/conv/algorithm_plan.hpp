@@ -9,6 +9,8 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "conv/operands.hpp"
 #include "conv/planned.hpp"
@@ -47,8 +49,6 @@ struct AlgorithmPlan {
     WorkspaceSlots slots{};
     uint64_t workspace_bytes = 0;  // the slots as the pool counts them
     uint32_t chunks = 1;
-    // Forward MEC's schedule (Auto otherwise).
-    MecSchedule mec_schedule = MecSchedule::Auto;
     // What RunStats reports of the algorithm's plan: the form that runs (RunStats::variant: MEC's schedule,
     // Winograd's tile; "" for one-form algorithms) and backward-filter's partial products
     // (RunStats::partial_products; 0 for the other passes).
@@ -88,7 +88,15 @@ struct AlgorithmEntry {
     // Where the heuristic picks it first, before its rule for the lowerings (conv/heuristic.cpp), when it
     // plans there (null: never). Depthwise: every problem it applies to.
     bool (*preferred)(const ContextImpl& context, const ConvProblem& problem, Pass pass) = nullptr;
+    // Its forms (RunStats::variant, PassOptions::variant; null past the last), in the passes of
+    // variant_passes; its plan sees PassOptions::variant empty or one of them.
+    std::array<const char*, 3> variants{};
+    uint32_t variant_passes = 0;
 };
+
+// Error(InvalidArgument) unless options.variant is empty or a form of `algorithm` in `pass` (with Auto: of
+// some algorithm that applies to the problem), naming the forms there are.
+void check_variant(Algorithm algorithm, const ConvProblem& problem, Pass pass, const PassOptions& options);
 
 // The table's entry of `algorithm` (not Auto).
 const AlgorithmEntry& algorithm_entry(Algorithm algorithm);

@@ -90,7 +90,11 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
     if (entry.applies && !entry.applies(p))
         return unsupported(std::string(to_string(algorithm)) + ": the problem is not one it runs (it needs " +
                            entry.requirement + "): " + p.str());
-    auto planned = entry.plan(context, p, pass, options);
+    // A form of another algorithm (asked for with Auto) is not this one's: it plans its own choice.
+    const std::vector<std::string> forms = algorithm_variants(algorithm, pass);
+    PassOptions own = options;
+    if (std::find(forms.begin(), forms.end(), options.variant) == forms.end()) own.variant.clear();
+    auto planned = entry.plan(context, p, pass, own);
     if (!planned) return planned;
     AlgorithmPlan& plan = *planned;
     if (pass == Pass::BackwardFilter && p.has_bias)
@@ -101,6 +105,25 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
                            " bytes of workspace, above the workspace limit of " +
                            std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
     return planned;
+}
+
+void check_variant(Algorithm algorithm, const ConvProblem& problem, Pass pass, const PassOptions& options) {
+    if (options.variant.empty() || pass == Pass::BackwardBias) return;
+    std::string known;
+    for (const AlgorithmRow& row : kRows) {
+        if (algorithm != Algorithm::Auto && row.algorithm != algorithm) continue;
+        if (!algorithm_applies(row.algorithm, problem, pass)) continue;
+        for (const std::string& form : algorithm_variants(row.algorithm, pass)) {
+            if (form == options.variant) return;
+            known += (known.empty() ? "" : ", ") + form + " (" + to_string(row.algorithm) + ")";
+        }
+    }
+    const std::string whose = algorithm == Algorithm::Auto ? std::string("any algorithm's")
+                                                           : std::string(to_string(algorithm)) + "'s";
+    throw Error(ErrorCategory::InvalidArgument, "PassOptions::variant '" + options.variant + "' is not a form of " +
+                                                    whose + " " + to_string(pass) + " of this problem (" +
+                                                    (known.empty() ? std::string("it has none") : "forms: " + known) +
+                                                    ")");
 }
 
 void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
@@ -115,16 +138,13 @@ void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvPro
 
 namespace vkconv {
 
-const char* to_string(MecSchedule schedule) noexcept {
-    switch (schedule) {
-        case MecSchedule::Auto:
-            return "auto";
-        case MecSchedule::A:
-            return "A";
-        case MecSchedule::B:
-            return "B";
-    }
-    return "unknown";
+std::vector<std::string> algorithm_variants(Algorithm algorithm, Pass pass) {
+    std::vector<std::string> forms;
+    const detail::AlgorithmRow* row = detail::row_of(algorithm);
+    if (row && (row->entry->variant_passes & detail::pass_bit(pass)))
+        for (const char* form : row->entry->variants)
+            if (form) forms.push_back(form);
+    return forms;
 }
 
 bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pass) noexcept {

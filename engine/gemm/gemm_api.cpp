@@ -121,24 +121,16 @@ detail::GemmProblem gemm_problem(detail::ContextImpl& impl, const Tensor& a, con
     return p;
 }
 
-// Runs `record` in a stream of its own and waits, timing it on the GPU where the device can.
-template <typename Record>
-void run_timed(detail::ContextImpl& impl, const std::vector<uint64_t>& workspace, Record&& record, GemmStats& stats) {
-    detail::PassWorkspace partials(impl, workspace, detail::PassTarget{});
-    detail::CommandStream stream(*impl.device);
-    const auto start = std::chrono::steady_clock::now();
-    stream.begin_timing();
-    record(stream, partials.operands());
-    stream.end_timing();
-    stream.submit_and_wait();
-    stats.gpu_timed = stream.gpu_ms() >= 0;
-    stats.gpu_ms = stats.gpu_timed
-                       ? stream.gpu_ms()
-                       : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    stats.dispatches = stream.dispatch_count();
+// Bytes the pool holds for the three operands, as every pass counts its own (a tensor passed twice once).
+uint64_t operand_bytes(detail::ContextImpl& impl, const Tensor& a, const Tensor& b, const Tensor& c) {
+    const uint64_t alignment = impl.pool->alignment();
+    const detail::Operand oa = detail::operand_of(detail::allocation_of(a, "gemm"), uint64_t(a.elements()), alignment);
+    const detail::Operand ob = detail::operand_of(detail::allocation_of(b, "gemm"), uint64_t(b.elements()), alignment);
+    const detail::Operand oc = detail::operand_of(detail::allocation_of(c, "gemm"), uint64_t(c.elements()), alignment);
+    return detail::operand_bytes({&oa, &ob, &oc});
 }
 
-GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Tensor& a, const Tensor& b, Tensor& c,
+RunStats gemm_to(Context& context, detail::RecordingState* recording, const Tensor& a, const Tensor& b, Tensor& c,
                   const GemmOptions& options) {
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
@@ -148,37 +140,33 @@ GemmStats gemm_to(Context& context, detail::RecordingState* recording, const Ten
     const detail::GemmProblem p = gemm_problem(impl, a, b, c, shape, options);
     if (!config) config = &detail::choose_gemm_config(impl, p);
     // Texel views are an access path: operands too large for them are read as storage buffers, by the
-    // same kernel and tile shape (stats.configuration names what ran).
+    // same kernel and tile shape (stats.variant names what ran).
     if (!detail::texel_views_fit(*impl.device, p)) config = &detail::storage_buffer_twin(gemm_configs(impl), *config);
 
-    GemmStats stats;
-    stats.configuration = config->name;
+    RunStats stats;
+    stats.variant = config->name;
+    stats.operand_bytes = operand_bytes(impl, a, b, c);
     // A product whose tiles cannot fill the device is split along K (deterministic, gemm.hpp).
     const detail::GemmSplit split = detail::plan_gemm_split(impl, p, config);
     const std::vector<uint64_t> workspace =
         split.slices > 1 ? std::vector<uint64_t>{split.partial_floats} : std::vector<uint64_t>{};
     stats.workspace_bytes = split.slices > 1 ? impl.pool->round(split.partial_floats * 4) : 0;
-    stats.k_slices = split.slices;
+    stats.partial_products = split.slices > 1 ? split.slices : 0;
     auto record = [&](detail::CommandStream& stream, std::span<const detail::Operand> partials) {
         if (split.slices > 1)
             detail::record_split_gemm(impl, stream, p, split, partials[0].whole().range, config);
         else
             detail::record_gemm(impl, stream, p, config);
     };
-    if (recording) {
+    if (recording)
         for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) recording->keep(t);
-        RunStats run;
-        detail::run_pass(impl, run, workspace, detail::PassTarget{recording, nullptr}, record);
-        stats.dispatches = run.dispatches;
-        return stats;
-    }
-    run_timed(impl, workspace, record, stats);
+    detail::run_pass(impl, stats, workspace, detail::PassTarget{recording, nullptr}, record);
     return stats;
 }
 
 }  // namespace
 
-GemmStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
+RunStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options) {
     if (!target.recording()) return gemm_to(*target.context(), nullptr, a, b, c, options);
     detail::RecordingState& state = detail::recording_state(*target.recording());
     Context context = detail::Access::context(state.context);

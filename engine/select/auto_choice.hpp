@@ -15,7 +15,7 @@ namespace vkconv::detail {
 
 struct Choice {
     Algorithm algorithm = Algorithm::Auto;         // Auto: the heuristic's
-    MecSchedule mec_schedule = MecSchedule::Auto;  // what forward MEC runs with (options' own when not Auto)
+    std::string variant;                           // the algorithm's form (options' own where they name one)
     ChoiceSource source = ChoiceSource::Named;     // how it was made (RunStats::chosen_by)
 };
 
@@ -37,13 +37,13 @@ std::optional<Choice> known_choice(const Context& context, Pass pass, const Conv
 // What Auto measures: every algorithm that applies to the problem, forward MEC once per schedule.
 std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const PassOptions& options);
 
-// `options` with the MEC schedule of `choice` filled in where the options leave it to Auto.
-PassOptions with_schedule(const PassOptions& options, const Choice& choice);
+// `options` with the form of `choice` filled in where the options name none.
+PassOptions with_variant(const PassOptions& options, const Choice& choice);
 
 // The plan of a chosen algorithm.
 inline Planned<PassPlan> plan_choice(const Context& context, const ConvProblem& problem, Pass pass,
                                      const Choice& choice, const PassOptions& options) {
-    return plan_pass_on(impl_of(context), problem, pass, choice.algorithm, with_schedule(options, choice));
+    return plan_pass_on(impl_of(context), problem, pass, choice.algorithm, with_variant(options, choice));
 }
 
 // A public pass's plan: `algorithm` chosen (measuring where AutoChoice::Measure has no stored choice),
@@ -73,7 +73,7 @@ Planned<uint64_t> query_workspace(const Context& context, Pass pass, const ConvP
         }
     }
     if (any) return most;
-    return workspace_of(Choice{Algorithm::Auto, options.mec_schedule});
+    return workspace_of(Choice{Algorithm::Auto, options.variant});
 }
 
 // A query's answer for one pass: its plan's workspace.

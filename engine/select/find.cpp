@@ -72,29 +72,22 @@ struct Bench {
     }
 };
 
-// Every algorithm that applies to the problem; forward MEC under MecSchedule::Auto once per schedule.
-std::vector<std::pair<Algorithm, MecSchedule>> candidates_for(Pass pass, const ConvProblem& problem,
+// Every algorithm that applies to the problem, once per form (the table's variants) where options.variant is
+// empty; the form asked for where the algorithm has it; else as it is.
+std::vector<std::pair<Algorithm, std::string>> candidates_for(Pass pass, const ConvProblem& problem,
                                                               const PassOptions& options) {
-    std::vector<std::pair<Algorithm, MecSchedule>> candidates;
+    std::vector<std::pair<Algorithm, std::string>> candidates;
     for (Algorithm algorithm : all_algorithms()) {
         if (!algorithm_applies(algorithm, problem, pass)) continue;
-        if (pass == Pass::Forward && algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto) {
-            candidates.emplace_back(algorithm, MecSchedule::A);
-            candidates.emplace_back(algorithm, MecSchedule::B);
+        const std::vector<std::string> forms = algorithm_variants(algorithm, pass);
+        if (options.variant.empty() && !forms.empty()) {
+            for (const std::string& form : forms) candidates.emplace_back(algorithm, form);
         } else {
-            candidates.emplace_back(algorithm, pass == Pass::Forward ? options.mec_schedule : MecSchedule::Auto);
+            const bool has = std::find(forms.begin(), forms.end(), options.variant) != forms.end();
+            candidates.emplace_back(algorithm, has ? options.variant : std::string());
         }
     }
     return candidates;
-}
-
-// The MEC schedule a run reports (RunStats::variant names it; tiled bands run B whatever was asked), else
-// `asked`.
-MecSchedule schedule_that_ran(Algorithm algorithm, const RunStats& stats, MecSchedule asked) {
-    if (algorithm != Algorithm::Mec) return asked;
-    for (MecSchedule schedule : {MecSchedule::A, MecSchedule::B})
-        if (stats.variant == to_string(schedule)) return schedule;
-    return asked;
 }
 
 // A candidate's times and memory, and the output of its first (untimed) run.
@@ -104,14 +97,13 @@ struct Timing {
 };
 
 // One run to build the pipelines, then options.find_repeats timed ones; throws what the pass throws.
-Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm algorithm, MecSchedule schedule,
+Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm algorithm, const std::string& form,
                       const PassOptions& options) {
     PassOptions run_options = options;
-    run_options.mec_schedule = schedule;
+    run_options.variant = form;
     Timing timing;
     AlgorithmPerf& perf = timing.perf;
     perf.algorithm = algorithm;
-    perf.mec_schedule = schedule;
     bench.result.upload(poison);
     const RunStats warm = bench.run(algorithm, run_options);  // builds the pipelines
     timing.first = bench.result.download();
@@ -123,7 +115,7 @@ Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm 
         perf.peak_bytes = std::max(perf.peak_bytes, stats.peak_bytes);
         perf.workspace_bytes = stats.workspace_bytes;
         perf.chunks = stats.chunks;
-        perf.mec_schedule = schedule_that_ran(algorithm, stats, perf.mec_schedule);
+        perf.variant = stats.variant;  // what ran: MEC's tiled bands run B whatever was asked
     }
     return timing;
 }
@@ -140,22 +132,22 @@ void verify(Bench& bench, const std::vector<float>& first, AlgorithmPerf& perf) 
 // The candidates that ran, timed and verified, in candidate order; `last_error`: why the last one that
 // could not run did not.
 std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
-                                              const std::vector<std::pair<Algorithm, MecSchedule>>& candidates,
+                                              const std::vector<std::pair<Algorithm, std::string>>& candidates,
                                               const PassOptions& options, std::optional<Error>& last_error) {
     // NaN before every candidate: an algorithm that leaves outputs unwritten cannot pass on the values
     // the previous one wrote.
     const std::vector<float> poison(size_t(bench.result.elements()), std::numeric_limits<float>::quiet_NaN());
     std::vector<AlgorithmPerf> results;
-    for (const auto& [algorithm, schedule] : candidates) {
+    for (const auto& [algorithm, form] : candidates) {
         // One that does not fit the limits is not a candidate.
-        const auto plan = detail::plan_choice(bench.context, bench.problem, bench.pass, {algorithm, schedule}, options);
+        const auto plan = detail::plan_choice(bench.context, bench.problem, bench.pass, {algorithm, form}, options);
         if (!plan) {
             last_error = Error(plan.refusal().category, plan.refusal().reason);
             continue;
         }
         Timing timing;
         try {
-            timing = time_candidate(bench, poison, algorithm, schedule, options);
+            timing = time_candidate(bench, poison, algorithm, form, options);
         } catch (const Error& e) {
             // The memory it needs is not there now: not a candidate either.
             if (e.category() != ErrorCategory::OutOfDeviceMemory) throw;
@@ -163,9 +155,9 @@ std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
             continue;
         }
         AlgorithmPerf& perf = timing.perf;
-        // A schedule asked for may give way to the other (banded NCHW runs B): one entry for what ran.
+        // A form asked for may give way to another (banded NCHW MEC runs B): one entry for what ran.
         if (std::any_of(results.begin(), results.end(), [&](const AlgorithmPerf& r) {
-                return r.algorithm == perf.algorithm && r.mec_schedule == perf.mec_schedule;
+                return r.algorithm == perf.algorithm && r.variant == perf.variant;
             }))
             continue;
         verify(bench, timing.first, perf);
@@ -178,11 +170,11 @@ std::vector<AlgorithmPerf> measure_candidates(Bench& bench,
 void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& problem, const PassOptions& options,
                   const AlgorithmPerf& best) {
     if (best.verified)
-        impl.find_cache->store(pass, problem, options, {best.algorithm, best.mec_schedule, best.ms});
+        impl.find_cache->store(pass, problem, options, {best.algorithm, best.variant, best.ms});
     else  // nothing to trust a time of: the heuristic's choice, kept in memory so Auto does not measure again
         impl.find_cache->remember(
             pass, problem, options,
-            {detail::heuristic_algorithm(impl, problem, pass, options).value(), MecSchedule::Auto, 0});
+            {detail::heuristic_algorithm(impl, problem, pass, options).value(), std::string(), 0});
 }
 
 }  // namespace
@@ -198,6 +190,7 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
     if (pass == Pass::BackwardBias)
         throw Error(ErrorCategory::InvalidArgument,
                     "backward-bias has one algorithm, the bias-gradient kernel: there is nothing to find");
+    detail::check_variant(Algorithm::Auto, problem, pass, options);
 
     const auto candidates = candidates_for(pass, problem, options);
     Bench bench(context, pass, problem);
@@ -233,13 +226,14 @@ AutoChoice auto_choice_of(const Context& context, const PassOptions& options) {
 
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const PassOptions& options) {
-    if (algorithm != Algorithm::Auto) return Choice{algorithm, options.mec_schedule, ChoiceSource::Named};
-    const Choice heuristic{Algorithm::Auto, options.mec_schedule, ChoiceSource::Heuristic};  // planned by plan_pass_on
+    check_variant(algorithm, problem, pass, options);
+    if (algorithm != Algorithm::Auto) return Choice{algorithm, options.variant, ChoiceSource::Named};
+    const Choice heuristic{Algorithm::Auto, options.variant, ChoiceSource::Heuristic};  // planned by plan_pass_on
     const AutoChoice mode = auto_choice_of(context, options);
     if (mode == AutoChoice::Heuristic || pass == Pass::BackwardBias) return heuristic;
     // A stored choice that cannot plan here (a file written under other limits) is not used.
     if (auto cached = impl_of(context).find_cache->lookup(pass, problem, options)) {
-        const Choice choice{cached->algorithm, cached->mec_schedule, ChoiceSource::Stored};
+        const Choice choice{cached->algorithm, cached->variant, ChoiceSource::Stored};
         if (plannable(context, pass, problem, choice, options)) return choice;
     }
     if (mode == AutoChoice::Stored) return heuristic;
@@ -258,15 +252,14 @@ Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem,
     if (auto known = known_choice(context, pass, problem, algorithm, options)) return *known;
     const auto results = find_algorithms(context, pass, problem, options);
     if (results.front().verified)
-        return {results.front().algorithm, results.front().mec_schedule, ChoiceSource::Measured};
+        return {results.front().algorithm, results.front().variant, ChoiceSource::Measured};
     // Nothing verified, not worth trusting a time: the heuristic.
-    return {Algorithm::Auto, options.mec_schedule, ChoiceSource::Heuristic};
+    return {Algorithm::Auto, options.variant, ChoiceSource::Heuristic};
 }
 
-PassOptions with_schedule(const PassOptions& options, const Choice& choice) {
+PassOptions with_variant(const PassOptions& options, const Choice& choice) {
     PassOptions chosen = options;
-    if (choice.algorithm == Algorithm::Mec && options.mec_schedule == MecSchedule::Auto)
-        chosen.mec_schedule = choice.mec_schedule;
+    if (options.variant.empty()) chosen.variant = choice.variant;
     return chosen;
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "conv/algorithm_plan.hpp"
 #include "vulkan/device.hpp"
 
 namespace vkconv::detail {
@@ -26,10 +27,19 @@ std::vector<std::string> split_tabs(const std::string& line) {
     return fields;
 }
 
-MecSchedule parse_schedule(const std::string& text) {
-    for (MecSchedule s : {MecSchedule::Auto, MecSchedule::A, MecSchedule::B})
-        if (text == to_string(s)) return s;
-    throw Error(ErrorCategory::InvalidArgument, "unknown MEC schedule '" + text + "'");
+// A form as the file writes it: "auto" where the choice names none.
+std::string variant_text(const std::string& variant) {
+    return variant.empty() ? "auto" : variant;
+}
+
+// The form the file names for `algorithm` (any pass's), "auto" for none.
+std::string parse_variant(Algorithm algorithm, const std::string& text) {
+    if (text == "auto" || algorithm == Algorithm::Auto) return {};  // Auto: refused by the caller
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+        for (const std::string& form : algorithm_variants(algorithm, pass))
+            if (form == text) return form;
+    throw Error(ErrorCategory::InvalidArgument,
+                "'" + text + "' is not a form of " + to_string(algorithm) + " (expected auto or one of its forms)");
 }
 
 }  // namespace
@@ -58,7 +68,7 @@ FindCacheContents parse_find_cache(std::string_view text, const std::string& dev
         try {
             parse_pass(fields[1]);
             choice.algorithm = parse_algorithm(fields[4]);
-            choice.mec_schedule = parse_schedule(fields[5]);
+            choice.variant = parse_variant(choice.algorithm, fields[5]);
             size_t used = 0;
             choice.ms = std::stod(fields[6], &used);
             if (used != fields[6].size() || !(choice.ms >= 0)) throw std::invalid_argument("ms");
@@ -86,7 +96,7 @@ std::string format_find_cache(const std::string& device_key, const FindCacheCont
         ms.precision(6);
         ms << choice.ms;
         file << device_key << '\t' << key << '\t' << to_string(choice.algorithm) << '\t'
-             << to_string(choice.mec_schedule) << '\t' << ms.str() << '\n';
+             << variant_text(choice.variant) << '\t' << ms.str() << '\n';
     }
     return file.str();
 }
@@ -121,7 +131,7 @@ std::string FindCache::key(Pass pass, const ConvProblem& problem, const PassOpti
     // Every option that changes which algorithms fit or how they run; auto_choice and find_repeats do not.
     const std::string opts = "limit=" + std::to_string(options.workspace_limit) +
                              " binding=" + std::to_string(options.max_binding_bytes) +
-                             " schedule=" + to_string(options.mec_schedule);
+                             " schedule=" + variant_text(options.variant);
     return std::string(to_string(pass)) + '\t' + opts + '\t' + problem.str();
 }
 

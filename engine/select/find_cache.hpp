@@ -2,7 +2,7 @@
 // ContextOptions::find_cache_path names a file, on disk.
 //
 // The file is text, one entry a line after a version header, tab-separated:
-//   device  pass  options  problem  algorithm  mec_schedule  ms
+//   device  pass  options  problem  algorithm  variant  ms
 // `device` names the device, its PCI ids, driver version, pipeline-cache UUID and binding limits, so a
 // driver update (or a context with lowered limits) measures again. Lines of other devices are kept as they were when
 // the file is rewritten.
@@ -22,7 +22,7 @@ class Device;
 
 struct CachedChoice {
     Algorithm algorithm = Algorithm::Auto;
-    MecSchedule mec_schedule = MecSchedule::Auto;
+    std::string variant;  // the algorithm's form ("auto" in the file where empty)
     double ms = 0;
 };
 

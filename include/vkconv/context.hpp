@@ -53,12 +53,13 @@ AutoChoice parse_auto_choice(std::string_view name);  // the names above; Error(
 enum class ChoiceSource { Named, Heuristic, Stored, Measured };
 const char* to_string(ChoiceSource source) noexcept;  // "named", "heuristic", "stored", "measured"
 
-// What a call ran and what it cost: every pass, the layer step (its `step`) and Kernel::run return one.
+// What a call ran and what it cost: every pass, the layer step (its `step`), gemm and Kernel::run return one.
 struct RunStats {
-    Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (never Auto)
+    Algorithm algorithm = Algorithm::Auto;         // the algorithm that ran (a pass: never Auto; gemm: Auto)
     ChoiceSource chosen_by = ChoiceSource::Named;  // how it was chosen (Auto: heuristic, stored or measured)
     // The form of the algorithm that ran, where it has more than one: MEC's schedule ("A" or "B", as
-    // PassOptions::mec_schedule names it), Winograd's tile ("F(4x4,3x3)" or "F(2x2,3x3)"); "" otherwise.
+    // PassOptions::variant names them), Winograd's tile ("F(4x4,3x3)" or "F(2x2,3x3)"), gemm's tile
+    // configuration (one of gemm_configurations); "" otherwise.
     // A pass run in tiles or slices reports its first piece's (Winograd's pieces may pick other tiles).
     std::string variant;
     double gpu_ms = 0;                             // GPU timestamps around the pass's dispatches
@@ -77,7 +78,8 @@ struct RunStats {
     // Backward-filter: partial-product slots of the dw reduction: im2col's split-K pieces and MEC's (image,
     // row piece) slots, each one group's dw (K/G * R*S*C/G floats); depthwise's pieces, each the whole
     // filter (K*R*S floats; its sums are workspace even as one piece, so it is at least 1 there). 0 = none,
-    // the products add straight into dw. 0 for the other passes.
+    // the products add straight into dw. gemm: the pieces of K a product too small to fill the device runs
+    // in, each a whole C of partial products; 0 = run whole. 0 for the other passes.
     uint32_t partial_products = 0;
     // The bias gradient (backward_bias; backward-filter and a layer step of a problem with a bias, whose
     // workspace holds its partial sums even without a grad_bias tensor): pieces of positions its per-channel

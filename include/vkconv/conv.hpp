@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vkconv/algorithm.hpp"
 #include "vkconv/context.hpp"
@@ -29,16 +30,23 @@ VKCONV_API_BEGIN
 // group). A pass it applies to may still be refused by the device's limits or a workspace limit; Auto
 // applies to every pass.
 bool algorithm_applies(Algorithm algorithm, const ConvProblem& problem, Pass pass) noexcept;
-
-// MEC's two schedules (the paper's Solutions A and B). Auto follows the paper's rule: A when Q <= 100 and
-// the output is no larger than the lowered matrix, else B.
-enum class MecSchedule { Auto, A, B };
-const char* to_string(MecSchedule schedule) noexcept;
+// The forms `algorithm` has in `pass` (PassOptions::variant, RunStats::variant): MEC's forward "A" and "B",
+// Winograd's "F(4x4,3x3)" and "F(2x2,3x3)"; none for the others, Auto and backward-bias.
+std::vector<std::string> algorithm_variants(Algorithm algorithm, Pass pass);
 
 // The options every pass takes: forward, the backward passes, the layer step, their workspace queries
 // and find_algorithms.
 struct PassOptions {
-    MecSchedule mec_schedule = MecSchedule::Auto;
+    // The form of the algorithm to run, as RunStats::variant names it; empty: chosen. Forms:
+    // - MEC's forward: "A" or "B", the paper's Solutions A and B (chosen: A when Q <= 100 and the output is
+    //   no larger than the lowered matrix, else B; banded NCHW chunks and a workspace limit A does not fit
+    //   run B unless A is asked for);
+    // - Winograd's: "F(4x4,3x3)" or "F(2x2,3x3)" (chosen by the error bound and the tile count,
+    //   docs/algorithms.md); F(4x4) past its error bound's limit is refused as Unsupported.
+    // With Algorithm::Auto the form applies to the algorithm that has it, and find measures each form of
+    // every algorithm where it is empty. A form no algorithm (or not the named one) has for the pass is
+    // refused with Error(InvalidArgument) naming the forms there are.
+    std::string variant;
     // Largest binding (and so lowered chunk) in bytes; 0 = the device's maxStorageBufferRange. Lower it to
     // run im2col and MEC in smaller chunks of images or bands of output rows.
     uint64_t max_binding_bytes = 0;

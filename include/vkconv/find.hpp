@@ -19,7 +19,7 @@ VKCONV_API_BEGIN
 
 struct AlgorithmPerf {
     Algorithm algorithm = Algorithm::Auto;
-    MecSchedule mec_schedule = MecSchedule::Auto;  // A or B for forward MEC, Auto otherwise
+    std::string variant;  // the form that ran (RunStats::variant; PassOptions::variant runs it again)
     double ms = 0;                 // fastest of the timed runs (GPU timestamps where the queue has them)
     uint64_t workspace_bytes = 0;  // what the pass allocated for itself
     uint64_t peak_bytes = 0;       // pool in-use peak during the pass, find's own operands included

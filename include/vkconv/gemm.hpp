@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vkconv/context.hpp"
 #include "vkconv/export.hpp"
 #include "vkconv/recording.hpp"
 #include "vkconv/tensor.hpp"
@@ -34,23 +35,16 @@ struct GemmOptions {
     float beta = 0.0f;  // 0: c's previous contents are not read (they may be uninitialised)
     // Empty: chosen for the device and shape. Otherwise one of gemm_configurations(context); one that reads
     // through texel views runs as its storage-buffer twin where a or b is too large for a texel view
-    // (maxTexelBufferElements), and GemmStats::configuration says so.
+    // (maxTexelBufferElements), and the stats' variant says so.
     std::string configuration;
 };
 
-struct GemmStats {
-    std::string configuration;  // the tile configuration that ran
-    double gpu_ms = 0;
-    bool gpu_timed = false;
-    uint32_t dispatches = 0;
-    // A product whose M x N tiles are too few to fill the device runs in k_slices pieces of K, added in
-    // order (the same bits every run): workspace_bytes of partial products, from the pool for the call.
-    uint32_t k_slices = 1;
-    uint64_t workspace_bytes = 0;
-};
-
 // Run now on a context, or recorded into a recording (recording.hpp: gpu_ms is then 0 and gpu_timed false).
-GemmStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
+// The stats name the tile configuration that ran as `variant` (algorithm stays Auto: a GEMM is none of
+// the convolution algorithms). A product whose M x N tiles are too few to fill the device runs in
+// `partial_products` pieces of K, added in order (the same bits every run), whose partial products are its
+// workspace_bytes, from the pool for the call; 0 when it runs whole.
+RunStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
 
 // Names of the GEMM tile configurations valid on the context's device, preferred ones first.
 std::vector<std::string> gemm_configurations(const Context& context);

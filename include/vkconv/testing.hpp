@@ -13,19 +13,16 @@ namespace vkconv {
 VKCONV_API_BEGIN
 
 namespace testing {
-// Limits lower than the device's own, so that tests make on small problems the splits that large ones need.
-struct LoweredLimits {
-    // Lower the per-dispatch workgroup count below the device limit (0 = device limit): the dispatch
-    // splitting that large problems need happens on small ones.
-    uint32_t max_workgroups_per_dispatch = 0;
-    // Lower the device's reported maxStorageBufferRange (and maxTexelBufferElements to match) to this many
-    // bytes (0 = as reported), as DeviceInfo then reports it: chunking and the paths for tensors too large to
-    // bind, on small problems.
-    uint64_t max_storage_buffer_range = 0;
-};
-// A context made as Context(options) makes it, with `limits` imposed on top (after options.device_limits and
-// options.max_buffer_bytes, so the smallest of each limit holds).
-Context make_context(const ContextOptions& options, const LoweredLimits& limits);
+// A context made as Context(options) makes it, with limits lower than the device's own imposed on top (after
+// options.device_limits and options.max_buffer_bytes, so the smallest of each limit holds), so that tests
+// make on small problems the splits that large ones need:
+// - max_workgroups_per_dispatch: the per-dispatch workgroup count (0 = the device limit), for the dispatch
+//   splitting of large problems;
+// - max_storage_buffer_range: the device's maxStorageBufferRange (and maxTexelBufferElements to match) in
+//   bytes (0 = as reported), as DeviceInfo then reports it, for chunking and the paths of tensors too large
+//   to bind.
+Context make_context(const ContextOptions& options, uint32_t max_workgroups_per_dispatch,
+                     uint64_t max_storage_buffer_range);
 
 // Makes the `nth` device call from now (1 = the next) return VK_ERROR_DEVICE_LOST instead of reaching the
 // driver, where a real loss arrives: a queue submission, a fence wait or status query, or a memory mapping

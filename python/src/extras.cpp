@@ -77,13 +77,6 @@ void bind_gemm(py::module_& module) {
         .def_readwrite("alpha", &GemmOptions::alpha)
         .def_readwrite("beta", &GemmOptions::beta)
         .def_readwrite("configuration", &GemmOptions::configuration);
-    py::class_<GemmStats>(module, "GemmStats")
-        .def_readonly("configuration", &GemmStats::configuration)
-        .def_readonly("gpu_ms", &GemmStats::gpu_ms)
-        .def_readonly("gpu_timed", &GemmStats::gpu_timed)
-        .def_readonly("dispatches", &GemmStats::dispatches)
-        .def_readonly("k_slices", &GemmStats::k_slices)
-        .def_readonly("workspace_bytes", &GemmStats::workspace_bytes);
     const auto bind_for = [&](auto* target_type) {
         using Where = std::remove_pointer_t<decltype(target_type)>;
         module.def(

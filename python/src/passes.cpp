@@ -20,7 +20,7 @@ std::string stats_repr(const RunStats& s) {
 void bind_option_types(py::module_& module) {
     py::class_<PyPassOptions> options(module, "PassOptions", "Options of every pass; keyword arguments set fields.");
     init_from_keywords(options);
-    options.def_readwrite("mec_schedule", &PyPassOptions::mec_schedule)
+    options.def_readwrite("variant", &PyPassOptions::variant)
         .def_readwrite("max_binding_bytes", &PyPassOptions::max_binding_bytes)
         .def_readwrite("workspace_limit", &PyPassOptions::workspace_limit)
         .def_readwrite("auto_choice", &PyPassOptions::auto_choice)
@@ -83,7 +83,7 @@ void bind_option_types(py::module_& module) {
 
     py::class_<AlgorithmPerf>(module, "AlgorithmPerf")
         .def_readonly("algorithm", &AlgorithmPerf::algorithm)
-        .def_readonly("mec_schedule", &AlgorithmPerf::mec_schedule)
+        .def_readonly("variant", &AlgorithmPerf::variant)
         .def_readonly("ms", &AlgorithmPerf::ms)
         .def_readonly("workspace_bytes", &AlgorithmPerf::workspace_bytes)
         .def_readonly("peak_bytes", &AlgorithmPerf::peak_bytes)

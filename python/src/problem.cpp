@@ -1,5 +1,5 @@
 // The problem descriptors and the enums every call takes: ConvProblem, ConvTransposeProblem, Layout,
-// AutoPad, Pass, Algorithm, MecSchedule, AutoChoice, Activation, with their text forms.
+// AutoPad, Pass, Algorithm, AutoChoice, Activation, with their text forms.
 #include "bindings.hpp"
 #include "keywords.hpp"
 
@@ -71,15 +71,14 @@ void bind_algorithms(py::module_& module) {
     module.def("algorithm_applies", &algorithm_applies, py::arg("algorithm"), py::arg("problem"), py::arg("pass_"),
                "Whether the algorithm runs this pass of problems shaped like this one at all (depthwise: one input "
                "channel per group); the device and a workspace limit may still refuse it.");
+    module.def("algorithm_variants", &algorithm_variants, py::arg("algorithm"), py::arg("pass_"),
+               "The algorithm's forms in this pass (PassOptions.variant, RunStats.variant): MEC's forward 'A' and "
+               "'B', Winograd's 'F(4x4,3x3)' and 'F(2x2,3x3)'; none for the others.");
 }
 
-// The enums that steer and report a choice: MEC's schedule, how Auto chooses, where a choice came from,
+// The enums that steer and report a choice: how Auto chooses, where a choice came from,
 // and the fused activation.
 void bind_choice_enums(py::module_& module) {
-    py::enum_<MecSchedule> schedule(module, "MecSchedule");
-    schedule.value("Auto", MecSchedule::Auto).value("A", MecSchedule::A).value("B", MecSchedule::B);
-    text_str(schedule);
-
     py::enum_<AutoChoice> auto_choice(module, "AutoChoice");
     auto_choice.value("Measure", AutoChoice::Measure)
         .value("Heuristic", AutoChoice::Heuristic)

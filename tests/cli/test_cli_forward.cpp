@@ -92,10 +92,13 @@ std::vector<ForwardCase> forward_cases() {
     cases.push_back({"--algo mec",
                      odd,
                      {"--stride", "2,1", "--padding", "1,2", "--dilation", "2", "--groups", "2", "--algo", "MEC"}});
-    cases.push_back({"--algo mec --mec-schedule a",
+    cases.push_back({"--algo mec --variant a",
                      nhwc,
-                     {"--layout", "nhwc", "--padding", "1", "--algo", "mec", "--mec-schedule", "a"}});
-    cases.push_back({"--algo mec --mec-schedule b", plain, {"--padding", "1", "--algo", "mec", "--mec-schedule", "B"}});
+                     {"--layout", "nhwc", "--padding", "1", "--algo", "mec", "--variant", "a"}});
+    cases.push_back({"--algo mec --variant b", plain, {"--padding", "1", "--algo", "mec", "--variant", "B"}});
+    cases.push_back({"--algo winograd --variant F(2x2,3x3)",
+                     plain,
+                     {"--padding", "1", "--algo", "winograd", "--variant", "F(2x2,3x3)"}});
     cases.push_back({"--device 0", simple, {"--device", "0"}});
     // Four pads, and TensorFlow's SAME at stride 2 on an even image (pads 0,1,0,1).
     const vkconv::ConvProblem asymmetric =
@@ -223,7 +226,8 @@ std::vector<BadCase> option_bad_cases() {
          extra({"--auto-pad", "same-upper", "--padding", "1"})},
         {"unknown --auto-pad", {"--auto-pad", "same"}, extra({"--auto-pad", "same"})},
         {"unknown --algo", {"algorithm", "fft"}, extra({"--algo", "fft"})},
-        {"unknown --mec-schedule", {"--mec-schedule"}, extra({"--mec-schedule", "c"})},
+        {"unknown --variant", {"variant", "'c'", "forms: A (mec), B (mec)"}, extra({"--variant", "c"})},
+        {"--variant of another algorithm", {"variant", "'A'", "winograd"}, extra({"--algo", "winograd", "--variant", "A"})},
         {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
         {"unknown --activation", {"--activation", "gelu"}, extra({"--activation", "gelu"})},
         {"--alpha nan", {"--alpha", "finite"}, extra({"--alpha", "nan"})},

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& [key, choice] : contents.entries) {
         const auto found = again.entries.find(key);
         if (found == again.entries.end() || found->second.algorithm != choice.algorithm ||
-            found->second.mec_schedule != choice.mec_schedule || !same_time(found->second.ms, choice.ms))
+            found->second.variant != choice.variant || !same_time(found->second.ms, choice.ms))
             std::abort();
     }
     return 0;

@@ -309,6 +309,29 @@ class Descriptors(unittest.TestCase):
         dense = vkconv.ConvProblem(N=1, C=4, H=5, W=5, K=4, R=3, S=3)
         self.assertTrue(vkconv.algorithm_applies(A.Depthwise, depthwise, vkconv.Pass.Forward))
         self.assertFalse(vkconv.algorithm_applies("depthwise", dense, vkconv.Pass.BackwardData))
+        self.assertEqual(vkconv.algorithm_variants(A.Mec, vkconv.Pass.Forward), ["A", "B"])
+        self.assertEqual(vkconv.algorithm_variants("winograd", "backward-data"), ["F(4x4,3x3)", "F(2x2,3x3)"])
+        self.assertEqual(vkconv.algorithm_variants(A.Im2col, vkconv.Pass.Forward), [])
+
+    def test_variant_runs_the_form_asked_for(self):
+        ctx = context()
+        problem = vkconv.ConvProblem(N=2, C=5, H=9, W=8, K=3, R=3, S=3, pad_h=1, pad_w=1)
+        rng = np.random.default_rng(5)
+        x, w = random_array(rng, problem.input_shape()), random_array(rng, problem.filter_shape())
+        for algorithm, variant in [("mec", "A"), ("mec", "B"), ("winograd", "F(2x2,3x3)"), ("winograd", "F(4x4,3x3)")]:
+            y = poisoned(ctx, problem.output_shape())
+            stats = vkconv.forward(ctx, problem, vkconv.Tensor.from_host(ctx, x), vkconv.Tensor.from_host(ctx, w),
+                                   None, y, algorithm, vkconv.PassOptions(variant=variant))
+            self.assertEqual(stats.variant, variant)
+            # Winograd's normwise bound (docs/algorithms.md), which MEC's error is far within:
+            # gamma_k * (n / 9) * 48^2 * max|w| * max|x|, n = 5 * 9 taps, k = 8 + 33.
+            gamma = 41 * 2.0 ** -24 / (1 - 41 * 2.0 ** -24)
+            bound = gamma * 5 * 48 ** 2 * np.abs(w).max() * np.abs(x).max()
+            error = np.abs(y.download() - vkconv.reference.forward(problem, x, w)).max()
+            self.assertLessEqual(error, bound, f"{algorithm} {variant}")
+        with self.assertRaisesRegex(vkconv.InvalidArgumentError, "'C' is not a form of mec's forward"):
+            vkconv.forward(ctx, problem, vkconv.Tensor.from_host(ctx, x), vkconv.Tensor.from_host(ctx, w), None,
+                           poisoned(ctx, problem.output_shape()), "mec", vkconv.PassOptions(variant="C"))
 
     def test_devices_context_and_pool(self):
         devices = vkconv.list_devices()
@@ -343,7 +366,10 @@ class Descriptors(unittest.TestCase):
         rng = np.random.default_rng(9)
         a, b = random_array(rng, (13, 7)), random_array(rng, (7, 11))
         c = poisoned(ctx, (13, 11))
-        vkconv.gemm(ctx, vkconv.Tensor.from_host(ctx, a), vkconv.Tensor.from_host(ctx, b), c)
+        stats = vkconv.gemm(ctx, vkconv.Tensor.from_host(ctx, a), vkconv.Tensor.from_host(ctx, b), c)
+        self.assertIsInstance(stats, vkconv.RunStats)
+        self.assertIn(stats.variant, vkconv.gemm_configurations(ctx))
+        self.assertGreater(stats.dispatches, 0)
         exact = a.astype(np.float64) @ b.astype(np.float64)
         assert_within_bound(self, c.download(), exact, np.abs(a).astype(np.float64) @ np.abs(b), 7, "gemm")
 

@@ -18,6 +18,10 @@
 
 namespace vkconv::detail {
 
+// MEC's two schedules, the paper's Solutions A and B (PassOptions::variant "A" and "B").
+enum class MecSchedule { A, B };
+inline const char* to_string(MecSchedule schedule) noexcept { return schedule == MecSchedule::A ? "A" : "B"; }
+
 struct LoweredPlan {
     Algorithm algorithm = Algorithm::Im2col;
     MecSchedule schedule = MecSchedule::B;  // MEC only: A or B

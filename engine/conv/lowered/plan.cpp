@@ -42,10 +42,10 @@ namespace {
 void choose_mec_schedule(const ConvProblem& p, const PassOptions& options, LoweredPlan& plan) {
     const int64_t P = p.P(), Q = p.Q();
     const uint64_t y_image = uint64_t(p.K * P * Q);
-    const bool a_allowed = options.mec_schedule != MecSchedule::B;
+    const bool a_allowed = options.variant != to_string(MecSchedule::B);
     const bool paper_rule = Q <= kMecSolutionAMaxQ && y_image <= lowered_floats(p, plan.algorithm, 1, P);
-    plan.schedule =
-        options.mec_schedule == MecSchedule::A || (a_allowed && paper_rule) ? MecSchedule::A : MecSchedule::B;
+    plan.schedule = options.variant == to_string(MecSchedule::A) || (a_allowed && paper_rule) ? MecSchedule::A
+                                                                                               : MecSchedule::B;
     if (p.layout == Layout::NCHW) plan.filter_floats = uint64_t(p.filter_elements());
 }
 
@@ -146,7 +146,7 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
     if (algorithm == Algorithm::Mec) choose_mec_schedule(p, options, plan);
     const ChunkFit fit = chunk_fit(context, p, options, plan, limit, fixed_workspace_bytes);
     // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
-    if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.mec_schedule == MecSchedule::Auto &&
+    if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.variant.empty() &&
         !fit.fits(1, P))
         plan.schedule = MecSchedule::B;
     if (auto refusal = filter_refusal(p, limit)) return *refusal;

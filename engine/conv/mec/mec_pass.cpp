@@ -22,14 +22,13 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
         if (!lowered) return lowered.refusal();
         AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
         plan.own = MecPlan{*lowered};
-        plan.mec_schedule = lowered->schedule;
         plan.variant = to_string(lowered->schedule);
         return plan;
     }
     // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.
     const bool filter = pass == Pass::BackwardFilter;
     PassOptions b = options;
-    b.mec_schedule = MecSchedule::B;
+    b.variant = to_string(MecSchedule::B);
     // Backward-data's reordered filter copy is workspace besides L in NHWC too.
     const uint64_t data_copy =
         !filter && p.layout == Layout::NHWC ? context.pool->round(uint64_t(p.filter_elements()) * 4) : 0;
@@ -77,6 +76,9 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
 
 }  // namespace
 
-extern const AlgorithmEntry mec_algorithm{.plan = plan_mec_pass, .record = record_mec_pass};
+extern const AlgorithmEntry mec_algorithm{.plan = plan_mec_pass,
+                                          .record = record_mec_pass,
+                                          .variants = {"A", "B"},
+                                          .variant_passes = pass_bit(Pass::Forward)};
 
 }  // namespace vkconv::detail

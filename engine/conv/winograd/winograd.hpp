@@ -71,11 +71,10 @@ double winograd_alpha(int m);
 // n · max|w| · max|x|, for a reduction over `channels` input channels per group.
 double winograd_relative_bound(int m, int64_t channels);
 // The tile m (4 or 2) for a reduction over `channels` input channels per group, in a pass of `f4_tiles` F(4×4)
-// output tiles (all images).
+// output tiles (all images), where PassOptions::variant does not name one.
 int winograd_tile(int64_t channels, int64_t f4_tiles);
-// Tests only: when 2 or 4, every plan from now on takes that tile whatever the rule says (0: the rule). The
-// tests run the odd table at both tiles with it; the error bound holds for either.
-void force_winograd_tile_for_tests(int m);
+// The tile's name as RunStats::variant and PassOptions::variant give it: "F(4x4,3x3)" or "F(2x2,3x3)".
+const char* winograd_variant(int m);
 
 // Why Winograd cannot run this pass of this problem, or nothing when it can.
 std::optional<std::string> winograd_refusal(const ConvProblem& problem, Pass pass);
@@ -108,9 +107,11 @@ struct WinogradShape {
     uint64_t m_floats(int64_t tiles) const { return positions() * uint64_t(groups * tiles * out_g4); }
     uint64_t u_floats() const { return positions() * uint64_t(groups * out_g4 * in_g4); }
 };
-WinogradShape winograd_shape(const ConvProblem& problem, Pass pass);
+// `tile`: 4 or 2, else (0) the rule's (winograd_tile).
+WinogradShape winograd_shape(const ConvProblem& problem, Pass pass, int tile = 0);
 
 struct WinogradPlan {
+    int m = 4;              // the tile: F(m×m, 3×3)
     int64_t images = 1;     // images per chunk
     int64_t tile_rows = 1;  // tile rows per chunk (all of them unless images == 1)
     uint64_t m_offset = 0;  // floats from the Lowered slot's start to M (V comes first)
@@ -118,8 +119,9 @@ struct WinogradPlan {
     uint32_t chunks = 1;
 };
 
-// The chunks under the binding and workspace limits; refused where the problem or pass does not apply, or not
-// even one tile row of one image fits.
+// The tile PassOptions::variant names, else the rule's, and the chunks under the binding and workspace limits;
+// refused where the problem or pass does not apply, where F(4×4) is asked for past kMaxRelativeBound, or where
+// not even one tile row of one image fits.
 Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& problem, Pass pass,
                                     const PassOptions& options);
 

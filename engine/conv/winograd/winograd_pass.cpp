@@ -12,7 +12,7 @@ Planned<AlgorithmPlan> plan_winograd_pass(ContextImpl& context, const ConvProble
     if (!winograd) return winograd.refusal();
     AlgorithmPlan plan{.pass = pass, .algorithm = Algorithm::Winograd};
     plan.own = *winograd;
-    plan.variant = winograd_shape(p, pass).m == 4 ? "F(4x4,3x3)" : "F(2x2,3x3)";
+    plan.variant = winograd_variant(winograd->m);
     plan.chunks = winograd->chunks;
     plan.slot(Slot::Lowered) = winograd->lowered_floats;
     plan.slot(Slot::FilterCopy) = winograd->filter_floats;
@@ -29,6 +29,8 @@ extern const AlgorithmEntry winograd_algorithm{.passes = pass_bit(Pass::Forward)
                                                .requirement = "a 3x3 kernel, stride 1 and dilation 1",
                                                .plan = plan_winograd_pass,
                                                .record = record_winograd,
-                                               .preferred = winograd_preferred};
+                                               .preferred = winograd_preferred,
+                                               .variants = {"F(4x4,3x3)", "F(2x2,3x3)"},
+                                               .variant_passes = pass_bit(Pass::Forward) | pass_bit(Pass::BackwardData)};
 
 }  // namespace vkconv::detail

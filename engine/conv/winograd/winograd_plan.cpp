@@ -1,6 +1,5 @@
 // Winograd's applicability, tile, error constants, and chunk plan with its exact workspace.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -67,16 +66,7 @@ double winograd_relative_bound(int m, int64_t channels) {
     return k * u / (1.0 - k * u) * alpha * alpha / 9.0;
 }
 
-namespace {
-std::atomic<int> forced_tile{0};
-}  // namespace
-
-void force_winograd_tile_for_tests(int m) {
-    forced_tile = m;
-}
-
 int winograd_tile(int64_t channels, int64_t f4_tiles) {
-    if (const int m = forced_tile; m == 2 || m == 4) return m;
     return winograd_relative_bound(4, channels) <= kMaxRelativeBound && f4_tiles >= kMinF4Tiles ? 4 : 2;
 }
 
@@ -99,7 +89,7 @@ bool winograd_preferred(const ContextImpl& context, const ConvProblem& p, Pass p
     return s.in_g >= kMinRuleChannels && s.out_g >= kMinRuleChannels && p.N * s.tiles_h * s.tiles_w >= kMinRuleTiles;
 }
 
-WinogradShape winograd_shape(const ConvProblem& p, Pass pass) {
+WinogradShape winograd_shape(const ConvProblem& p, Pass pass, int tile) {
     WinogradShape s;
     s.nhwc = p.layout == Layout::NHWC;
     s.groups = p.groups;
@@ -117,7 +107,7 @@ WinogradShape winograd_shape(const ConvProblem& p, Pass pass) {
     s.in_g4 = round_up4(s.in_g);
     s.out_g4 = round_up4(s.out_g);
     const int64_t f4_tiles = p.N * ((s.out_h + 3) / 4) * ((s.out_w + 3) / 4);
-    s.m = winograd_tile(s.in_g, f4_tiles);
+    s.m = tile == 2 || tile == 4 ? tile : winograd_tile(s.in_g, f4_tiles);
     s.alpha = s.m + 2;
     s.tiles_h = (s.out_h + s.m - 1) / s.m;
     s.tiles_w = (s.out_w + s.m - 1) / s.m;
@@ -153,15 +143,26 @@ struct WinogradFit {
 
 }  // namespace
 
+const char* winograd_variant(int m) {
+    return m == 2 ? "F(2x2,3x3)" : "F(4x4,3x3)";
+}
+
 Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions& options) {
     if (auto refusal = winograd_refusal(p, pass)) return unsupported(*refusal);
-    const WinogradShape s = winograd_shape(p, pass);
+    const int asked = options.variant == winograd_variant(4) ? 4 : options.variant == winograd_variant(2) ? 2 : 0;
+    const WinogradShape s = winograd_shape(p, pass, asked);
     const WinogradFit fit{context, s, options, storage_binding_limit(context, options), context.pool->alignment()};
     const std::string where = " (" + p.str() + ")";
+    if (asked == 4 && winograd_relative_bound(4, s.in_g) > kMaxRelativeBound)
+        return unsupported("winograd: F(4x4,3x3) over " + std::to_string(s.in_g) +
+                           " channels per group has an error bound of " +
+                           std::to_string(winograd_relative_bound(4, s.in_g) * 100) + "% of n·max|w|·max|x|, past " +
+                           std::to_string(kMaxRelativeBound * 100) + "%: F(2x2,3x3) runs it" + where);
     if (s.u_floats() * 4 > fit.limit || uint64_t(p.filter_elements()) * 4 > fit.limit)
         return unsupported("winograd: the filter or its transform (" + std::to_string(s.u_floats() * 4) +
                            " bytes) exceeds the binding limit of " + std::to_string(fit.limit) + " bytes" + where);
     WinogradPlan plan;
+    plan.m = s.m;
     if (fit.fits(1, s.tiles_h)) {
         while (plan.images < p.N && fit.fits(plan.images + 1, s.tiles_h)) ++plan.images;
         plan.tile_rows = s.tiles_h;

@@ -129,8 +129,8 @@ void record_output_transform(ContextImpl& context, CommandStream& stream, const 
 
 void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                      const ConvOperands& ops, Workspace workspace) {
-    const WinogradShape s = winograd_shape(p, plan.pass);
     const WinogradPlan& wp = plan.own_as<WinogradPlan>();
+    const WinogradShape s = winograd_shape(p, plan.pass, wp.m);
     const bool backward = plan.pass == Pass::BackwardData;
     // The transformed convolution's input and output: x -> y, or dy -> dx.
     const Operand& in = backward ? ops.output : ops.input;
