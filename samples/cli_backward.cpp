@@ -82,16 +82,17 @@ int run_backward_data(const DataArgs& args) {
     args.conv.apply(p);
     set_problem_sizes(p, input_shape, w.shape, "--input-shape", "--weight '" + args.weight + "'");
     args.conv.apply_padding(p);
+    p.data_type = args.conv.data_type(dy);
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input-shape", input_shape);
 
     vkconv::Context context(args.conv.context_options());
-    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy.data);
-    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w.data);
-    vkconv::Tensor tdx(context, p.input_shape());
+    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy.data, p.data_type);
+    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w.data, p.data_type);
+    vkconv::Tensor tdx(context, p.input_shape(), p.data_type);
     const auto stats = args.conv.run_pass(
         [&] { return vkconv::backward_data(context, p, tdy, tw, tdx, algorithm, args.conv.forward_options(context)); });
-    vkconv::write_npy(args.output, p.input_shape(), tdx.download());
+    vkconv::write_npy(args.output, p.input_shape(), tdx.download(), file_type(p.data_type));
     if (args.conv.stats) print_stats("backward_data", stats, context, p);
     return kSuccess;
 }
@@ -115,23 +116,24 @@ int run_backward_filter(const FilterArgs& args) {
     set_problem_sizes(p, x.shape, weight_shape, "--input '" + args.input + "'", "--weight-shape");
     args.conv.apply_padding(p);
     p.has_bias = !args.grad_bias.empty();
+    p.data_type = args.conv.data_type(x);
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input of shape", x.shape);
 
     vkconv::Context context(args.conv.context_options());
-    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x.data);
-    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy.data);
-    vkconv::Tensor tdw(context, p.filter_shape());
+    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x.data, p.data_type);
+    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy.data, p.data_type);
+    vkconv::Tensor tdw(context, p.filter_shape(), p.data_type);
     vkconv::Tensor tdb;
-    if (p.has_bias) tdb = vkconv::Tensor(context, p.bias_shape());
+    if (p.has_bias) tdb = vkconv::Tensor(context, p.bias_shape(), p.data_type);
     const auto stats = args.conv.run_pass([&] {
         return vkconv::backward_filter(context, p, tx, tdy, tdw, p.has_bias ? &tdb : nullptr, algorithm,
                                        args.conv.forward_options(context));
     });
     const auto dw = tdw.download();
     const auto db = p.has_bias ? tdb.download() : std::vector<float>{};
-    vkconv::write_npy(args.output, p.filter_shape(), dw);
-    if (p.has_bias) vkconv::write_npy(args.grad_bias, p.bias_shape(), db);
+    vkconv::write_npy(args.output, p.filter_shape(), dw, file_type(p.data_type));
+    if (p.has_bias) vkconv::write_npy(args.grad_bias, p.bias_shape(), db, file_type(p.data_type));
     if (args.conv.stats) print_stats("backward_filter", stats, context, p);
     return kSuccess;
 }

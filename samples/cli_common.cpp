@@ -91,7 +91,9 @@ std::string algorithm_choices(bool with_auto) {
     return text;
 }
 
-// Every algorithm's forms in the passes that have them, as --variant takes them: "a or b (mec forward), ...".
+namespace {
+
+// Every algorithm's forms in the passes that have them, as --variant takes them: "A or B (mec forward), ...".
 std::string variant_choices() {
     std::string text;
     for (vkconv::Algorithm algorithm : vkconv::all_algorithms())
@@ -108,11 +110,19 @@ std::string variant_choices() {
     return text;
 }
 
-// --variant's text as PassOptions::variant takes it: "auto" is none, MEC's "a" and "b" its schedules.
+}  // namespace
+
 std::string variant_option(const std::string& text) {
-    if (text == "auto") return {};
-    if (text == "a" || text == "b") return std::string(1, static_cast<char>(std::toupper(text[0])));
-    return text;
+    auto lower = [](std::string s) {
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+    };
+    if (lower(text) == "auto") return {};
+    for (vkconv::Algorithm algorithm : vkconv::all_algorithms())
+        for (vkconv::Pass pass : {vkconv::Pass::Forward, vkconv::Pass::BackwardData, vkconv::Pass::BackwardFilter})
+            for (const std::string& form : vkconv::algorithm_variants(algorithm, pass))
+                if (lower(form) == lower(text)) return form;
+    return text;  // no form of any algorithm: the pass refuses it, naming the forms
 }
 
 int algorithm_column_width() {
@@ -188,6 +198,16 @@ void ConvOptions::add_to(CLI::App& command) {
         ->check(parsed_by([](const std::string& text) { vkconv::parse_auto_pad(text); }, "MODE"));
     command.add_option("--dilation", dilation, "dilation D or DH,DW")->check(pair("--dilation"))->capture_default_str();
     command.add_option("--groups", groups, "groups (C and K must be divisible by it)")->capture_default_str();
+    command
+        .add_option("--dtype", dtype,
+                    "element type to run in: f32, f16 or bf16 (auto: f16 where the first input file is float16, "
+                    "else f32); results are written in it, bf16 as float32 (which holds it exactly)")
+        ->check(parsed_by(
+            [](const std::string& text) {
+                if (text != "auto") vkconv::parse_data_type(text);
+            },
+            "DTYPE"))
+        ->capture_default_str();
     command.add_option("--layout", layout, "nchw (OIHW filters) or nhwc (OHWI filters)")
         ->check(CLI::IsMember({"nchw", "nhwc"}, CLI::ignore_case))
         ->capture_default_str();
@@ -207,6 +227,14 @@ void ConvOptions::add_to(CLI::App& command) {
     command.add_option("--find-cache", find_cache, "algo auto: keep measured choices in this file across runs");
     command.add_option("--device", device, "device index or case-insensitive name substring");
     command.add_flag("--stats", stats, "print one JSON object with timing and memory on stdout");
+}
+
+vkconv::DataType ConvOptions::data_type(const vkconv::NpyArray& first_input) const {
+    return dtype == "auto" ? first_input.type : vkconv::parse_data_type(dtype);
+}
+
+vkconv::DataType file_type(vkconv::DataType type) {
+    return type == vkconv::DataType::F16 ? vkconv::DataType::F16 : vkconv::DataType::F32;
 }
 
 void ConvOptions::apply(vkconv::ConvProblem& problem) const {
@@ -462,7 +490,7 @@ std::string problem_json(const vkconv::ConvProblem& p) {
     o.add("pad_top", p.pad_top()).add("pad_bottom", p.pad_bottom()).add("pad_left", p.pad_left());
     o.add("pad_right", p.pad_right());
     o.add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w).add("groups", p.groups);
-    o.add("layout", vkconv::to_string(p.layout)).add("bias", p.has_bias);
+    o.add("layout", vkconv::to_string(p.layout)).add("bias", p.has_bias).add("data_type", vkconv::to_string(p.data_type));
     return o.str();
 }
 

@@ -44,9 +44,12 @@ CLI::Validator positive_integer();
 std::vector<std::string> all_algorithm_names();
 // "auto, direct, ... or implicit-gemm" (without "auto, " when with_auto is false), for help texts.
 std::string algorithm_choices(bool with_auto = true);
-// The longest algorithm name: the width of an algorithm column.
-// --variant's text as PassOptions::variant takes it: "auto" is none, MEC's "a" and "b" its schedules "A", "B".
+// The .npy type results of `type` are written in: float16 for F16, float32 otherwise (bf16 exactly).
+vkconv::DataType file_type(vkconv::DataType type);
+// --variant's text as PassOptions::variant takes it: "auto" (any case) is none, and a form of the table
+// (algorithm_variants) in any case is that form ("a" is MEC's "A", "f(2x2,3x3)" Winograd's "F(2x2,3x3)").
 std::string variant_option(const std::string& text);
+// The longest algorithm name: the width of an algorithm column.
 int algorithm_column_width();
 
 // --workspace-limit BYTES|auto, checked while parsing.
@@ -60,6 +63,7 @@ struct ConvOptions {
     std::string layout = "nchw";
     std::string algorithm = "auto";
     std::string variant = "auto";  // PassOptions::variant (variant_option), "auto": none
+    std::string dtype = "auto";    // f32, f16 or bf16; "auto": the first input file's (float16 files f16)
     std::string workspace_limit = "0";  // bytes, 0 = none, or "auto" (Context::auto_workspace_limit)
     bool heuristic = false;             // algo auto: the heuristic alone
     bool measure = false;               // algo auto: measure where nothing is stored
@@ -70,6 +74,8 @@ struct ConvOptions {
     void add_to(CLI::App& command);
     // Applies stride/dilation/groups/layout to `problem`.
     void apply(vkconv::ConvProblem& problem) const;
+    // The problem's element type: --dtype, or with "auto" the first input file's.
+    vkconv::DataType data_type(const vkconv::NpyArray& first_input) const;
     // Applies --padding or --auto-pad, once the problem's sizes are set (auto padding follows from them).
     void apply_padding(vkconv::ConvProblem& problem) const;
     vkconv::ContextOptions context_options() const;

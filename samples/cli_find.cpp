@@ -1,4 +1,4 @@
-// vkconv find: the measured algorithm choice for layers of the table. Every algorithm (and MEC schedule)
+// vkconv find: the measured algorithm choice for layers of the table. Every algorithm (in each of its forms)
 // that fits runs, is timed and spot-checked against the CPU reference; the table lists them fastest first,
 // as Algorithm::Auto sees them. With --find-cache the choices persist for later runs of any command.
 #include <cstdio>

@@ -66,22 +66,25 @@ int run_forward(const ForwardArgs& args) {
     const auto w = vkconv::read_npy(args.weight);
     vkconv::NpyArray b;
     if (!args.bias.empty()) b = vkconv::read_npy(args.bias);
-    const auto problem = problem_from(args, x, w, args.bias.empty() ? nullptr : &b);
+    auto problem = problem_from(args, x, w, args.bias.empty() ? nullptr : &b);
+    problem.data_type = args.conv.data_type(x);
     const auto z = read_residual(args, problem);
 
     vkconv::Context context(args.conv.context_options());
-    auto input = vkconv::Tensor::from_host(context, problem.input_shape(), x.data);
-    auto filter = vkconv::Tensor::from_host(context, problem.filter_shape(), w.data);
+    const vkconv::DataType type = problem.data_type;
+    auto input = vkconv::Tensor::from_host(context, problem.input_shape(), x.data, type);
+    auto filter = vkconv::Tensor::from_host(context, problem.filter_shape(), w.data, type);
     vkconv::Tensor bias;
-    if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
-    vkconv::Tensor output(context, problem.output_shape()), residual;
-    if (args.epilogue.has_residual()) residual = vkconv::Tensor::from_host(context, problem.output_shape(), z.data);
+    if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data, type);
+    vkconv::Tensor output(context, problem.output_shape(), type), residual;
+    if (args.epilogue.has_residual())
+        residual = vkconv::Tensor::from_host(context, problem.output_shape(), z.data, type);
     const auto stats = args.conv.run_pass([&] {
         return vkconv::forward(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
                                algorithm, args.conv.forward_options(context),
                                args.epilogue.epilogue(args.epilogue.has_residual() ? &residual : nullptr));
     });
-    vkconv::write_npy(args.output, problem.output_shape(), output.download());
+    vkconv::write_npy(args.output, problem.output_shape(), output.download(), file_type(type));
 
     if (args.conv.stats) {
         JsonObject o;
@@ -102,7 +105,7 @@ int run_forward(const ForwardArgs& args) {
 
 Action add_forward_command(CLI::App& root) {
     auto args = std::make_shared<ForwardArgs>();
-    auto* command = root.add_subcommand("forward", "y = conv(x, w) + b from .npy files (float32, C order)");
+    auto* command = root.add_subcommand("forward", "y = conv(x, w) + b from .npy files (float32 or float16, C order)");
     command->add_option("--input", args->input, "input X.npy (N,C,H,W or N,H,W,C)")->required();
     command->add_option("--weight", args->weight, "filter W.npy (K,C/G,R,S or K,R,S,C/G)")->required();
     command->add_option("--bias", args->bias, "optional bias B.npy (K)");

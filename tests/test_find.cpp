@@ -28,12 +28,12 @@ ConvProblem odd_problem() {
     return p;
 }
 
-// find's candidates: every algorithm of the table that applies, forward MEC once per schedule.
+// find's candidates: every algorithm of the table that applies, once per form (algorithm_variants).
 size_t candidates(Pass pass, const ConvProblem& p) {
     size_t count = 0;
     for (Algorithm algorithm : vkconv::all_algorithms())
         if (vkconv::algorithm_applies(algorithm, p, pass))
-            count += pass == Pass::Forward && algorithm == Algorithm::Mec ? 2 : 1;
+            count += std::max<size_t>(1, vkconv::algorithm_variants(algorithm, pass).size());
     return count;
 }
 

@@ -435,15 +435,44 @@ TEST_CASE("npy refuses malformed headers", "[npy]") {
     }
 }
 
-TEST_CASE("npy refuses dtypes other than little-endian float32 and Fortran order", "[npy]") {
+TEST_CASE("npy reads and writes float16 ('<f2') as numpy does, widened exactly and narrowed to nearest even",
+          "[npy]") {
+    TempDir dir;
+    // np.array([[0, 1, -2.5], [65504, 2**-24, 1/3]], dtype='<f2'): header as numpy writes it, then the halves.
+    // The header is float32's (numpy_arange_2x3's first 128 bytes) with '<f2' for '<f4'.
+    std::string expected = numpy_arange_2x3().substr(0, 128);
+    REQUIRE(expected.find("'<f4'") != std::string::npos);
+    expected.replace(expected.find("'<f4'"), 5, "'<f2'");
+    const uint16_t halves[] = {0x0000, 0x3c00, 0xc100, 0x7bff, 0x0001, 0x3555};
+    expected += std::string(reinterpret_cast<const char*>(halves), sizeof halves);
+    const std::string ours = dir.file("half.npy");
+    vkconv::write_npy(ours, {2, 3}, {0.0f, 1.0f, -2.5f, 65504.0f, 0x1p-24f, 1.0f / 3.0f}, vkconv::DataType::F16);
+    CHECK(read_bytes(ours) == expected);
+    const NpyArray a = vkconv::read_npy(ours);
+    CHECK(a.type == vkconv::DataType::F16);
+    CHECK(a.shape == Shape{2, 3});
+    CHECK(a.data == std::vector<float>{0.0f, 1.0f, -2.5f, 65504.0f, 0x1p-24f, 0x1.554p-2f});
+    vkconv::write_npy(dir.file("f32.npy"), {1}, {1.0f});
+    CHECK(vkconv::read_npy(dir.file("f32.npy")).type == vkconv::DataType::F32);
+    // A float16 file with too few bytes: the size in its own element bytes.
+    write_bytes(dir.file("short.npy"), expected.substr(0, expected.size() - 2));
+    CHECK_THAT(vkt::invalid_argument_message([&] { (void)vkconv::read_npy(dir.file("short.npy")); }),
+               Catch::Contains("expected 12 bytes"));
+    // bf16 has no NumPy dtype: refused, and nothing written.
+    CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::write_npy(dir.file("b.npy"), {1}, {1.0f}, vkconv::DataType::BF16); }),
+               Catch::Contains("bf16") && Catch::Contains("float32"));
+    CHECK_FALSE(std::filesystem::exists(dir.file("b.npy")));
+}
+
+TEST_CASE("npy refuses dtypes other than little-endian float32 and float16, and Fortran order", "[npy]") {
     TempDir dir;
     const std::string data = float_bytes(iota(6));
 
     SECTION("other dtypes are named in the message") {
         const std::string descr =
-            GENERATE(as<std::string>{}, "<f8", "<f2", "<i4", "|u1", "=f4", "f4", "|f4", "float32", "<c8");
+            GENERATE(as<std::string>{}, "<f8", "=f2", "<i4", "|u1", "=f4", "f4", "|f4", "float32", "<c8");
         check_header_rejected(dir, dict_header("'" + descr + "'", "False", "(2, 3)"), data,
-                              {"dtype '" + descr + "' is not supported (expected float32 '<f4')"});
+                              {"dtype '" + descr + "' is not supported (expected float32 '<f4' or float16 '<f2')"});
     }
     SECTION("the exact message for float64") {
         const std::string path = dir.file("x.npy");
@@ -452,7 +481,8 @@ TEST_CASE("npy refuses dtypes other than little-endian float32 and Fortran order
             (void)vkconv::read_npy(path);
             FAIL("float64 accepted");
         } catch (const vkconv::Error& e) {
-            CHECK(std::string(e.what()) == "'" + path + "': dtype '<f8' is not supported (expected float32 '<f4')");
+            CHECK(std::string(e.what()) ==
+                  "'" + path + "': dtype '<f8' is not supported (expected float32 '<f4' or float16 '<f2')");
         }
     }
     SECTION("structured dtype") {
@@ -461,6 +491,7 @@ TEST_CASE("npy refuses dtypes other than little-endian float32 and Fortran order
     }
     SECTION("big-endian float32") {
         check_header_rejected(dir, dict_header("'>f4'", "False", "(2, 3)"), data, {"big-endian", "'>f4'"});
+        check_header_rejected(dir, dict_header("'>f2'", "False", "(2, 3)"), data, {"big-endian", "'>f2'"});
     }
     SECTION("Fortran order") {
         check_header_rejected(dir, dict_header("'<f4'", "True", "(2, 3)"), data,

@@ -80,7 +80,7 @@ Plan plan_pass(const DeviceProfile& device, const ConvProblem& problem, Pass pas
     if (options.workspace)
         throw Error(ErrorCategory::InvalidArgument,
                     "plan_pass: PassOptions::workspace names a tensor of a context; plan with workspace_limit");
-    detail::check_variant(algorithm, problem, pass, options);
+    detail::check_variant(algorithm, options);
     detail::ContextImpl context(*device.model_);
     const detail::PassPlan planned = detail::plan_pass_on(context, problem, pass, algorithm, options).value();
 

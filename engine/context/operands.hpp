@@ -17,13 +17,19 @@
 
 namespace vkconv::detail {
 
+// A binding's size rounded up to whole 32-bit words: a kernel that reads 16-bit elements in packed words
+// reads the word holding the last one. Pool allocations are multiples of the alignment, so the word is theirs.
+inline uint64_t whole_words(uint64_t bytes) {
+    return (bytes + 3) / 4 * 4;
+}
+
 struct Window {
     BufferRange range;
-    uint64_t delta = 0;  // floats from range.offset to the window's first element
+    uint64_t delta = 0;  // elements from range.offset to the window's first element
 };
 
 // One page of a paged operand: elements [begin, end) of the operand lie in `allocation` (whose offset is
-// on the pool alignment), element `begin` at float `first` from its offset.
+// on the pool alignment), element `begin` at element `first` from its offset.
 struct OperandPage {
     PoolAllocation allocation;
     uint64_t first = 0, begin = 0, end = 0;
@@ -36,10 +42,13 @@ struct OperandPage {
 // A paged operand (a tensor larger than one buffer) also lists its pages; `allocation` is its first
 // page's. It cannot be bound whole: passes bind windows of it that lie inside one page (window() refuses
 // any other), or run on slices of it that do (slice()).
+// Counts and offsets are in elements of element_bytes (4 for fp32 and for every workspace, 2 for a 16-bit
+// tensor); the names say "floats" from before there were other types.
 struct Operand {
     PoolAllocation allocation;
     uint64_t floats = 0;
-    uint64_t first = 0;  // floats from allocation.offset to element 0
+    uint64_t first = 0;  // elements from allocation.offset to element 0
+    uint32_t element_bytes = 4;
     std::shared_ptr<const std::vector<OperandPage>> pages;  // null: one page
     explicit operator bool() const { return static_cast<bool>(allocation); }
     bool paged() const { return pages != nullptr; }
@@ -47,17 +56,18 @@ struct Operand {
     Window whole() const {
         if (paged())
             throw Error(ErrorCategory::Unsupported,
-                        "a tensor of " + std::to_string(floats * 4) + " bytes spans " + std::to_string(pages->size()) +
+                        "a tensor of " + std::to_string(floats * element_bytes) + " bytes spans " + std::to_string(pages->size()) +
                             " buffers and cannot be bound whole by this kernel");
-        return {{allocation.buffer, allocation.offset, (first + floats) * 4}, first};
+        return {{allocation.buffer, allocation.offset, whole_words((first + floats) * element_bytes)}, first};
     }
 };
 
 // An operand of a tensor's pool range `allocation` (allocation_of), its start aligned down to `alignment`.
-inline Operand operand_of(PoolAllocation allocation, uint64_t floats, uint64_t alignment) {
+inline Operand operand_of(PoolAllocation allocation, uint64_t floats, uint64_t alignment, uint32_t element_bytes = 4) {
     const uint64_t aligned = allocation.offset / alignment * alignment;
     Operand op;
-    op.first = (allocation.offset - aligned) / 4;
+    op.element_bytes = element_bytes;
+    op.first = (allocation.offset - aligned) / element_bytes;
     allocation.size += allocation.offset - aligned;
     allocation.offset = aligned;
     op.allocation = allocation;
@@ -93,11 +103,12 @@ inline Window window(const Operand& operand, uint64_t first, uint64_t count, uin
         allocation = page->allocation;
         float_of_first = page->first + (first - page->begin);
     }
-    const uint64_t byte = float_of_first * 4;
+    const uint64_t bytes = operand.element_bytes;
+    const uint64_t byte = float_of_first * bytes;
     const uint64_t aligned = byte / alignment * alignment;
     Window w;
-    w.range = {allocation.buffer, allocation.offset + aligned, byte - aligned + count * 4};
-    w.delta = (byte - aligned) / 4;
+    w.range = {allocation.buffer, allocation.offset + aligned, whole_words(byte - aligned + count * bytes)};
+    w.delta = (byte - aligned) / bytes;
     return w;
 }
 
@@ -105,13 +116,15 @@ inline Window window(const Operand& operand, uint64_t first, uint64_t count, uin
 // alignment at or below the first of them) where they lie in one, else the pages they span.
 inline Operand slice(const Operand& operand, uint64_t first, uint64_t count, uint64_t alignment) {
     if (!operand || count == 0) return {};
+    const uint64_t bytes = operand.element_bytes;
     auto one_page = [&](PoolAllocation allocation, uint64_t float_of_first, uint64_t floats) {
-        const uint64_t byte = float_of_first * 4, aligned = byte / alignment * alignment;
+        const uint64_t byte = float_of_first * bytes, aligned = byte / alignment * alignment;
         Operand op;
+        op.element_bytes = operand.element_bytes;
         op.allocation = allocation;
         op.allocation.offset += aligned;
-        op.allocation.size = byte - aligned + floats * 4;
-        op.first = (byte - aligned) / 4;
+        op.allocation.size = whole_words(byte - aligned + floats * bytes);
+        op.first = (byte - aligned) / bytes;
         op.floats = floats;
         return op;
     };
@@ -126,6 +139,7 @@ inline Operand slice(const Operand& operand, uint64_t first, uint64_t count, uin
         pages->push_back({part.allocation, part.first, begin - first, end - first});
     }
     Operand op;
+    op.element_bytes = operand.element_bytes;
     op.allocation = pages->front().allocation;
     op.first = pages->front().first;
     op.floats = count;

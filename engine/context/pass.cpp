@@ -8,23 +8,28 @@
 
 namespace vkconv::detail {
 
-Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected) {
+Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected,
+                       DataType type) {
     if (tensor.empty()) throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor is empty");
     if (storage_of(tensor)->context.get() != &context)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor belongs to another context");
     ConvProblem::check_shape(role, tensor.shape(), expected);
-    require_f32(tensor, role, "a convolution pass");
+    if (tensor.data_type() != type)
+        throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor is " + to_string(tensor.data_type()) +
+                                                        ", the problem's data_type " + to_string(type));
     const uint64_t alignment = context.pool->alignment();
+    const uint32_t bytes = element_bytes(type);
     const std::vector<TensorPiece> pieces = pieces_of(tensor);
     if (pieces.size() == 1)
-        return operand_of(pieces.front().allocation, static_cast<uint64_t>(tensor.elements()), alignment);
+        return operand_of(pieces.front().allocation, static_cast<uint64_t>(tensor.elements()), alignment, bytes);
     // Paged: each piece from the alignment at or below its first byte.
     auto pages = std::make_shared<std::vector<OperandPage>>();
     for (const TensorPiece& piece : pieces) {
-        const Operand part = operand_of(piece.allocation, piece.elements, alignment);
+        const Operand part = operand_of(piece.allocation, piece.elements, alignment, bytes);
         pages->push_back({part.allocation, part.first, piece.first_element, piece.first_element + piece.elements});
     }
     Operand op;
+    op.element_bytes = bytes;
     op.allocation = pages->front().allocation;
     op.first = pages->front().first;
     op.floats = static_cast<uint64_t>(tensor.elements());

@@ -18,8 +18,10 @@
 namespace vkconv::detail {
 
 // The tensor as an operand of `role` ("input", "grad_output", ...), after checking it is non-empty,
-// belongs to `context` and has the `expected` shape (Error(InvalidArgument) naming the role otherwise).
-Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected);
+// belongs to `context` and has the `expected` shape and element type (Error(InvalidArgument) naming the role
+// otherwise).
+Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_view role, const Shape& expected,
+                       DataType type = DataType::F32);
 
 // Error(InvalidArgument) when `output` shares memory with one of `inputs` (null entries are skipped).
 void check_not_aliased(const Tensor& output, std::string_view role, std::initializer_list<const Tensor*> inputs);
@@ -33,11 +35,12 @@ inline uint64_t operand_bytes(std::span<const Operand* const> operands) {
         // From the operand's element 0 (a view off the alignment binds from below it); each page of a paged one.
         if (op->paged())
             for (const OperandPage& page : *op->pages)
-                ranges.push_back({page.allocation.buffer, page.allocation.offset + page.first * 4,
-                                  page.allocation.size - page.first * 4});
+                ranges.push_back({page.allocation.buffer, page.allocation.offset + page.first * op->element_bytes,
+                                  page.allocation.size - page.first * op->element_bytes});
         else
             ranges.push_back(
-                {op->allocation.buffer, op->allocation.offset + op->first * 4, op->allocation.size - op->first * 4});
+                {op->allocation.buffer, op->allocation.offset + op->first * op->element_bytes,
+                 op->allocation.size - op->first * op->element_bytes});
     }
     std::sort(ranges.begin(), ranges.end(), [](const BufferRange& a, const BufferRange& b) {
         return a.buffer != b.buffer ? a.buffer < b.buffer : a.offset < b.offset;

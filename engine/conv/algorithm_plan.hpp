@@ -92,11 +92,18 @@ struct AlgorithmEntry {
     // variant_passes; its plan sees PassOptions::variant empty or one of them.
     std::array<const char*, 3> variants{};
     uint32_t variant_passes = 0;
+    // The passes it runs on 16-bit tensors (ConvProblem::data_type F16 or BF16); the others refuse them.
+    uint32_t passes_16bit = 0;
 };
 
-// Error(InvalidArgument) unless options.variant is empty or a form of `algorithm` in `pass` (with Auto: of
-// some algorithm that applies to the problem), naming the forms there are.
-void check_variant(Algorithm algorithm, const ConvProblem& problem, Pass pass, const PassOptions& options);
+// The first algorithm of the table that runs `pass` of `problem` on its 16-bit tensors, or a refusal naming
+// the pass and the type (the heuristic's choice for 16-bit problems).
+Planned<Algorithm> algorithm_for_16bit(const ConvProblem& problem, Pass pass);
+
+// Error(InvalidArgument) unless options.variant is empty or a form of `algorithm` in one of its passes (with
+// Auto: of some algorithm), naming the forms there are. A pass where it is not the algorithm's form runs
+// without it (plan_algorithm), so one PassOptions serves a training step's passes.
+void check_variant(Algorithm algorithm, const PassOptions& options);
 
 // The table's entry of `algorithm` (not Auto).
 const AlgorithmEntry& algorithm_entry(Algorithm algorithm);

@@ -85,6 +85,9 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
         return plan;
     }
     const AlgorithmEntry& entry = algorithm_entry(algorithm);
+    if (p.data_type != DataType::F32 && !(entry.passes_16bit & pass_bit(pass)))
+        return unsupported(std::string(to_string(algorithm)) + " does not run " + to_string(pass) + " on " +
+                           to_string(p.data_type) + " tensors (" + p.str() + ")");
     if (!(entry.passes & pass_bit(pass)))
         return unsupported(std::string(to_string(algorithm)) + " does not run " + to_string(pass) + " (" + p.str() + ")");
     if (entry.applies && !entry.applies(p))
@@ -107,23 +110,33 @@ Planned<AlgorithmPlan> plan_algorithm(ContextImpl& context, const ConvProblem& p
     return planned;
 }
 
-void check_variant(Algorithm algorithm, const ConvProblem& problem, Pass pass, const PassOptions& options) {
-    if (options.variant.empty() || pass == Pass::BackwardBias) return;
+void check_variant(Algorithm algorithm, const PassOptions& options) {
+    if (options.variant.empty()) return;
     std::string known;
     for (const AlgorithmRow& row : kRows) {
         if (algorithm != Algorithm::Auto && row.algorithm != algorithm) continue;
-        if (!algorithm_applies(row.algorithm, problem, pass)) continue;
-        for (const std::string& form : algorithm_variants(row.algorithm, pass)) {
+        std::vector<std::string> forms;
+        for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter})
+            for (const std::string& form : algorithm_variants(row.algorithm, pass))
+                if (std::find(forms.begin(), forms.end(), form) == forms.end()) forms.push_back(form);
+        for (const std::string& form : forms) {
             if (form == options.variant) return;
             known += (known.empty() ? "" : ", ") + form + " (" + to_string(row.algorithm) + ")";
         }
     }
-    const std::string whose = algorithm == Algorithm::Auto ? std::string("any algorithm's")
-                                                           : std::string(to_string(algorithm)) + "'s";
+    const std::string whose = algorithm == Algorithm::Auto ? std::string("any algorithm") : to_string(algorithm);
     throw Error(ErrorCategory::InvalidArgument, "PassOptions::variant '" + options.variant + "' is not a form of " +
-                                                    whose + " " + to_string(pass) + " of this problem (" +
+                                                    whose + " (" +
                                                     (known.empty() ? std::string("it has none") : "forms: " + known) +
                                                     ")");
+}
+
+Planned<Algorithm> algorithm_for_16bit(const ConvProblem& problem, Pass pass) {
+    for (const AlgorithmRow& row : kRows)
+        if ((row.entry->passes_16bit & pass_bit(pass)) && (!row.entry->applies || row.entry->applies(problem)))
+            return row.algorithm;
+    return unsupported(std::string("no algorithm runs ") + to_string(pass) + " on " + to_string(problem.data_type) +
+                       " tensors yet (" + problem.str() + ")");
 }
 
 void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,

@@ -60,7 +60,7 @@ FusedEpilogue fused_epilogue(ContextImpl& context, const ConvProblem& problem, c
     const Tensor& z = *epilogue.residual;
     if (epilogue.beta == 0.0f)
         invalid("a residual tensor was given but beta is 0, so it would be ignored (set beta, or pass no residual)");
-    fused.residual = tensor_operand(context, z, "residual", problem.output_shape());
+    fused.residual = tensor_operand(context, z, "residual", problem.output_shape(), problem.data_type);
     if (!same_memory(z, output) && overlaps(z, output))
         invalid(
             "the residual tensor shares memory with the output without being the output itself (an in-place "

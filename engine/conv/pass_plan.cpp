@@ -72,10 +72,30 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
     return stats;
 }
 
+namespace {
+
+// What 16-bit problems cannot run yet: the bias gradient, and passes whose tensors are paged or too large to
+// bind whole (the tiles' and pages' copies are fp32 kernels).
+std::optional<Refusal> refusal_16bit(ContextImpl& context, const ConvProblem& problem, Pass pass,
+                                     const PassOptions& options, const Paging* paging) {
+    if (problem.data_type == DataType::F32) return std::nullopt;
+    const std::string what = std::string(" on ") + to_string(problem.data_type) + " tensors (" + problem.str() + ")";
+    if (pass == Pass::BackwardBias || (pass == Pass::BackwardFilter && problem.has_bias))
+        return unsupported("the bias gradient does not run" + what);
+    if ((paging && paging->any()) || canonical_paging(context, problem, pass).any())
+        return unsupported(std::string("paged tensors do not run ") + to_string(pass) + what);
+    if (needs_tiling(context, problem, Algorithm::Direct, options))
+        return unsupported(std::string("tensors too large to bind do not run ") + to_string(pass) + what);
+    return std::nullopt;
+}
+
+}  // namespace
+
 Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                             const PassOptions& options, const Paging* paging) {
     PassPlan plan;
     plan.pass = pass;
+    if (auto refusal = refusal_16bit(context, problem, pass, options, paging)) return *refusal;
     const Paging canonical = paging ? Paging{} : canonical_paging(context, problem, pass);
     if (const Paging& pages = paging ? *paging : canonical; pages.any()) {
         auto sliced = plan_sliced(context, problem, pass, algorithm, options, pages);
@@ -122,7 +142,8 @@ uint64_t pass_key(const ConvProblem& p, const PassPlan& plan) {
     for (int64_t v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups})
         mix(uint64_t(v));
     for (int64_t pad : {p.pad_top(), p.pad_bottom(), p.pad_left(), p.pad_right()}) mix(uint64_t(pad));
-    mix(uint64_t(p.layout)), mix(p.has_bias), mix(uint64_t(plan.pass)), mix(uint64_t(plan.algorithm()));
+    mix(uint64_t(p.layout)), mix(p.has_bias), mix(uint64_t(p.data_type)), mix(uint64_t(plan.pass));
+    mix(uint64_t(plan.algorithm()));
     mix(plan.how.index());
     for (uint64_t floats : plan.slots()) mix(floats);
     return hash;

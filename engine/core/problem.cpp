@@ -151,6 +151,8 @@ void ConvProblem::validate() const {
     require_positive("dilation_h", dilation_h);
     require_positive("dilation_w", dilation_w);
     require_positive("groups", groups);
+    if (data_type != DataType::F32 && data_type != DataType::F16 && data_type != DataType::BF16)
+        invalid("data_type " + std::to_string(static_cast<int>(data_type)) + " is not F32, F16 or BF16");
     if (C % groups != 0) invalid(named("C", C) + " is not divisible by " + named("groups", groups));
     if (K % groups != 0) invalid(named("K", K) + " is not divisible by " + named("groups", groups));
 
@@ -310,7 +312,8 @@ std::string ConvProblem::str() const {
                       " stride=" + pair(stride_h, stride_w) +
                       " dilation=" + pair(dilation_h, dilation_w) + " groups=" + std::to_string(groups) + " " +
                       to_string(layout);
-    return has_bias ? out + " bias" : out;
+    if (has_bias) out += " bias";
+    return data_type == DataType::F32 ? out : out + " " + to_string(data_type);
 }
 
 }  // namespace vkconv

@@ -32,6 +32,7 @@
 #include <unistd.h>
 #endif
 
+#include "core/half.hpp"
 #include "io/npy_parse.hpp"
 #include "vkconv/error.hpp"
 
@@ -43,6 +44,11 @@ namespace vkconv {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
+
+// float16 values, widened exactly.
+void widen_halves(const std::vector<uint16_t>& halves, std::vector<float>& out) {
+    detail::floats_from_fp16(halves, out);
+}
 constexpr size_t kMagicLen = 6;
 constexpr size_t kArrayAlign = 64;           // numpy's ARRAY_ALIGN
 constexpr size_t kGrowthAxisMaxDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
@@ -337,8 +343,9 @@ uint32_t little_endian(const unsigned char* bytes, size_t count) {
     return v;
 }
 
-std::string header_for(const Shape& shape) {
-    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+std::string header_for(const Shape& shape, DataType type) {
+    std::string dict = std::string("{'descr': '") + (type == DataType::F16 ? "<f2" : "<f4") +
+                       "', 'fortran_order': False, 'shape': (";
     for (size_t i = 0; i < shape.size(); ++i) {
         if (i) dict += ", ";
         dict += std::to_string(shape[i]);
@@ -449,22 +456,25 @@ uint64_t parse_header_length(std::string_view head, uint64_t file_size, unsigned
     return data_offset;
 }
 
-void require_float32_c_order(const Header& header, const std::string& where) {
-    if (header.descr == ">f4")
-        fail(where + "big-endian float32 '>f4' is not supported; convert with arr.astype('<f4')");
-    if (header.descr != "<f4") {
+// The header's element type: float32 or float16, little-endian, in C order; anything else refused.
+DataType require_float_c_order(const Header& header, const std::string& where) {
+    if (header.descr == ">f4" || header.descr == ">f2")
+        fail(where + "big-endian '" + header.descr + "' is not supported; convert with arr.astype('<" +
+             header.descr.substr(1) + "')");
+    if (header.descr != "<f4" && header.descr != "<f2") {
         std::string shown = header.descr.empty() ? printable(header.descr_raw) : "'" + printable(header.descr) + "'";
-        fail(where + "dtype " + shown + " is not supported (expected float32 '<f4')");
+        fail(where + "dtype " + shown + " is not supported (expected float32 '<f4' or float16 '<f2')");
     }
     if (header.fortran_order) fail(where + "Fortran order is not supported; save with np.ascontiguousarray");
+    return header.descr == "<f2" ? DataType::F16 : DataType::F32;
 }
 
 // The elements of the header's shape, whose bytes must be exactly the `found` bytes after the header.
-int64_t elements_matching_data(const Header& header, const std::string& where, uint64_t found) {
+int64_t elements_matching_data(const Header& header, const std::string& where, uint64_t found, DataType type) {
     const auto elements = element_count(header.shape);
     if (!elements || *elements > std::numeric_limits<int64_t>::max() / 4)
         fail(where + "malformed header: shape " + dims_text(header.shape) + " has too many elements");
-    const uint64_t expected = static_cast<uint64_t>(*elements) * 4;
+    const uint64_t expected = static_cast<uint64_t>(*elements) * element_bytes(type);
     if (found < expected)
         fail(where + "truncated data: expected " + std::to_string(expected) + " bytes for shape " +
              dims_text(header.shape) + ", found " + std::to_string(found));
@@ -490,18 +500,24 @@ NpyLayout parse_npy_header(std::string_view head, uint64_t file_size, const std:
     if (head.size() < data_offset) fail(where + "truncated header");
     const size_t text_start = kPreambleLen + (head[6] == 1 ? 2 : 4);  // after the header length field
     const Header header = interpret_header(head.substr(text_start, data_offset - text_start), name);
-    require_float32_c_order(header, where);
-    const int64_t elements = elements_matching_data(header, where, file_size - data_offset);
-    return {header.shape, data_offset, elements};
+    const DataType type = require_float_c_order(header, where);
+    const int64_t elements = elements_matching_data(header, where, file_size - data_offset, type);
+    return {header.shape, data_offset, elements, type};
 }
 
 NpyArray parse_npy(std::string_view bytes, const std::string& name) {
     NpyLayout layout = parse_npy_header(bytes, bytes.size(), name);
     NpyArray array;
     array.shape = std::move(layout.shape);
+    array.type = layout.type;
     array.data.resize(static_cast<size_t>(layout.elements));
-    if (layout.elements > 0)
+    if (layout.elements > 0 && layout.type == DataType::F16) {
+        std::vector<uint16_t> halves(static_cast<size_t>(layout.elements));
+        std::memcpy(halves.data(), bytes.data() + layout.data_offset, halves.size() * 2);
+        widen_halves(halves, array.data);
+    } else if (layout.elements > 0) {
         std::memcpy(array.data.data(), bytes.data() + layout.data_offset, static_cast<size_t>(layout.elements) * 4);
+    }
     return array;
 }
 
@@ -524,20 +540,30 @@ NpyArray read_npy(const std::string& path) {
         read_exact(head.data() + have, head.size() - have, "truncated header");
     }
     detail::NpyLayout layout = detail::parse_npy_header(head, file_size, path);
-    const uint64_t expected = static_cast<uint64_t>(layout.elements) * 4;
+    const uint64_t expected = static_cast<uint64_t>(layout.elements) * element_bytes(layout.type);
 
     NpyArray array;
     array.shape = std::move(layout.shape);
+    array.type = layout.type;
     array.data.resize(static_cast<size_t>(layout.elements));
     // The first read may have taken bytes past a short header; the file may have shrunk since its size was taken.
     if (std::fseek(file.get(), static_cast<long>(layout.data_offset), SEEK_SET) != 0)
         fail("cannot read " + quoted(path) + ": " + std::strerror(errno));
-    read_exact(array.data.data(), static_cast<size_t>(expected),
-               "truncated data: expected " + std::to_string(expected) + " bytes");
+    const std::string truncated = "truncated data: expected " + std::to_string(expected) + " bytes";
+    if (layout.type == DataType::F16) {
+        std::vector<uint16_t> halves(array.data.size());
+        read_exact(halves.data(), static_cast<size_t>(expected), truncated);
+        widen_halves(halves, array.data);
+    } else {
+        read_exact(array.data.data(), static_cast<size_t>(expected), truncated);
+    }
     return array;
 }
 
-void write_npy(const std::string& path, const Shape& shape, const std::vector<float>& data) {
+void write_npy(const std::string& path, const Shape& shape, const std::vector<float>& data, DataType type) {
+    if (type != DataType::F32 && type != DataType::F16)
+        fail(quoted(path) + ": cannot write " + to_string(type) +
+             ": NumPy has no dtype for it (write its values as float32, which holds them exactly)");
     for (int64_t d : shape)
         if (d < 0) fail(quoted(path) + ": cannot write shape " + dims_text(shape) + ": negative dimension");
     const auto elements = element_count(shape);
@@ -547,7 +573,9 @@ void write_npy(const std::string& path, const Shape& shape, const std::vector<fl
         fail(quoted(path) + ": shape " + dims_text(shape) + " has " + std::to_string(*elements) +
              " elements but the data has " + std::to_string(data.size()));
 
-    const std::string header = header_for(shape);
+    const std::string header = header_for(shape, type);
+    std::vector<uint16_t> halves(type == DataType::F16 ? data.size() : 0);
+    if (type == DataType::F16) detail::fp16_from_floats(data, halves);
     const std::string temp = temp_path_for(path);
     auto io_error = [&](int err) {
         std::error_code ignored;
@@ -559,7 +587,9 @@ void write_npy(const std::string& path, const Shape& shape, const std::vector<fl
     std::FILE* f = std::fopen(temp.c_str(), "wb");
     if (!f) fail("cannot write " + quoted(path) + ": " + std::strerror(errno));
     bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
-    if (ok && !data.empty()) ok = std::fwrite(data.data(), sizeof(float), data.size(), f) == data.size();
+    if (ok && !data.empty())
+        ok = type == DataType::F16 ? std::fwrite(halves.data(), 2, halves.size(), f) == halves.size()
+                                   : std::fwrite(data.data(), sizeof(float), data.size(), f) == data.size();
     if (ok) ok = std::fflush(f) == 0;
     int err = errno;
     // fclose can be the first to report a failure (ENOSPC, EDQUOT on network file systems).

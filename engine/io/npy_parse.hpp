@@ -20,8 +20,9 @@ uint64_t npy_data_offset(std::string_view head, uint64_t file_size, const std::s
 
 struct NpyLayout {
     Shape shape;
-    uint64_t data_offset = 0;  // where the float data starts
-    int64_t elements = 0;      // floats in the data, which is exactly elements * 4 bytes long
+    uint64_t data_offset = 0;  // where the data starts
+    int64_t elements = 0;      // values in the data, which is exactly elements * element_bytes(type) long
+    DataType type = DataType::F32;  // F32 ('<f4') or F16 ('<f2')
 };
 
 // The shape and where the data lies, from the file's bytes up to the data (at least npy_data_offset's

@@ -34,7 +34,7 @@ Choice choose_algorithm(Context& context, Pass pass, const ConvProblem& problem,
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const PassOptions& options);
 
-// What Auto measures: every algorithm that applies to the problem, forward MEC once per schedule.
+// What Auto measures: every algorithm that applies to the problem, once per form (algorithm_variants).
 std::vector<Choice> auto_candidates(Pass pass, const ConvProblem& problem, const PassOptions& options);
 
 // `options` with the form of `choice` filled in where the options name none.

@@ -190,7 +190,7 @@ std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const Co
     if (pass == Pass::BackwardBias)
         throw Error(ErrorCategory::InvalidArgument,
                     "backward-bias has one algorithm, the bias-gradient kernel: there is nothing to find");
-    detail::check_variant(Algorithm::Auto, problem, pass, options);
+    detail::check_variant(Algorithm::Auto, options);
 
     const auto candidates = candidates_for(pass, problem, options);
     Bench bench(context, pass, problem);
@@ -226,7 +226,7 @@ AutoChoice auto_choice_of(const Context& context, const PassOptions& options) {
 
 std::optional<Choice> known_choice(const Context& context, Pass pass, const ConvProblem& problem, Algorithm algorithm,
                                    const PassOptions& options) {
-    check_variant(algorithm, problem, pass, options);
+    if (pass != Pass::BackwardBias) check_variant(algorithm, options);  // one kernel, no forms
     if (algorithm != Algorithm::Auto) return Choice{algorithm, options.variant, ChoiceSource::Named};
     const Choice heuristic{Algorithm::Auto, options.variant, ChoiceSource::Heuristic};  // planned by plan_pass_on
     const AutoChoice mode = auto_choice_of(context, options);

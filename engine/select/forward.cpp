@@ -17,6 +17,7 @@ Algorithm choose_forward_algorithm(const Context& context, const ConvProblem& pr
     detail::ContextImpl& impl = detail::impl_of(context);
     const auto lock = detail::serialise(impl);
     problem.validate();
+    detail::check_variant(Algorithm::Auto, options);
     return detail::heuristic_algorithm(impl, problem, Pass::Forward, options).value();
 }
 
@@ -33,14 +34,14 @@ RunStats forward_to(detail::CallTarget call, const ConvProblem& problem, const T
     const auto lock = detail::open_door(call.context, problem);
     detail::ContextImpl& impl = detail::impl_of(call.context);
     detail::ConvOperands ops;
-    ops.input = detail::tensor_operand(impl, input, "input", problem.input_shape());
-    ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape());
-    ops.output = detail::tensor_operand(impl, output, "output", problem.output_shape());
+    ops.input = detail::tensor_operand(impl, input, "input", problem.input_shape(), problem.data_type);
+    ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape(), problem.data_type);
+    ops.output = detail::tensor_operand(impl, output, "output", problem.output_shape(), problem.data_type);
     if (problem.has_bias && !bias)
         throw Error(ErrorCategory::InvalidArgument, "the problem has a bias but no bias tensor was given");
     if (!problem.has_bias && bias)
         throw Error(ErrorCategory::InvalidArgument, "a bias tensor was given but the problem has has_bias = false");
-    if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
+    if (bias) ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape(), problem.data_type);
     detail::check_not_aliased(output, "output", {&input, &filter, bias});
     ops.epilogue = detail::fused_epilogue(impl, problem, epilogue, input, filter, bias, output);
     const detail::PassCall pass{Pass::Forward, problem, ops, {&input, &filter, bias, &output, epilogue.residual},

@@ -43,9 +43,10 @@ struct PassOptions {
     //   run B unless A is asked for);
     // - Winograd's: "F(4x4,3x3)" or "F(2x2,3x3)" (chosen by the error bound and the tile count,
     //   docs/algorithms.md); F(4x4) past its error bound's limit is refused as Unsupported.
-    // With Algorithm::Auto the form applies to the algorithm that has it, and find measures each form of
-    // every algorithm where it is empty. A form no algorithm (or not the named one) has for the pass is
-    // refused with Error(InvalidArgument) naming the forms there are.
+    // A form applies to the algorithm and passes that have it, and the others run without it (so one options
+    // value serves forward and backward); with it empty, find measures each form. A form that is no
+    // algorithm's (or not the named algorithm's in any pass) is refused with Error(InvalidArgument) naming
+    // the forms there are.
     std::string variant;
     // Largest binding (and so lowered chunk) in bytes; 0 = the device's maxStorageBufferRange. Lower it to
     // run im2col and MEC in smaller chunks of images or bands of output rows.

@@ -1,4 +1,4 @@
-// Measured algorithm choice: find runs every algorithm (and MEC schedule) that fits a pass's workspace
+// Measured algorithm choice: find runs every algorithm (in each of its forms) that fits a pass's workspace
 // limit on the problem, checks each result, and returns them fastest first, as cuDNN's Find does.
 //
 // Algorithm::Auto uses what it stores (AutoChoice in context.hpp): by default a stored choice where there

@@ -63,6 +63,10 @@ struct ConvProblem {
     int64_t groups = 1;
     Layout layout = Layout::NCHW;
     bool has_bias = false;
+    // The element type of every tensor of the problem (its inputs, outputs and lowered workspaces); products
+    // and sums are fp32 whatever it is, and each output is rounded to it once. A pass refuses tensors of
+    // another type; algorithms that do not take 16-bit tensors yet refuse F16 and BF16 as Unsupported.
+    DataType data_type = DataType::F32;
 
     // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding, a
     // pad larger than the dilated kernel (dilation*(taps-1)+1: rows beyond it would see padding only),
@@ -106,7 +110,7 @@ struct ConvProblem {
     static void check_shape(std::string_view role, const Shape& given, const Shape& expected);
 
     // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=1,1 stride=1,1 dilation=1,1 groups=1 nchw bias"; with
-    // asymmetric padding "pad=top,bottom,left,right" ("pad=0,1,0,1").
+    // asymmetric padding "pad=top,bottom,left,right" ("pad=0,1,0,1"), and a 16-bit type at the end ("f16").
     std::string str() const;
 };
 

@@ -103,12 +103,13 @@ void bind_choice_enums(py::module_& module) {
 // A ConvProblem's pickled state: every field, in declaration order.
 py::tuple conv_problem_state(const ConvProblem& p) {
     return py::make_tuple(p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.pad_h_end, p.pad_w_end, p.stride_h,
-                          p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout, p.has_bias);
+                          p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout, p.has_bias, p.data_type);
 }
 
 ConvProblem conv_problem_from_state(const py::tuple& t) {
     ConvProblem p;
-    if (t.size() != 18) throw py::value_error("ConvProblem: bad pickled state");
+    // 19 fields; 18 from before data_type (then F32).
+    if (t.size() != 18 && t.size() != 19) throw py::value_error("ConvProblem: bad pickled state");
     p.N = t[0].cast<int64_t>(), p.C = t[1].cast<int64_t>(), p.H = t[2].cast<int64_t>();
     p.W = t[3].cast<int64_t>(), p.K = t[4].cast<int64_t>(), p.R = t[5].cast<int64_t>();
     p.S = t[6].cast<int64_t>(), p.pad_h = t[7].cast<int64_t>(), p.pad_w = t[8].cast<int64_t>();
@@ -118,6 +119,7 @@ ConvProblem conv_problem_from_state(const py::tuple& t) {
     p.dilation_h = t[13].cast<int64_t>(), p.dilation_w = t[14].cast<int64_t>();
     p.groups = t[15].cast<int64_t>(), p.layout = t[16].cast<Layout>();
     p.has_bias = t[17].cast<bool>();
+    if (t.size() == 19) p.data_type = t[18].cast<DataType>();
     return p;
 }
 
@@ -144,7 +146,8 @@ void bind_conv_problem(py::module_& module) {
         .def_readwrite("dilation_w", &ConvProblem::dilation_w)
         .def_readwrite("groups", &ConvProblem::groups)
         .def_readwrite("layout", &ConvProblem::layout)
-        .def_readwrite("has_bias", &ConvProblem::has_bias);
+        .def_readwrite("has_bias", &ConvProblem::has_bias)
+        .def_readwrite("data_type", &ConvProblem::data_type);
     problem.def("validate", &ConvProblem::validate)
         .def("pad_top", &ConvProblem::pad_top)
         .def("pad_bottom", &ConvProblem::pad_bottom)

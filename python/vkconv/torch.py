@@ -85,6 +85,20 @@ def _algorithms(algorithm):
     return {p: chosen for p in _PASSES}
 
 
+def _options_for(options, algorithm):
+    """The options for a pass `algorithm` runs: without a `variant` that is none of its forms, so one options
+    value serves a layer whose passes run different algorithms (Auto keeps it: the form applies where it is
+    one)."""
+    if options is None or not options.variant or _vk.Algorithm(algorithm) == _vk.Algorithm.Auto:
+        return options
+    passes = (_vk.Pass.Forward, _vk.Pass.BackwardData, _vk.Pass.BackwardFilter)
+    if any(options.variant in _vk.algorithm_variants(algorithm, p) for p in passes):
+        return options
+    trimmed = copy.copy(options)
+    trimmed.variant = ""
+    return trimmed
+
+
 def _with_benchmark(options):
     """The options, with AutoChoice.Measure where vkconv.torch.benchmark is on and they leave it open."""
     if not benchmark or (options is not None and options.auto_choice is not None):
@@ -182,7 +196,8 @@ class Conv2dFunction(torch.autograd.Function):
         device_b = _vk.Tensor.from_host(context, bias.detach().contiguous().numpy()) if bias is not None else None
         device_y = _vk.Tensor(context, problem.output_shape())
         config.stats["forward"] = _vk.forward(context, problem, device_x, device_w, device_b, device_y,
-                                              config.algorithms["forward"], config.options)
+                                              config.algorithms["forward"],
+                                              _options_for(config.options, config.algorithms["forward"]))
         # Backward runs on the context forward ran on, with the device copies it needs: x for dw, w for dx.
         # They stay on the device until autograd frees the graph (or a retained graph's last backward).
         ctx.config, ctx.problem, ctx.context = config, problem, context
@@ -203,16 +218,17 @@ class Conv2dFunction(torch.autograd.Function):
         algorithms, options = config.algorithms, config.options
         if need_dx and need_dw and algorithms["backward_data"] == algorithms["backward_filter"]:
             config.stats["backward"] = _vk.layer_backward(context, problem, ctx.device_x, ctx.device_w, device_dy,
-                                                          device_dx, device_dw, device_db,
-                                                          algorithms["backward_data"], options)
+                                                          device_dx, device_dw, device_db, algorithms["backward_data"],
+                                                          _options_for(options, algorithms["backward_data"]))
         else:
             if need_dx:
-                config.stats["backward_data"] = _vk.backward_data(context, problem, device_dy, ctx.device_w,
-                                                                  device_dx, algorithms["backward_data"], options)
+                config.stats["backward_data"] = _vk.backward_data(
+                    context, problem, device_dy, ctx.device_w, device_dx, algorithms["backward_data"],
+                    _options_for(options, algorithms["backward_data"]))
             if need_dw:
-                config.stats["backward_filter"] = _vk.backward_filter(context, problem, ctx.device_x, device_dy,
-                                                                      device_dw, device_db,
-                                                                      algorithms["backward_filter"], options)
+                config.stats["backward_filter"] = _vk.backward_filter(
+                    context, problem, ctx.device_x, device_dy, device_dw, device_db, algorithms["backward_filter"],
+                    _options_for(options, algorithms["backward_filter"]))
             elif need_db:
                 config.stats["backward_bias"] = _vk.backward_bias(context, problem, device_dy, device_db, options)
         dx = _download(device_dx, config.layout) if need_dx else None

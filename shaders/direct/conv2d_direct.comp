@@ -13,11 +13,13 @@
 //  10 HAS_BIAS
 //  11 ACTIVATION       the epilogue's activation (../common/epilogue.glsl), applied by the last piece
 //  12 HAS_RESIDUAL     the epilogue reads the residual z (binding 4), in the first piece
+//  13 X_TYPE, 14 W_TYPE, 15 BIAS_TYPE, 16 Y_TYPE, 17 Z_TYPE   each binding's element type (0 fp32, 1 fp16,
+//                      2 bf16; ../common/elements.glsl), read in the 16-bit builds (ELEMENTS_16, ELEMENTS_PACKED)
 // Bindings: 0 x (readonly), 1 w (readonly), 2 bias (readonly; any buffer when HAS_BIAS is 0), 3 y (write),
 //   4 the residual z (readonly; any buffer when HAS_RESIDUAL is 0; may be y's own memory, read before the
 //   value is written). Built with RESIDUAL_IN_OUTPUT (the variant for devices that allow 4 storage buffers
 //   per stage), binding 4 is left out: the host has copied z into y, and the first piece reads it there.
-// Push constants (with first0..first4: element 0 of each binding, in floats from its start): sizes N C H W K P
+// Push constants (with first0..first4: element 0 of each binding, in elements of its type from its start): sizes N C H W K P
 //   Q, channels and filters per group, the piece of the reduction [reduce_begin, reduce_end) (channels within
 //   the group) and accumulate (long reductions run in pieces, see engine/vulkan/shader_limits.hpp), the
 //   epilogue's alpha, beta and negative_slope, and the dispatch's slice of the output [base, base + count):
@@ -34,28 +36,34 @@
 #include "../common/conv_geometry.glsl"
 #include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
 #include "../common/epilogue.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 10) const bool HAS_BIAS = false;
 layout(constant_id = 11) const uint ACTIVATION = 0;
 layout(constant_id = 12) const bool HAS_RESIDUAL = false;
+layout(constant_id = 13) const uint X_TYPE = 0;
+layout(constant_id = 14) const uint W_TYPE = 0;
+layout(constant_id = 15) const uint BIAS_TYPE = 0;
+layout(constant_id = 16) const uint Y_TYPE = 0;
+layout(constant_id = 17) const uint Z_TYPE = 0;
 
-layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
-layout(std430, binding = 1) readonly buffer FilterBuffer { float w[]; };
-layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 3) buffer OutputBuffer { float y[]; };
+layout(std430, binding = 0) readonly buffer InputBuffer { ELEMENT_WORD x[]; };
+layout(std430, binding = 1) readonly buffer FilterBuffer { ELEMENT_WORD w[]; };
+layout(std430, binding = 2) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 3) buffer OutputBuffer { ELEMENT_WORD y[]; };
 #ifndef RESIDUAL_IN_OUTPUT
-layout(std430, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
-#define RESIDUAL_AT(i) residual[pc.first4 + (i)]
+layout(std430, binding = 4) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
+#define RESIDUAL_AT(i) ELEMENT_AT(residual, Z_TYPE, pc.first4 + (i))
 #else
-#define RESIDUAL_AT(i) y[pc.first3 + (i)]
+#define RESIDUAL_AT(i) ELEMENT_AT(y, Y_TYPE, pc.first3 + (i))
 #endif
 
 layout(push_constant) uniform Params {
     uint N, C, H, W, K, P, Q;
     uint channels_per_group, filters_per_group;
     uint reduce_begin, reduce_end, accumulate;
-    uint first0, first1, first2, first3, first4;  // element 0 of binding i, in floats from the binding's start
+    uint first0, first1, first2, first3, first4;  // element 0 of binding i, in elements from the binding's start
     float alpha, beta, negative_slope;
     uint base, count;
 } pc;
@@ -76,9 +84,9 @@ void main() {
     // The running value: y so far, or (first piece) the bias and the residual.
     float start;
     if (pc.accumulate != 0) {
-        start = y[pc.first3 + index];
+        start = ELEMENT_AT(y, Y_TYPE, pc.first3 + index);
     } else {
-        start = HAS_BIAS ? bias[pc.first2 + k] : 0.0;
+        start = HAS_BIAS ? ELEMENT_AT(bias, BIAS_TYPE, pc.first2 + k) : 0.0;
         if (HAS_RESIDUAL) start += pc.beta * RESIDUAL_AT(index);
     }
     const bool unscaled = pc.alpha == 1.0;
@@ -94,9 +102,11 @@ void main() {
             if (!in_range(iw, pc.W)) continue;
             const uint xi = pc.first0 + tensor_offset(NHWC, n, c0, uint(ih), uint(iw), pc.C, pc.H, pc.W);
             const uint wi = pc.first1 + tensor_offset(NHWC, k, 0, r, s, cpg, R, S);
-            for (uint c = c_begin; c < c_end; ++c) acc += x[xi + c * x_step] * w[wi + c * w_step];
+            for (uint c = c_begin; c < c_end; ++c)
+                acc += ELEMENT_AT(x, X_TYPE, xi + c * x_step) * ELEMENT_AT(w, W_TYPE, wi + c * w_step);
         }
     }
     const float value = unscaled ? acc : start + pc.alpha * acc;
-    y[pc.first3 + index] = pc.reduce_end >= cpg ? activate(ACTIVATION, value, pc.negative_slope) : value;
+    STORE_ELEMENT(y, Y_TYPE, pc.first3 + index,
+                  pc.reduce_end >= cpg ? activate(ACTIVATION, value, pc.negative_slope) : value);
 }

@@ -3,6 +3,8 @@
 // memory, --workspace-limit, tensors larger than the device's largest buffer (and backward-data's), and every
 // bad-input case refused with exit 2, no file written and an existing output untouched.
 #include <algorithm>
+#include <bit>
+#include <tuple>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -227,6 +229,7 @@ std::vector<BadCase> option_bad_cases() {
         {"unknown --auto-pad", {"--auto-pad", "same"}, extra({"--auto-pad", "same"})},
         {"unknown --algo", {"algorithm", "fft"}, extra({"--algo", "fft"})},
         {"unknown --variant", {"variant", "'c'", "forms: A (mec), B (mec)"}, extra({"--variant", "c"})},
+        {"unknown --dtype", {"--dtype", "f8"}, extra({"--dtype", "f8"})},
         {"--variant of another algorithm", {"variant", "'A'", "winograd"}, extra({"--algo", "winograd", "--variant", "A"})},
         {"unknown --layout", {"--layout", "nchwc"}, extra({"--layout", "nchwc"})},
         {"unknown --activation", {"--activation", "gelu"}, extra({"--activation", "gelu"})},
@@ -314,6 +317,48 @@ TEST_CASE("cli: forward writes the reference result", "[cli][gpu]") {
         CHECK(r.out.empty());  // no --stats: nothing on stdout
         REQUIRE(r.code == 0);
         check_output(dir, c.problem, operands, c.name);
+    }
+}
+
+TEST_CASE("cli: forward runs float16 files in f16 and --dtype bf16, within the 16-bit bound", "[cli][gpu][types]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem p = vkt::problem().batch(2).channels(3).image(7, 6).filters(4).kernel(3, 3).pad(1).bias();
+    for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
+        INFO(vkconv::to_string(type));
+        TempDir dir;
+        Operands o = write_operands(dir, p, 90);
+        Args args = with(forward_args(dir, p), {"--padding", "1"});
+        if (type == vkconv::DataType::F16) {
+            // float16 files: the problem runs in f16 without --dtype, and y is written as float16.
+            for (auto [name, shape, values] : {std::tuple{"x.npy", p.input_shape(), &o.x},
+                                               {"w.npy", p.filter_shape(), &o.w}, {"b.npy", p.bias_shape(), &o.b}}) {
+                vkconv::write_npy(dir.file(name), shape, *values, vkconv::DataType::F16);
+                *values = vkconv::read_npy(dir.file(name)).data;  // the values the pass reads
+            }
+        } else {
+            args.insert(args.end(), {"--dtype", "bf16", "--stats"});
+            for (auto* values : {&o.x, &o.w, &o.b})  // narrowed on upload, as the tensors hold them
+                for (float& v : *values) v = std::bit_cast<float>((std::bit_cast<uint32_t>(v) + 0x7fffu +
+                                                                  ((std::bit_cast<uint32_t>(v) >> 16) & 1u)) &
+                                                                 0xffff0000u);
+        }
+        const auto r = run_cli(dir, args);
+        check_success(r);
+        INFO(r.describe());
+        REQUIRE(r.code == 0);
+        if (type == vkconv::DataType::BF16) CHECK_THAT(r.out, Catch::Contains("\"data_type\": \"bf16\""));
+        const auto y = vkconv::read_npy(dir.file("y.npy"));
+        REQUIRE(y.shape == p.output_shape());
+        CHECK(y.type == (type == vkconv::DataType::F16 ? vkconv::DataType::F16 : vkconv::DataType::F32));
+        const auto exact = vkconv::reference::forward(p, o.x, o.w, o.b);
+        const auto magnitude = vkconv::reference::forward(p, absolute(o.x), absolute(o.w), absolute(o.b));
+        const double ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
+        const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+        for (size_t i = 0; i < exact.size(); ++i) {
+            const double e = double(p.channels_per_group() * p.R * p.S + 3) * std::ldexp(1.0, -24) * magnitude[i];
+            CHECK(std::fabs(y.data[i] - exact[i]) <= (1 + ut) * e + ut * std::fabs(exact[i]) + eta);
+            if (type == vkconv::DataType::BF16) CHECK((std::bit_cast<uint32_t>(y.data[i]) & 0xffffu) == 0);
+        }
     }
 }
 

@@ -253,9 +253,27 @@ class Arrays(unittest.TestCase):
         problem = vkconv.ConvProblem(N=1, C=2, H=4, W=4, K=3, R=3, S=3)
         x = vkconv.Tensor(ctx, problem.input_shape(), vkconv.DataType.F16)
         w, y = vkconv.Tensor(ctx, problem.filter_shape()), poisoned(ctx, problem.output_shape())
-        with self.assertRaises(vkconv.UnsupportedError) as raised:
+        with self.assertRaises(vkconv.InvalidArgumentError) as raised:  # the problem's type is f32
             vkconv.forward(ctx, problem, x, w, None, y)
-        self.assertIn("input is f16", str(raised.exception))
+        self.assertIn("input tensor is f16", str(raised.exception))
+
+    def test_direct_runs_sixteen_bit_problems(self):
+        ctx = context()
+        rng = np.random.default_rng(16)
+        for dtype, eps in ((vkconv.DataType.F16, 2.0 ** -11), (vkconv.DataType.BF16, 2.0 ** -8)):
+            problem = vkconv.ConvProblem(N=2, C=3, H=7, W=6, K=4, R=3, S=3, pad_h=1, pad_w=1, data_type=dtype)
+            self.assertEqual(pickle.loads(pickle.dumps(problem)).data_type, dtype)
+            x = vkconv.Tensor.from_host(ctx, random_array(rng, problem.input_shape()), dtype)
+            w = vkconv.Tensor.from_host(ctx, random_array(rng, problem.filter_shape()), dtype)
+            y = vkconv.Tensor.from_host(ctx, np.full(problem.output_shape(), np.nan, np.float32), dtype)
+            self.assertEqual(vkconv.forward(ctx, problem, x, w, None, y).algorithm, vkconv.Algorithm.Direct)
+            xv, wv = x.download(), w.download()  # the 16-bit values the pass read, widened
+            exact = vkconv.reference.forward(problem, xv, wv)
+            magnitude = vkconv.reference.forward(problem, np.abs(xv), np.abs(wv))
+            # The stated bound (docs/algorithms.md, "Element types"), n = 3 * 9 taps.
+            e = (27 + 2) * 2.0 ** -24 * magnitude
+            bound = (1 + eps) * e + eps * np.abs(exact) + (2.0 ** -25 if dtype == vkconv.DataType.F16 else 0)
+            self.assertTrue(np.all(np.abs(y.download() - exact) <= bound), str(dtype))
 
     def test_a_pass_with_mismatched_tensors_writes_nothing(self):
         ctx = context()
@@ -329,7 +347,7 @@ class Descriptors(unittest.TestCase):
             bound = gamma * 5 * 48 ** 2 * np.abs(w).max() * np.abs(x).max()
             error = np.abs(y.download() - vkconv.reference.forward(problem, x, w)).max()
             self.assertLessEqual(error, bound, f"{algorithm} {variant}")
-        with self.assertRaisesRegex(vkconv.InvalidArgumentError, "'C' is not a form of mec's forward"):
+        with self.assertRaisesRegex(vkconv.InvalidArgumentError, "'C' is not a form of mec"):
             vkconv.forward(ctx, problem, vkconv.Tensor.from_host(ctx, x), vkconv.Tensor.from_host(ctx, w), None,
                            poisoned(ctx, problem.output_shape()), "mec", vkconv.PassOptions(variant="C"))
 

@@ -37,7 +37,7 @@ class Gradients(unittest.TestCase):
         # PyTorch's own fp32 autograd is within the same bound, so the two differ by at most twice it.
         self.assertLessEqual(((got.double() - torch_fp32.double()).abs() / (2 * limit)).max().item(), 1.0, name)
 
-    def run_problem(self, generator, algorithm, layout, shape):
+    def run_problem(self, generator, algorithm, layout, shape, options=None):
         n, c, h, w, k, r, s, stride, padding, dilation, groups = shape
         x = torch.rand(n, c, h, w, generator=generator) * 2 - 1
         weight = torch.rand(k, c // groups, r, s, generator=generator) * 2 - 1
@@ -45,7 +45,7 @@ class Gradients(unittest.TestCase):
         args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
 
         leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
-        y = vt.conv2d(*leaves, **args, algorithm=algorithm, layout=layout)
+        y = vt.conv2d(*leaves, **args, algorithm=algorithm, layout=layout, options=options)
         dy = torch.rand(y.shape, generator=generator) * 2 - 1
         y.backward(dy)
 
@@ -104,6 +104,15 @@ class Gradients(unittest.TestCase):
         self.run_problem(generator, "auto", "nchw", shape)
         self.run_problem(generator, {"forward": "mec", "backward_data": "direct", "backward_filter": "implicit-gemm"},
                          "nhwc", shape)
+
+    def test_a_variant_applies_to_the_passes_that_have_it(self):
+        # One options value for the whole step: MEC's schedule and Winograd's tile apply to forward (and
+        # Winograd's backward-data), the other passes run without them.
+        generator = torch.Generator().manual_seed(12)
+        shape = (2, 5, 9, 8, 4, 3, 3, (1, 1), (1, 1), (1, 1), 1)
+        self.run_problem(generator, "mec", "nchw", shape, vkconv.PassOptions(variant="A"))
+        self.run_problem(generator, {"forward": "winograd", "backward_data": "winograd", "backward_filter": "im2col"},
+                         "nhwc", shape, vkconv.PassOptions(variant="F(2x2,3x3)"))
 
     def test_same_padding_with_even_kernels_and_dilations(self):
         """'same' with an even kernel, or an even dilated extent, pads an odd total: PyTorch puts the extra row and

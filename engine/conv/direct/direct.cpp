@@ -5,6 +5,7 @@
 #include <string>
 
 #include "conv/constants.hpp"
+#include "conv/element_build.hpp"
 #include "conv/epilogue.hpp"
 #include "vulkan/shader_limits.hpp"
 
@@ -15,9 +16,10 @@ std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const 
     for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
                                          {problem.filter_elements(), "filter"},
                                          {problem.output_elements(), "output"}})
-        if (uint64_t(elements) * 4 > range)
+        if (uint64_t(elements) * element_bytes(problem.data_type) > range)
             return unsupported("direct binds whole tensors, and the " + std::string(role) + "-shaped one (" +
-                               std::to_string(uint64_t(elements) * 4) + " bytes) exceeds the device's " +
+                               std::to_string(uint64_t(elements) * element_bytes(problem.data_type)) +
+                               " bytes) exceeds the device's " +
                                "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + problem.str());
     return std::nullopt;
 }
@@ -48,13 +50,15 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     const bool four = context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
     if (four) copy_residual_into_output(context, stream, epilogue, operands.output);
     PipelineDesc desc;
-    desc.shader = four ? "conv2d_direct_4" : "conv2d_direct";
+    desc.shader = std::string(four ? "conv2d_direct_4" : "conv2d_direct") + element_build(context, problem.data_type);
     desc.bindings.assign(four ? 4 : 5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(DirectForwardPush);
     Specialization<contract::conv2d_direct> spec;
     set_geometry(spec, problem);
     spec.set(Id::HAS_BIAS, problem.has_bias);
     spec.set(Id::ACTIVATION, activation_constant(epilogue.activation)).set(Id::HAS_RESIDUAL, epilogue.has_residual());
+    const uint32_t type = element_constant(problem.data_type);
+    for (uint32_t id : {Id::X_TYPE, Id::W_TYPE, Id::BIAS_TYPE, Id::Y_TYPE, Id::Z_TYPE}) spec.set(id, type);
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
 

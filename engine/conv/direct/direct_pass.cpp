@@ -5,6 +5,8 @@
 
 #include "conv/algorithm_plan.hpp"
 #include "conv/direct/direct.hpp"
+#include "conv/element_build.hpp"
+#include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -16,11 +18,13 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
                             const Operand& b, const Operand& out, uint64_t elements, uint64_t extent,
                             uint64_t unit_iterations) {
     PipelineDesc desc;
-    desc.shader = Shader::name;
+    desc.shader = std::string(Shader::name) + element_build(context, p.data_type);
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(DirectSizes);
     Specialization<Shader> spec;
     set_geometry(spec, p);
+    const uint32_t type = element_constant(p.data_type);
+    spec.set(Shader::spec::A_TYPE, type).set(Shader::spec::B_TYPE, type).set(Shader::spec::OUT_TYPE, type);
     desc.specialization = spec.values();
     const Window a_all = a.whole(), b_all = b.whole(), out_all = out.whole();
     const std::array<Binding, 3> bindings{Binding{a_all.range, false}, Binding{b_all.range, false},
@@ -30,8 +34,21 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
     dispatch_direct(context, stream, context.pipelines->get(desc), bindings, push, elements, extent, unit_iterations);
 }
 
+// A 16-bit output would be rounded once per piece where the reduction runs in pieces (dispatch_direct).
+std::optional<Refusal> pieces_refusal_16bit(const ConvProblem& p, Pass pass) {
+    if (p.data_type == DataType::F32) return std::nullopt;
+    const uint64_t iterations = pass == Pass::Forward        ? uint64_t(p.channels_per_group() * p.R * p.S)
+                                : pass == Pass::BackwardData ? uint64_t(p.filters_per_group() * p.R * p.S)
+                                                             : uint64_t(p.N * p.P() * p.Q());
+    if (iterations <= kMaxLoopIterations) return std::nullopt;
+    return unsupported("direct: a " + std::string(to_string(pass)) + " reduction of " + std::to_string(iterations) +
+                       " terms runs in pieces, which would round a " + to_string(p.data_type) +
+                       " output more than once (" + p.str() + ")");
+}
+
 Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions&) {
     if (auto refusal = direct_binding_refusal(context, p)) return *refusal;
+    if (auto refusal = pieces_refusal_16bit(p, pass)) return *refusal;
     // The forward kernel binds x, w, the bias and y (and the epilogue's residual where the device allows
     // more than 4 storage buffers; else it reads z from y); the backward ones three.
     const uint32_t storage_buffers = pass == Pass::Forward ? 4 : 3;
@@ -67,6 +84,8 @@ void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvP
 
 }  // namespace
 
-extern const AlgorithmEntry direct_algorithm{.plan = plan_direct_pass, .record = record_direct_pass};
+extern const AlgorithmEntry direct_algorithm{.plan = plan_direct_pass,
+                                             .record = record_direct_pass,
+                                             .passes_16bit = kConvPasses};
 
 }  // namespace vkconv::detail

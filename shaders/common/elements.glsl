@@ -1,0 +1,96 @@
+// elements.glsl — how a kernel reads and writes the elements of its tensors, whatever their type.
+//
+// A kernel declares each tensor binding as an array of ELEMENT_WORD and goes through two macros:
+//   ELEMENT_AT(buffer, type, i)          the element i of the binding, as a float
+//   STORE_ELEMENT(buffer, type, i, v)    writes float v there, rounded to the type to nearest even
+// where `type` is the binding's element type, a specialization constant in DataType's order (0 fp32,
+// 1 fp16, 2 bf16), and i counts elements of that type from the binding's start. Each kernel is built three
+// ways (shaders/CMakeLists.txt):
+//   (neither define)   fp32 tensors only: float arrays, the macros plain indexing (`type` unused).
+//   ELEMENTS_16        uint16_t arrays (storageBuffer16BitAccess): a 16-bit element is one entry, an fp32
+//                      element (a workspace, an fp32 dw) two, its low half first.
+//   ELEMENTS_PACKED    uint arrays, for every Vulkan 1.1 device: an fp32 element is one word, 16-bit
+//                      elements two to a word, the lower index in the low half. A store replaces its half
+//                      of the word with two atomics (clear it, then set it), so two invocations writing the
+//                      two halves of one word, at odd counts and offsets, never race.
+// Only conversions happen in 16 bits: arithmetic is fp32 (no shaderFloat16 needed). fp16 widens exactly
+// (unpackHalf2x16), bf16 is the top half of an fp32; narrowing rounds to nearest even in integer arithmetic,
+// as engine/core/half.cpp does on the host, so results are the same on every device.
+
+#ifndef VKCONV_ELEMENTS_GLSL
+#define VKCONV_ELEMENTS_GLSL
+
+const uint ELEMENT_F32 = 0u, ELEMENT_F16 = 1u, ELEMENT_BF16 = 2u;
+
+// The bits of a 16-bit element (in the low half) as a float.
+float decode16(uint type, uint bits) {
+    return type == ELEMENT_BF16 ? uintBitsToFloat(bits << 16) : unpackHalf2x16(bits).x;
+}
+
+// v rounded to nearest even bf16; a NaN stays a (quiet) NaN.
+uint encode_bf16(float v) {
+    const uint b = floatBitsToUint(v);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (b >> 16) | 0x40u;
+    return (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+}
+
+// v rounded to nearest even fp16: past 65520 in magnitude infinity, below 2^-14 a subnormal.
+uint encode_f16(float v) {
+    const uint b = floatBitsToUint(v);
+    const uint sign = (b >> 16) & 0x8000u, a = b & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;                  // NaN
+    if (a >= 0x477ff000u) return sign | 0x7c00u;                 // rounds past 65504: infinity
+    if (a >= 0x38800000u) {                                      // normal: rebias the exponent by 127 - 15
+        const uint r = a - 0x38000000u;
+        return sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+    }
+    // Subnormal (or zero): the value in units of 2^-24, an exact scaling, rounded to nearest even.
+    return sign | uint(roundEven(uintBitsToFloat(a) * 16777216.0));
+}
+
+uint encode16(uint type, float v) {
+    return type == ELEMENT_BF16 ? encode_bf16(v) : encode_f16(v);
+}
+
+#if defined(ELEMENTS_16)
+#extension GL_EXT_shader_16bit_storage : require
+#define ELEMENT_WORD uint16_t
+#define ELEMENT_AT(buf, type, i)                                                                        \
+    ((type) == ELEMENT_F32 ? uintBitsToFloat(uint(buf[2u * (i)]) | (uint(buf[2u * (i) + 1u]) << 16)) \
+                           : decode16((type), uint(buf[(i)])))
+#define STORE_ELEMENT(buf, type, i, v)                         \
+    {                                                          \
+        const uint at_ = (i);                                  \
+        const float value_ = (v);                              \
+        if ((type) == ELEMENT_F32) {                           \
+            const uint bits_ = floatBitsToUint(value_);        \
+            buf[2u * at_] = uint16_t(bits_ & 0xffffu);         \
+            buf[2u * at_ + 1u] = uint16_t(bits_ >> 16);        \
+        } else {                                               \
+            buf[at_] = uint16_t(encode16((type), value_));     \
+        }                                                      \
+    }
+#elif defined(ELEMENTS_PACKED)
+#define ELEMENT_WORD uint
+#define ELEMENT_AT(buf, type, i)                  \
+    ((type) == ELEMENT_F32 ? uintBitsToFloat(buf[(i)]) \
+                           : decode16((type), (buf[(i) >> 1] >> (((i) & 1u) << 4)) & 0xffffu))
+#define STORE_ELEMENT(buf, type, i, v)                                   \
+    {                                                                    \
+        const uint at_ = (i);                                            \
+        const float value_ = (v);                                        \
+        if ((type) == ELEMENT_F32) {                                     \
+            buf[at_] = floatBitsToUint(value_);                          \
+        } else {                                                         \
+            const uint shift_ = (at_ & 1u) << 4;                         \
+            atomicAnd(buf[at_ >> 1], ~(0xffffu << shift_));              \
+            atomicOr(buf[at_ >> 1], encode16((type), value_) << shift_); \
+        }                                                                \
+    }
+#else
+#define ELEMENT_WORD float
+#define ELEMENT_AT(buf, type, i) buf[(i)]
+#define STORE_ELEMENT(buf, type, i, v) buf[(i)] = (v)
+#endif
+
+#endif

@@ -1,0 +1,186 @@
+// Convolution passes on 16-bit tensors (ConvProblem::data_type F16 and BF16): the direct algorithm's every
+// pass against the double-precision reference computed on the same 16-bit inputs, within the stated bound,
+// through 16-bit storage (lavapipe) and packed 32-bit words (SwiftShader, and lavapipe under vulkan-minimum);
+// outputs as views at odd entries whose neighbours stay untouched; reruns bit-identical; what does not run
+// 16-bit tensors yet refused by name.
+//
+// The bound (docs/algorithms.md, "Element types"): the fp32 accumulation's E = (n + 2)·u·Σ|x||w| (u = 2⁻²⁴,
+// n the reduction length), then one rounding of the output to the type, u_t = 2⁻¹¹ (fp16) or 2⁻⁸ (bf16),
+// and for fp16 half its smallest subnormal, η = 2⁻²⁵:   |ŷ - y| ≤ (1 + u_t)·E + u_t·|y| + η.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "conv_cases.hpp"
+#include "gpu.hpp"
+#include "test_util.hpp"
+#include "vkconv/vkconv.hpp"
+
+namespace {
+
+using vkconv::Algorithm;
+using vkconv::ConvProblem;
+using vkconv::DataType;
+using vkconv::Layout;
+using vkconv::Pass;
+using vkconv::Tensor;
+
+// The stated bound on every value of `gpu` (checked all, NaN failing).
+void check_16bit(std::span<const float> gpu, std::span<const double> reference, std::span<const double> magnitude,
+                 int64_t reduction, DataType type, const std::string& what) {
+    INFO(what);
+    REQUIRE(gpu.size() == reference.size());
+    const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == DataType::F16 ? -11 : -8);
+    const double eta = type == DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+    size_t bad = gpu.size();
+    double worst = 0;
+    for (size_t i = 0; i < gpu.size(); ++i) {
+        const double e = double(reduction + 2) * u * magnitude[i];
+        const double bound = (1 + ut) * e + ut * std::fabs(reference[i]) + eta + 1e-30;
+        const double error = std::fabs(double(gpu[i]) - reference[i]);
+        if (!(error <= bound)) bad = std::min(bad, i);
+        worst = std::max(worst, error / bound);
+    }
+    INFO("worst error/bound " << worst);
+    if (bad != gpu.size())
+        FAIL("value " << bad << ": gpu " << gpu[bad] << ", reference " << reference[bad] << " beyond the bound");
+}
+
+// A tensor of `type` holding `values` narrowed, and the values it holds, widened back (what the pass reads).
+std::pair<Tensor, std::vector<float>> upload(vkconv::Context& context, const vkconv::Shape& shape,
+                                             const std::vector<float>& values, DataType type) {
+    Tensor t = Tensor::from_host(context, shape, values, type);
+    return {t, t.download()};
+}
+
+// The three passes of `p` through direct on `context`, each output poisoned first and checked whole; returns
+// the outputs (forward, dx, dw) for the rerun check.
+std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, const ConvProblem& p, uint32_t seed) {
+    const DataType type = p.data_type;
+    auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
+    auto [w, wv] = upload(context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), seed + 1), type);
+    auto [dy, dyv] = upload(context, p.output_shape(), vkt::random_values(size_t(p.output_elements()), seed + 2), type);
+    auto [b, bv] = upload(context, p.bias_shape(), vkt::random_values(size_t(p.K), seed + 3), type);
+    ConvProblem plain = p;
+    plain.has_bias = false;
+    std::vector<std::vector<float>> results;
+
+    Tensor y = Tensor::from_host(context, p.output_shape(), vkt::poison(p.output_elements()), type);
+    const auto fs = vkconv::forward(context, p, x, w, p.has_bias ? &b : nullptr, y, Algorithm::Direct);
+    CHECK(fs.algorithm == Algorithm::Direct);
+    results.push_back(y.download());
+    check_16bit(results.back(), vkconv::reference::forward(p, xv, wv, p.has_bias ? bv : std::vector<float>{}),
+                vkconv::reference::forward(p, vkt::absolute(xv), vkt::absolute(wv),
+                                           p.has_bias ? vkt::absolute(bv) : std::vector<float>{}),
+                p.channels_per_group() * p.R * p.S + (p.has_bias ? 1 : 0), type, "forward " + p.str());
+
+    Tensor dx = Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()), type);
+    vkconv::backward_data(context, plain, dy, w, dx, Algorithm::Direct);
+    results.push_back(dx.download());
+    check_16bit(results.back(), vkconv::reference::backward_data(plain, dyv, wv),
+                vkconv::reference::backward_data(plain, vkt::absolute(dyv), vkt::absolute(wv)),
+                p.filters_per_group() * p.R * p.S, type, "backward-data " + p.str());
+
+    Tensor dw = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
+    vkconv::backward_filter(context, plain, x, dy, dw, nullptr, Algorithm::Direct);
+    results.push_back(dw.download());
+    check_16bit(results.back(), vkconv::reference::backward_filter(plain, xv, dyv),
+                vkconv::reference::backward_filter(plain, vkt::absolute(xv), vkt::absolute(dyv)),
+                p.N * p.P() * p.Q(), type, "backward-filter " + p.str());
+    return results;
+}
+
+// The odd table in both 16-bit types and both layouts, forward with and without a bias in turn.
+void check_odd_table(vkconv::Context& context) {
+    uint32_t seed = 40;
+    size_t turn = 0;
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (const auto& named : vkt::odd_problems())
+            for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+                ConvProblem p = named.problem;
+                p.layout = layout, p.data_type = type, p.has_bias = ++turn % 2 == 0;
+                INFO(named.name << ": " << p.str());
+                check_direct_passes(context, p, seed += 5);
+            }
+}
+
+}  // namespace
+
+TEST_CASE("direct runs every pass on f16 and bf16 tensors within the stated bound", "[types][direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    INFO(context->device().name << (context->device().storage_16bit ? ": 16-bit storage" : ": packed words"));
+    check_odd_table(*context);
+}
+
+TEST_CASE("direct on 16-bit tensors in packed 32-bit words where a device has no 16-bit storage",
+          "[types][direct][gpu]") {
+    vkconv::ContextOptions options = vkt::test_options();
+    options.device_limits = "vulkan-minimum";  // lists no 16-bit storage
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    REQUIRE_FALSE(context->device().storage_16bit);
+    check_odd_table(*context);
+}
+
+TEST_CASE("16-bit passes write views at odd entries without touching the neighbouring halves, bit-identically "
+          "on reruns",
+          "[types][direct][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (DataType type : {DataType::F16, DataType::BF16}) {
+        // 3 output values an image: image 1 starts at entry 3, in the high half of a word.
+        ConvProblem p = vkt::problem().batch(1).channels(3).image(3, 5).filters(1).kernel(3, 3);
+        p.data_type = type;
+        const auto x = Tensor::from_host(*context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), 7), type);
+        const auto w = Tensor::from_host(*context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), 8), type);
+        const std::vector<float> fill = vkt::random_values(9, 9);
+        Tensor whole = Tensor::from_host(*context, {3, 1, 1, 3}, fill, type);
+        const std::vector<float> before = whole.download();
+        Tensor middle = whole.images(1, 1);
+        vkconv::forward(*context, p, x, w, nullptr, middle, Algorithm::Direct);
+        const std::vector<float> after = whole.download();
+        for (size_t i : {0, 1, 2, 6, 7, 8}) CHECK(std::memcmp(&after[i], &before[i], 4) == 0);
+        vkconv::forward(*context, p, x, w, nullptr, middle, Algorithm::Direct);
+        CHECK(std::memcmp(whole.download().data(), after.data(), after.size() * 4) == 0);
+        ConvProblem q = p;
+        q.data_type = DataType::F32;
+        Tensor y32(*context, q.output_shape());
+        const auto x32 = Tensor::from_host(*context, q.input_shape(), x.download());
+        const auto w32 = Tensor::from_host(*context, q.filter_shape(), w.download());
+        vkconv::forward(*context, q, x32, w32, nullptr, y32, Algorithm::Direct);
+        const auto narrowed = Tensor::from_host(*context, {3}, y32.download(), type).download();
+        for (size_t i = 0; i < 3; ++i) CHECK(std::fabs(after[3 + i] - narrowed[i]) <= std::fabs(narrowed[i]) * 0.01);
+    }
+    // Reruns of the whole table's passes: bit for bit.
+    ConvProblem p = vkt::problem().batch(2).channels(5).image(7, 6).filters(3).kernel(3, 2).pad(1).bias();
+    p.data_type = DataType::BF16;
+    const auto first = check_direct_passes(*context, p, 70), again = check_direct_passes(*context, p, 70);
+    for (size_t i = 0; i < first.size(); ++i)
+        CHECK(std::memcmp(first[i].data(), again[i].data(), first[i].size() * 4) == 0);
+}
+
+TEST_CASE("what does not run 16-bit tensors yet refuses them by name", "[types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p = vkt::problem().batch(1).channels(4).image(6, 6).filters(4).kernel(3, 3).pad(1);
+    p.data_type = DataType::F16;
+    Tensor x(*context, p.input_shape(), DataType::F16), w(*context, p.filter_shape(), DataType::F16);
+    Tensor y(*context, p.output_shape(), DataType::F16), y32(*context, p.output_shape());
+    for (Algorithm a : {Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm, Algorithm::Winograd}) {
+        const auto e = vkt::thrown_error([&] { vkconv::forward(*context, p, x, w, nullptr, y, a); });
+        CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
+        CHECK_THAT(std::string(e.what()), Catch::Contains("does not run forward on f16 tensors"));
+    }
+    // Auto takes the algorithm that runs them.
+    CHECK(vkconv::forward(*context, p, x, w, nullptr, y).algorithm == Algorithm::Direct);
+    // A tensor of another type than the problem's: InvalidArgument naming it.
+    CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::forward(*context, p, x, w, nullptr, y32); }),
+               Catch::Contains("output tensor is f32") && Catch::Contains("data_type f16"));
+    ConvProblem with_bias = p;
+    with_bias.has_bias = true;
+    Tensor db(*context, {4}, DataType::F16);
+    const auto bias = vkt::thrown_error([&] { vkconv::backward_bias(*context, with_bias, y, db); });
+    CHECK(bias.category() == vkconv::ErrorCategory::Unsupported);
+    CHECK_THAT(std::string(bias.what()), Catch::Contains("bias gradient"));
+}
