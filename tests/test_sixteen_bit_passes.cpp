@@ -1,5 +1,6 @@
 // Convolution passes on 16-bit tensors (ConvProblem::data_type F16 and BF16): the direct algorithm's every
-// pass against the double-precision reference computed on the same 16-bit inputs, within the stated bound,
+// pass (the bias gradient and the layer step too) against the double-precision reference computed on the same
+// 16-bit inputs, within the stated bound,
 // through 16-bit storage (lavapipe) and packed 32-bit words (SwiftShader, and lavapipe under vulkan-minimum);
 // outputs as views at odd entries whose neighbours stay untouched; reruns bit-identical; what does not run
 // 16-bit tensors yet refused by name.
@@ -57,7 +58,8 @@ std::pair<Tensor, std::vector<float>> upload(vkconv::Context& context, const vkc
 }
 
 // The three passes of `p` through direct on `context`, each output poisoned first and checked whole; returns
-// the outputs (forward, dx, dw) for the rerun check.
+// the outputs (forward, dx, dw, and db with a bias) for the rerun check; with a bias, backward_bias alone and
+// the layer step give the same bits.
 std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, const ConvProblem& p, uint32_t seed) {
     const DataType type = p.data_type;
     auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
@@ -85,11 +87,28 @@ std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, co
                 p.filters_per_group() * p.R * p.S, type, "backward-data " + p.str());
 
     Tensor dw = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
-    vkconv::backward_filter(context, plain, x, dy, dw, nullptr, Algorithm::Direct);
+    Tensor db = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
+    vkconv::backward_filter(context, p, x, dy, dw, p.has_bias ? &db : nullptr, Algorithm::Direct);
     results.push_back(dw.download());
     check_16bit(results.back(), vkconv::reference::backward_filter(plain, xv, dyv),
                 vkconv::reference::backward_filter(plain, vkt::absolute(xv), vkt::absolute(dyv)),
                 p.N * p.P() * p.Q(), type, "backward-filter " + p.str());
+    if (!p.has_bias) return results;
+    // db: fp32 partial sums, rounded once; backward_bias alone and the layer step give the same bits.
+    results.push_back(db.download());
+    check_16bit(results.back(), vkconv::reference::backward_bias(p, dyv),
+                vkconv::reference::backward_bias(p, vkt::absolute(dyv)), p.N * p.P() * p.Q(), type,
+                "backward-bias " + p.str());
+    Tensor db_alone = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
+    vkconv::backward_bias(context, p, dy, db_alone);
+    CHECK(std::memcmp(db_alone.download().data(), results.back().data(), size_t(p.K) * 4) == 0);
+    Tensor dx2 = Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()), type);
+    Tensor dw2 = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
+    Tensor db2 = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
+    vkconv::layer_backward(context, p, x, w, dy, dx2, dw2, &db2, Algorithm::Direct);
+    for (const auto& [got, expected] : {std::pair{dx2.download(), results[1]}, std::pair{dw2.download(), results[2]},
+                                        std::pair{db2.download(), results[3]}})
+        CHECK(std::memcmp(got.data(), expected.data(), got.size() * 4) == 0);
     return results;
 }
 
@@ -177,10 +196,12 @@ TEST_CASE("what does not run 16-bit tensors yet refuses them by name", "[types][
     // A tensor of another type than the problem's: InvalidArgument naming it.
     CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::forward(*context, p, x, w, nullptr, y32); }),
                Catch::Contains("output tensor is f32") && Catch::Contains("data_type f16"));
+    // A 16-bit db is rounded once, from fp32 partial sums: a workspace limit without room for them refuses it.
     ConvProblem with_bias = p;
     with_bias.has_bias = true;
     Tensor db(*context, {4}, DataType::F16);
-    const auto bias = vkt::thrown_error([&] { vkconv::backward_bias(*context, with_bias, y, db); });
+    const auto bias = vkt::thrown_error(
+        [&] { vkconv::backward_bias(*context, with_bias, y, db, vkconv::PassOptions{.workspace_limit = 1}); });
     CHECK(bias.category() == vkconv::ErrorCategory::Unsupported);
-    CHECK_THAT(std::string(bias.what()), Catch::Contains("bias gradient"));
+    CHECK_THAT(std::string(bias.what()), Catch::Contains("fp32 partial sums"));
 }

@@ -49,6 +49,11 @@ Planned<BiasPlan> plan_bias(ContextImpl& context, const ConvProblem& p, const Pa
     plan.bias = *bias;
     plan.slot(Slot::BiasPartials) = plan.bias.partial_floats;
     if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
+        if (p.data_type != DataType::F32)  // a 16-bit db is rounded once, from fp32 partial sums
+            return unsupported("the bias gradient of a " + std::string(to_string(p.data_type)) + " problem needs " +
+                               std::to_string(workspace_bytes_of(context, plan.slots)) +
+                               " bytes of workspace with its fp32 partial sums, above the workspace limit of " +
+                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
         // No partial sums: the fewest pieces one invocation's loop allows, added straight into db in turn.
         plan.bias.pieces = bias_pieces_for_loop_limit(p, plan.bias.images);
         plan.bias.in_place = plan.bias.pieces > 1;

@@ -74,14 +74,15 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
 
 namespace {
 
-// What 16-bit problems cannot run yet: the bias gradient, and passes whose tensors are paged or too large to
-// bind whole (the tiles' and pages' copies are fp32 kernels).
+// What 16-bit problems cannot run yet: passes whose tensors are paged or too large to bind whole (the tiles'
+// and pages' copies are fp32 kernels).
 std::optional<Refusal> refusal_16bit(ContextImpl& context, const ConvProblem& problem, Pass pass,
                                      const PassOptions& options, const Paging* paging) {
     if (problem.data_type == DataType::F32) return std::nullopt;
     const std::string what = std::string(" on ") + to_string(problem.data_type) + " tensors (" + problem.str() + ")";
-    if (pass == Pass::BackwardBias || (pass == Pass::BackwardFilter && problem.has_bias))
-        return unsupported("the bias gradient does not run" + what);
+    const bool bias_gradient = pass == Pass::BackwardBias || (pass == Pass::BackwardFilter && problem.has_bias);
+    if (bias_gradient && bias_needs_tiling(context, problem))
+        return unsupported("a bias gradient too large to bind does not run" + what);
     if ((paging && paging->any()) || canonical_paging(context, problem, pass).any())
         return unsupported(std::string("paged tensors do not run ") + to_string(pass) + what);
     if (needs_tiling(context, problem, Algorithm::Direct, options))

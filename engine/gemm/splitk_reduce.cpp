@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "context/element_build.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
@@ -36,12 +37,14 @@ uint32_t u(int64_t v) {
 
 void record_splitk_reduce(ContextImpl& context, CommandStream& stream, const BufferRange& partials,
                           const BufferRange& out, uint64_t out_offset, uint64_t count, int64_t splits,
-                          bool accumulate) {
-    record_splitk_reduce(context, stream, partials, out, out_offset, count, splits, accumulate ? 1.0f : 0.0f);
+                          bool accumulate, DataType out_type) {
+    record_splitk_reduce(context, stream, partials, out, out_offset, count, splits, accumulate ? 1.0f : 0.0f,
+                         out_type);
 }
 
 void record_splitk_reduce(ContextImpl& context, CommandStream& stream, const BufferRange& partials,
-                          const BufferRange& out, uint64_t out_offset, uint64_t count, int64_t splits, float beta) {
+                          const BufferRange& out, uint64_t out_offset, uint64_t count, int64_t splits, float beta,
+                          DataType out_type) {
     uint64_t stride = count;  // floats between the sums added last
     if (splits > kOneLevelSplits) {
         // Groups of `group` splits summed in place into each group's first split, in order; then the groups.
@@ -63,11 +66,12 @@ void record_splitk_reduce(ContextImpl& context, CommandStream& stream, const Buf
         splits = groups;
     }
     PipelineDesc desc;
-    desc.shader = "splitk_reduce";
+    desc.shader = "splitk_reduce" + element_build(context, out_type);
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(ReducePush);
     desc.specialization = Specialization<contract::splitk_reduce>()
                               .set(contract::splitk_reduce::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                              .set(contract::splitk_reduce::spec::OUT_TYPE, element_constant(out_type))
                               .values();
     const std::array<Binding, 2> bindings{Binding{partials, false}, Binding{out, true}};
     dispatch_elements(stream, context.pipelines->get(desc), bindings,

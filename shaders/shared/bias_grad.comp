@@ -7,10 +7,12 @@
 // (CPU implementations run those as slow per-invocation coroutines).
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 K, 2 PQ (output positions per image), 3 NHWC,
-//   4 CHANNELS4 (NHWC with K % 4 == 0 and a vec4-aligned window: an invocation sums 4 channels as vec4).
+//   4 CHANNELS4 (NHWC with K % 4 == 0 and a vec4-aligned window: an invocation sums 4 channels as vec4; fp32
+//   only), 5 DY_TYPE, 6 OUT_TYPE: the element types of dy and of out (../common/elements.glsl; the partial
+//   sums are fp32, db of the problem's type).
 // Bindings: 0 dy (the chunk's window, readonly), 1 out (db or the partial sums; read when accumulating),
 //   2 dy again as vec4 (read only with CHANNELS4).
-// Push constants: dy_offset (floats from the binding's start to the chunk's first image), positions in the
+// Push constants: dy_offset (elements from the binding's start to the chunk's first image), positions in the
 //   chunk, piece (positions per piece), accumulate (0/1), first_piece (the piece invocation slice 0 sums: a
 //   run of one piece at a time adds pieces straight into db in order, with no partial sums), db_offset
 //   (binding 1's element 0: db may be a view), then the dispatch's slice [base, base + count)
@@ -21,16 +23,19 @@
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint K = 1;
 layout(constant_id = 2) const uint PQ = 1;
 layout(constant_id = 3) const bool NHWC = false;
 layout(constant_id = 4) const bool CHANNELS4 = false;
+layout(constant_id = 5) const uint DY_TYPE = 0;
+layout(constant_id = 6) const uint OUT_TYPE = 0;
 
-layout(std430, binding = 0) readonly buffer GradOutput { float dy[]; };
+layout(std430, binding = 0) readonly buffer GradOutput { ELEMENT_WORD dy[]; };
 layout(std430, binding = 2) readonly buffer GradOutput4 { vec4 dy4[]; };
-layout(std430, binding = 1) buffer Out { float dst[]; };
+layout(std430, binding = 1) buffer Out { ELEMENT_WORD dst[]; };
 
 layout(push_constant) uniform Params {
     uint dy_offset;
@@ -38,7 +43,7 @@ layout(push_constant) uniform Params {
     uint piece;
     uint accumulate;
     uint first_piece;
-    uint db_offset;  // floats from binding 1's start to its element 0 (db may be a view; partial sums: 0)
+    uint db_offset;  // elements from binding 1's start to its element 0 (db may be a view; partial sums: 0)
     uint base, count;
 } pc;
 
@@ -52,8 +57,10 @@ void main() {
     const uint target = pc.db_offset + slice * K + k;
     vec4 acc = vec4(0.0);
     if (pc.accumulate != 0) {
-        acc.x = dst[target];
-        if (CHANNELS4) acc.yzw = vec3(dst[target + 1], dst[target + 2], dst[target + 3]);
+        acc.x = ELEMENT_AT(dst, OUT_TYPE, target);
+        if (CHANNELS4)
+            acc.yzw = vec3(ELEMENT_AT(dst, OUT_TYPE, target + 1), ELEMENT_AT(dst, OUT_TYPE, target + 2),
+                           ELEMENT_AT(dst, OUT_TYPE, target + 3));
     }
     uint n = first / PQ, j = first % PQ;
     for (uint position = first; position < last;) {
@@ -69,13 +76,17 @@ void main() {
             for (; jj < end; ++jj) acc += dy4[(row + jj * step) / 4];
         } else {
             for (; jj + 16 <= end; jj += 16) {
-                [[unroll]] for (uint u = 0; u < 16; ++u) acc.x += dy[row + (jj + u) * step];
+                [[unroll]] for (uint u = 0; u < 16; ++u) acc.x += ELEMENT_AT(dy, DY_TYPE, row + (jj + u) * step);
             }
-            for (; jj < end; ++jj) acc.x += dy[row + jj * step];
+            for (; jj < end; ++jj) acc.x += ELEMENT_AT(dy, DY_TYPE, row + jj * step);
         }
         position += end - j;
         j = 0, ++n;
     }
-    dst[target] = acc.x;
-    if (CHANNELS4) dst[target + 1] = acc.y, dst[target + 2] = acc.z, dst[target + 3] = acc.w;
+    STORE_ELEMENT(dst, OUT_TYPE, target, acc.x);
+    if (CHANNELS4) {
+        STORE_ELEMENT(dst, OUT_TYPE, target + 1, acc.y);
+        STORE_ELEMENT(dst, OUT_TYPE, target + 2, acc.z);
+        STORE_ELEMENT(dst, OUT_TYPE, target + 3, acc.w);
+    }
 }

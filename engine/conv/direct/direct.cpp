@@ -5,7 +5,7 @@
 #include <string>
 
 #include "conv/constants.hpp"
-#include "conv/element_build.hpp"
+#include "context/element_build.hpp"
 #include "conv/epilogue.hpp"
 #include "vulkan/shader_limits.hpp"
 

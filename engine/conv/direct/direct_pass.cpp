@@ -5,7 +5,7 @@
 
 #include "conv/algorithm_plan.hpp"
 #include "conv/direct/direct.hpp"
-#include "conv/element_build.hpp"
+#include "context/element_build.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "context/element_build.hpp"
 #include "gemm/splitk_reduce.hpp"
 #include "gemm/gemm_config.hpp"
 #include "vulkan/dispatch.hpp"
@@ -32,13 +33,21 @@ int64_t bias_pieces_for_loop_limit(const ConvProblem& p, int64_t images) {
 
 Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uint64_t max_binding_bytes) {
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
+    const uint64_t image_bytes = y_image * element_bytes(p.data_type);
     uint64_t limit = context.device->limits().maxStorageBufferRange;
     if (max_binding_bytes) limit = std::min(limit, max_binding_bytes);
-    if (y_image * 4 + align > limit)
-        return unsupported("one image of grad_output (" + std::to_string(y_image * 4) +
+    if (image_bytes + align > limit)
+        return unsupported("one image of grad_output (" + std::to_string(image_bytes) +
                            " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
     BiasPlan plan;
-    plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / (y_image * 4))));
+    plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / image_bytes)));
+    // A 16-bit db is rounded once: every image in one chunk, its pieces' fp32 sums added by splitk_reduce.
+    const bool sixteen = p.data_type != DataType::F32;
+    if (sixteen && plan.images < p.N)
+        return unsupported("the bias gradient of a " + std::string(to_string(p.data_type)) +
+                           " problem sums all images in one chunk, and grad_output (" +
+                           std::to_string(image_bytes * uint64_t(p.N)) + " bytes) exceeds the binding limit of " +
+                           std::to_string(limit) + " bytes");
     // Enough (piece, channel) invocations to keep the device's loads in flight (a memory-bound sum; on a CPU
     // device four workgroups per thread: measured on lavapipe, fewer leave the long per-invocation sums
     // latency-bound), each summing at least 256 positions.
@@ -48,29 +57,37 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
     plan.pieces = std::clamp<int64_t>((wanted + p.K - 1) / p.K, 1, std::max<int64_t>(1, positions / 256));
     // No invocation may loop over more positions than lavapipe lets it (shader_limits.hpp).
     plan.pieces = std::max<int64_t>(plan.pieces, bias_pieces_for_loop_limit(p, plan.images));
-    plan.partial_floats = plan.pieces > 1 ? uint64_t(plan.pieces * p.K) : 0;
+    plan.partial_floats = plan.pieces > 1 || sixteen ? uint64_t(plan.pieces * p.K) : 0;
     return plan;
 }
 
 void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BiasPlan& plan,
                       const Operand& dy, const Operand& db, const Operand& partials) {
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
-    PipelineDesc desc;
-    desc.shader = "bias_grad";
-    desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    desc.push_constant_bytes = sizeof(BiasPush);
+    const bool sixteen = p.data_type != DataType::F32;  // partial sums, then one rounding (plan_bias_grad)
     // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned
     // (with dy's element 0 on a 4-float boundary: a view may start mid-vec4).
-    const bool channels4 = p.layout == Layout::NHWC && p.K % 4 == 0 && dy.first % 4 == 0;
-    using Id = contract::bias_grad::spec;
-    desc.specialization = Specialization<contract::bias_grad>()
-                              .set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
-                              .set(Id::K, p.K)
-                              .set(Id::PQ, p.P() * p.Q())
-                              .set(Id::NHWC, p.layout == Layout::NHWC)
-                              .set(Id::CHANNELS4, channels4)
-                              .values();
-    const Pipeline& pipeline = context.pipelines->get(desc);
+    const bool channels4 = !sixteen && p.layout == Layout::NHWC && p.K % 4 == 0 && dy.first % 4 == 0;
+    // The kernel writing out of `out_type`: db's, or fp32 partial sums.
+    auto pipeline_for = [&](DataType out_type) -> const Pipeline& {
+        PipelineDesc desc;
+        desc.shader = "bias_grad" + element_build(context, p.data_type);
+        desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+        desc.push_constant_bytes = sizeof(BiasPush);
+        using Id = contract::bias_grad::spec;
+        desc.specialization = Specialization<contract::bias_grad>()
+                                  .set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                                  .set(Id::K, p.K)
+                                  .set(Id::PQ, p.P() * p.Q())
+                                  .set(Id::NHWC, p.layout == Layout::NHWC)
+                                  .set(Id::CHANNELS4, channels4)
+                                  .set(Id::DY_TYPE, element_constant(p.data_type))
+                                  .set(Id::OUT_TYPE, element_constant(out_type))
+                                  .values();
+        return context.pipelines->get(desc);
+    };
+    const Pipeline& pipeline = pipeline_for(p.data_type);
+    const Pipeline& partial_pipeline = sixteen ? pipeline_for(DataType::F32) : pipeline;
     const uint64_t lanes = channels4 ? uint64_t(p.K / 4) : uint64_t(p.K);
     const Window db_all = db.whole();
     for (int64_t n0 = 0; n0 < p.N; n0 += plan.images) {
@@ -87,7 +104,7 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
                       0,
                       0,
                       0};
-        if (pieces == 1 || plan.in_place) {
+        if (!sixteen && (pieces == 1 || plan.in_place)) {
             // Straight into db, one piece after another, each adding to the pieces and chunks before it.
             const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{db_all.range, true},
                                                   Binding{w.range, false}};
@@ -105,9 +122,10 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
             const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{sums, true},
                                                   Binding{w.range, false}};
             const uint64_t adds = uint64_t(positions) * uint64_t(p.K), invocations = uint64_t(pieces) * lanes;
-            dispatch_elements(stream, pipeline, bindings, push, invocations,
+            dispatch_elements(stream, partial_pipeline, bindings, push, invocations,
                               {double(adds) / double(invocations), (adds + invocations - 1) / invocations});
-            record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0);
+            record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0,
+                                 p.data_type);
         }
     }
 }
