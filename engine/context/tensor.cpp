@@ -26,6 +26,20 @@ void narrow_into(DataType type, std::span<const float> from, std::span<uint16_t>
         detail::bf16_from_floats(from, to);
 }
 
+// Calls transfer(done, run) for each run of a piece's `elements` 16-bit elements converted at a time (elements
+// [done, done + run)): the host memory a conversion takes stays bounded however large the tensor.
+template <typename Transfer>
+void for_each_run(uint64_t elements, Transfer&& transfer) {
+    for (uint64_t done = 0; done < elements; done += kConversionRun)
+        transfer(done, std::min<uint64_t>(elements - done, kConversionRun));
+}
+
+// A piece's allocation from its 16-bit element `done` on.
+detail::PoolAllocation from_element(detail::PoolAllocation allocation, uint64_t done) {
+    allocation.offset += done * 2, allocation.size -= done * 2;
+    return allocation;
+}
+
 void widen_into(DataType type, std::span<const uint16_t> from, std::span<float> to) {
     if (type == DataType::F16)
         detail::floats_from_fp16(from, to);
@@ -101,16 +115,11 @@ void Tensor::upload(std::span<const float> values) {
             storage_->context->staging->upload(piece.allocation, first, piece.elements * 4);
             continue;
         }
-        // Narrowed a run at a time: the host memory this takes stays bounded however large the tensor.
         std::vector<uint16_t> narrow(std::min<uint64_t>(piece.elements, kConversionRun));
-        for (uint64_t done = 0; done < piece.elements;) {
-            const uint64_t run = std::min<uint64_t>(piece.elements - done, kConversionRun);
+        for_each_run(piece.elements, [&](uint64_t done, uint64_t run) {
             narrow_into(type_, std::span<const float>(first + done, run), std::span<uint16_t>(narrow.data(), run));
-            detail::PoolAllocation part = piece.allocation;
-            part.offset += done * 2, part.size -= done * 2;
-            storage_->context->staging->upload(part, narrow.data(), run * 2);
-            done += run;
-        }
+            storage_->context->staging->upload(from_element(piece.allocation, done), narrow.data(), run * 2);
+        });
     }
 }
 
@@ -138,14 +147,10 @@ void Tensor::download(std::span<float> values) const {
             continue;
         }
         std::vector<uint16_t> narrow(std::min<uint64_t>(piece.elements, kConversionRun));
-        for (uint64_t done = 0; done < piece.elements;) {
-            const uint64_t run = std::min<uint64_t>(piece.elements - done, kConversionRun);
-            detail::PoolAllocation part = piece.allocation;
-            part.offset += done * 2, part.size -= done * 2;
-            storage_->context->staging->download(part, narrow.data(), run * 2);
+        for_each_run(piece.elements, [&](uint64_t done, uint64_t run) {
+            storage_->context->staging->download(from_element(piece.allocation, done), narrow.data(), run * 2);
             widen_into(type_, std::span<const uint16_t>(narrow.data(), run), std::span<float>(first + done, run));
-            done += run;
-        }
+        });
     }
 }
 

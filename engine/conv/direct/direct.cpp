@@ -24,10 +24,21 @@ std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const 
     return std::nullopt;
 }
 
+DirectReduction direct_reduction(const ConvProblem& p, Pass pass) {
+    const uint64_t taps = uint64_t(p.R * p.S);
+    if (pass == Pass::Forward) return {uint64_t(p.channels_per_group()), taps};
+    if (pass == Pass::BackwardData) return {uint64_t(p.filters_per_group()), taps};
+    return {uint64_t(p.N * p.P() * p.Q()), 1};
+}
+
+uint64_t DirectReduction::piece() const {
+    return std::max<uint64_t>(1, kMaxLoopIterations / std::max<uint64_t>(1, unit_iterations));
+}
+
 template <typename Push>
 void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeline, std::span<const Binding> bindings,
                      Push push, uint64_t elements, uint64_t extent, uint64_t unit_iterations) {
-    const uint64_t piece = std::max<uint64_t>(1, kMaxLoopIterations / std::max<uint64_t>(1, unit_iterations));
+    const uint64_t piece = DirectReduction{extent, unit_iterations}.piece();
     for (uint64_t begin = 0; begin < extent; begin += piece) {
         push.reduce_begin = static_cast<uint32_t>(begin);
         push.reduce_end = static_cast<uint32_t>(std::min(extent, begin + piece));
@@ -78,8 +89,9 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     push.first0 = uint32_t(x.delta), push.first1 = uint32_t(w.delta), push.first2 = uint32_t(b.delta);
     push.first3 = uint32_t(y.delta), push.first4 = uint32_t(z.delta);
     push.alpha = epilogue.alpha, push.beta = epilogue.beta, push.negative_slope = epilogue.negative_slope;
+    const DirectReduction reduction = direct_reduction(problem, Pass::Forward);
     dispatch_direct(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()),
-                    uint64_t(problem.channels_per_group()), uint64_t(problem.R * problem.S));
+                    reduction.extent, reduction.unit_iterations);
 }
 
 }  // namespace vkconv::detail

@@ -14,6 +14,16 @@ namespace vkconv::detail {
 // maxStorageBufferRange: direct binds whole tensors (the passes then run it in tiles, tiled/tiled.hpp).
 std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const ConvProblem& problem);
 
+// A direct pass's reduction per output: [0, extent) in units that each cost `unit_iterations` loop iterations
+// (forward: the group's channels of R·S taps; backward-data: the group's filters of R·S taps; backward-filter:
+// the N·P·Q output positions, one each). Past kMaxLoopIterations in all it runs in pieces (dispatch_direct).
+struct DirectReduction {
+    uint64_t extent = 1, unit_iterations = 1;
+    uint64_t piece() const;  // units a piece sums
+    bool in_pieces() const { return extent > piece(); }
+};
+DirectReduction direct_reduction(const ConvProblem& problem, Pass pass);
+
 // Dispatches a direct kernel over `elements` outputs in pieces of its reduction ([0, extent) in units
 // that each cost `unit_iterations` loop iterations), so no invocation loops past kMaxLoopIterations;
 // pieces after the first add into the output, in order. `push` is DirectSizes, or the forward's

@@ -6,17 +6,14 @@
 #include "conv/algorithm_plan.hpp"
 #include "conv/direct/direct.hpp"
 #include "context/element_build.hpp"
-#include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
 namespace {
 
-// A backward direct kernel reading `a` and `b` into `out`: `elements` outputs, each a reduction over
-// [0, extent) in units of `unit_iterations` loop iterations.
+// A backward direct kernel reading `a` and `b` into `out`: `elements` outputs, each the pass's reduction.
 template <typename Shader>
-void record_backward_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& a,
-                            const Operand& b, const Operand& out, uint64_t elements, uint64_t extent,
-                            uint64_t unit_iterations) {
+void record_backward_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
+                            const Operand& a, const Operand& b, const Operand& out, uint64_t elements) {
     PipelineDesc desc;
     desc.shader = std::string(Shader::name) + element_build(context, p.data_type);
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -31,17 +28,17 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
                                           Binding{out_all.range, true}};
     DirectSizes push = direct_sizes(p);
     push.first0 = uint32_t(a_all.delta), push.first1 = uint32_t(b_all.delta), push.first2 = uint32_t(out_all.delta);
-    dispatch_direct(context, stream, context.pipelines->get(desc), bindings, push, elements, extent, unit_iterations);
+    const DirectReduction reduction = direct_reduction(p, pass);
+    dispatch_direct(context, stream, context.pipelines->get(desc), bindings, push, elements, reduction.extent,
+                    reduction.unit_iterations);
 }
 
 // A 16-bit output would be rounded once per piece where the reduction runs in pieces (dispatch_direct).
 std::optional<Refusal> pieces_refusal_16bit(const ConvProblem& p, Pass pass) {
-    if (p.data_type == DataType::F32) return std::nullopt;
-    const uint64_t iterations = pass == Pass::Forward        ? uint64_t(p.channels_per_group() * p.R * p.S)
-                                : pass == Pass::BackwardData ? uint64_t(p.filters_per_group() * p.R * p.S)
-                                                             : uint64_t(p.N * p.P() * p.Q());
-    if (iterations <= kMaxLoopIterations) return std::nullopt;
-    return unsupported("direct: a " + std::string(to_string(pass)) + " reduction of " + std::to_string(iterations) +
+    const DirectReduction reduction = direct_reduction(p, pass);
+    if (p.data_type == DataType::F32 || !reduction.in_pieces()) return std::nullopt;
+    return unsupported("direct: a " + std::string(to_string(pass)) + " reduction of " +
+                       std::to_string(reduction.extent * reduction.unit_iterations) +
                        " terms runs in pieces, which would round a " + to_string(p.data_type) +
                        " output more than once (" + p.str() + ")");
 }
@@ -69,13 +66,11 @@ void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;
         case Pass::BackwardData:
             record_backward_direct<contract::conv2d_backward_data_direct>(
-                context, stream, p, ops.output, ops.filter, ops.input, uint64_t(p.input_elements()),
-                uint64_t(p.filters_per_group()), uint64_t(p.R * p.S));
+                context, stream, p, plan.pass, ops.output, ops.filter, ops.input, uint64_t(p.input_elements()));
             break;
         case Pass::BackwardFilter:
-            record_backward_direct<contract::conv2d_backward_filter_direct>(context, stream, p, ops.input, ops.output,
-                                                                            ops.filter, uint64_t(p.filter_elements()),
-                                                                            uint64_t(p.N * p.P() * p.Q()), 1);
+            record_backward_direct<contract::conv2d_backward_filter_direct>(
+                context, stream, p, plan.pass, ops.input, ops.output, ops.filter, uint64_t(p.filter_elements()));
             break;
         case Pass::BackwardBias:
             break;  // the bias gradient alone (plan_algorithm)
