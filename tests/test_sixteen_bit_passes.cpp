@@ -1,6 +1,6 @@
-// Convolution passes on 16-bit tensors (ConvProblem::data_type F16 and BF16): the direct algorithm's every
-// pass (the bias gradient and the layer step too) against the double-precision reference computed on the same
-// 16-bit inputs, within the stated bound,
+// Convolution passes on 16-bit tensors (ConvProblem::data_type F16 and BF16): every pass of each algorithm
+// that runs them (the bias gradient and the layer step too) against the double-precision reference computed
+// on the same 16-bit inputs, within the stated bound, with workspaces as their queries say,
 // through 16-bit storage (lavapipe) and packed 32-bit words (SwiftShader, and lavapipe under vulkan-minimum);
 // outputs as views at odd entries whose neighbours stay untouched; reruns bit-identical; what does not run
 // 16-bit tensors yet refused by name.
@@ -57,10 +57,11 @@ std::pair<Tensor, std::vector<float>> upload(vkconv::Context& context, const vkc
     return {t, t.download()};
 }
 
-// The three passes of `p` through direct on `context`, each output poisoned first and checked whole; returns
-// the outputs (forward, dx, dw, and db with a bias) for the rerun check; with a bias, backward_bias alone and
-// the layer step give the same bits.
-std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, const ConvProblem& p, uint32_t seed) {
+// The three passes of `p` through `algorithm` on `context`, each output poisoned first and checked whole,
+// each workspace as its query says; returns the outputs (forward, dx, dw, and db with a bias) for the rerun
+// check; with a bias, backward_bias alone and the layer step give the same bits.
+std::vector<std::vector<float>> check_passes(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm,
+                                             uint32_t seed, const vkconv::PassOptions& options = {}) {
     const DataType type = p.data_type;
     auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
     auto [w, wv] = upload(context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), seed + 1), type);
@@ -69,10 +70,12 @@ std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, co
     ConvProblem plain = p;
     plain.has_bias = false;
     std::vector<std::vector<float>> results;
+    INFO(vkconv::to_string(algorithm));
 
     Tensor y = Tensor::from_host(context, p.output_shape(), vkt::poison(p.output_elements()), type);
-    const auto fs = vkconv::forward(context, p, x, w, p.has_bias ? &b : nullptr, y, Algorithm::Direct);
-    CHECK(fs.algorithm == Algorithm::Direct);
+    const auto fs = vkconv::forward(context, p, x, w, p.has_bias ? &b : nullptr, y, algorithm, options);
+    CHECK(fs.algorithm == algorithm);
+    CHECK(fs.workspace_bytes == vkconv::forward_workspace_bytes(context, p, algorithm, options));
     results.push_back(y.download());
     check_16bit(results.back(), vkconv::reference::forward(p, xv, wv, p.has_bias ? bv : std::vector<float>{}),
                 vkconv::reference::forward(p, vkt::absolute(xv), vkt::absolute(wv),
@@ -80,7 +83,8 @@ std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, co
                 p.channels_per_group() * p.R * p.S + (p.has_bias ? 1 : 0), type, "forward " + p.str());
 
     Tensor dx = Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()), type);
-    vkconv::backward_data(context, plain, dy, w, dx, Algorithm::Direct);
+    const auto ds = vkconv::backward_data(context, plain, dy, w, dx, algorithm, options);
+    CHECK(ds.workspace_bytes == vkconv::backward_data_workspace_bytes(context, plain, algorithm, options));
     results.push_back(dx.download());
     check_16bit(results.back(), vkconv::reference::backward_data(plain, dyv, wv),
                 vkconv::reference::backward_data(plain, vkt::absolute(dyv), vkt::absolute(wv)),
@@ -88,7 +92,8 @@ std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, co
 
     Tensor dw = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
     Tensor db = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
-    vkconv::backward_filter(context, p, x, dy, dw, p.has_bias ? &db : nullptr, Algorithm::Direct);
+    const auto ws = vkconv::backward_filter(context, p, x, dy, dw, p.has_bias ? &db : nullptr, algorithm, options);
+    CHECK(ws.workspace_bytes == vkconv::backward_filter_workspace_bytes(context, p, algorithm, options));
     results.push_back(dw.download());
     check_16bit(results.back(), vkconv::reference::backward_filter(plain, xv, dyv),
                 vkconv::reference::backward_filter(plain, vkt::absolute(xv), vkt::absolute(dyv)),
@@ -100,42 +105,61 @@ std::vector<std::vector<float>> check_direct_passes(vkconv::Context& context, co
                 vkconv::reference::backward_bias(p, vkt::absolute(dyv)), p.N * p.P() * p.Q(), type,
                 "backward-bias " + p.str());
     Tensor db_alone = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
-    vkconv::backward_bias(context, p, dy, db_alone);
+    vkconv::backward_bias(context, p, dy, db_alone, options);
     CHECK(std::memcmp(db_alone.download().data(), results.back().data(), size_t(p.K) * 4) == 0);
     Tensor dx2 = Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()), type);
     Tensor dw2 = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
     Tensor db2 = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
-    vkconv::layer_backward(context, p, x, w, dy, dx2, dw2, &db2, Algorithm::Direct);
+    vkconv::layer_backward(context, p, x, w, dy, dx2, dw2, &db2, algorithm, options);
     for (const auto& [got, expected] : {std::pair{dx2.download(), results[1]}, std::pair{dw2.download(), results[2]},
                                         std::pair{db2.download(), results[3]}})
         CHECK(std::memcmp(got.data(), expected.data(), got.size() * 4) == 0);
     return results;
 }
 
-// The odd table in both 16-bit types and both layouts, forward with and without a bias in turn.
+// The algorithms that run 16-bit tensors in every pass.
+const Algorithm kSixteenBit[] = {Algorithm::Direct, Algorithm::Depthwise};
+
+// Depthwise shapes on and off its vec4 paths (NCHW rows W % 4, Q % 4; NHWC channels C % 4 with one filter a
+// channel), with multipliers, strides, dilation and a 7x7 filter.
+std::vector<vkt::NamedProblem> depthwise_problems() {
+    return {
+        {"depthwise vec4 rows", vkt::problem().batch(2).channels(4).depthwise(1).image(9, 12).kernel(3, 3).pad(1)},
+        {"depthwise 4 channels a lane", vkt::problem().batch(2).channels(8).depthwise(1).image(6, 9).kernel(3, 3).pad(1)},
+        {"depthwise multiplier 2 stride 2",
+         vkt::problem().batch(1).channels(3).depthwise(2).image(7, 13).kernel(3, 3).pad(1).stride(2)},
+        {"depthwise 5x3 dilation 2", vkt::problem().batch(1).channels(3).depthwise(3).image(8, 7).kernel(5, 3).pad(2).dilation(2)},
+        {"depthwise 7x7", vkt::problem().batch(1).channels(4).depthwise(1).image(15, 16).kernel(7, 7).pad(3)},
+    };
+}
+
+// The odd table (and, for depthwise, its own shapes) in both 16-bit types and both layouts, through every
+// algorithm that runs them, forward with and without a bias in turn.
 void check_odd_table(vkconv::Context& context) {
     uint32_t seed = 40;
     size_t turn = 0;
+    std::vector<vkt::NamedProblem> problems = vkt::odd_problems();
+    for (auto& named : depthwise_problems()) problems.push_back(named);
     for (DataType type : {DataType::F16, DataType::BF16})
-        for (const auto& named : vkt::odd_problems())
+        for (const auto& named : problems)
             for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
                 ConvProblem p = named.problem;
                 p.layout = layout, p.data_type = type, p.has_bias = ++turn % 2 == 0;
                 INFO(named.name << ": " << p.str());
-                check_direct_passes(context, p, seed += 5);
+                for (Algorithm algorithm : kSixteenBit)
+                    if (vkt::runs_every_pass(algorithm, p)) check_passes(context, p, algorithm, seed += 5);
             }
 }
 
 }  // namespace
 
-TEST_CASE("direct runs every pass on f16 and bf16 tensors within the stated bound", "[types][direct][gpu]") {
+TEST_CASE("every pass runs on f16 and bf16 tensors within the stated bound", "[types][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     INFO(context->device().name << (context->device().storage_16bit ? ": 16-bit storage" : ": packed words"));
     check_odd_table(*context);
 }
 
-TEST_CASE("direct on 16-bit tensors in packed 32-bit words where a device has no 16-bit storage",
-          "[types][direct][gpu]") {
+TEST_CASE("16-bit tensors in packed 32-bit words where a device has no 16-bit storage", "[types][gpu]") {
     vkconv::ContextOptions options = vkt::test_options();
     options.device_limits = "vulkan-minimum";  // lists no 16-bit storage
     auto context = vkt::fresh_context(options);
@@ -175,9 +199,82 @@ TEST_CASE("16-bit passes write views at odd entries without touching the neighbo
     // Reruns of the whole table's passes: bit for bit.
     ConvProblem p = vkt::problem().batch(2).channels(5).image(7, 6).filters(3).kernel(3, 2).pad(1).bias();
     p.data_type = DataType::BF16;
-    const auto first = check_direct_passes(*context, p, 70), again = check_direct_passes(*context, p, 70);
+    const auto first = check_passes(*context, p, Algorithm::Direct, 70),
+               again = check_passes(*context, p, Algorithm::Direct, 70);
     for (size_t i = 0; i < first.size(); ++i)
         CHECK(std::memcmp(first[i].data(), again[i].data(), first[i].size() * 4) == 0);
+}
+
+TEST_CASE("depthwise runs 16-bit tensors in chunks of images: dw summed in fp32 and rounded once, "
+          "bit-identically on reruns",
+          "[types][depthwise][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 900;
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+            ConvProblem p = vkt::problem().batch(5).channels(8).depthwise(1).image(12, 16).kernel(3, 3).pad(1).bias();
+            p.layout = layout, p.data_type = type;
+            vkconv::PassOptions options;
+            // Two images per binding (and the window's alignment slack): 3 chunks.
+            options.max_binding_bytes = 2 * uint64_t(p.C * p.H * p.W) * 2 + 1024;
+            Tensor x(*context, p.input_shape(), type), dy(*context, p.output_shape(), type);
+            Tensor dw(*context, p.filter_shape(), type);
+            CHECK(vkconv::backward_filter(*context, p, x, dy, dw, nullptr, Algorithm::Depthwise, options).chunks == 3);
+            const auto first = check_passes(*context, p, Algorithm::Depthwise, seed, options);
+            const auto again = check_passes(*context, p, Algorithm::Depthwise, seed, options);
+            for (size_t i = 0; i < first.size(); ++i)
+                CHECK(std::memcmp(first[i].data(), again[i].data(), first[i].size() * 4) == 0);
+            seed += 10;
+        }
+}
+
+// y = relu(alpha·conv + b + beta·z) on 16-bit tensors against the reference on the same inputs: E counts
+// the fp32 accumulation (n + 2 roundings) and the epilogue's two (alpha is a power of two, beta's product
+// and its sum each round once) over the sum of the terms' magnitudes. ReLU only shrinks an error.
+void check_epilogue(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm, bool in_place, uint32_t seed) {
+    const DataType type = p.data_type;
+    auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
+    auto [w, wv] = upload(context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), seed + 1), type);
+    auto [b, bv] = upload(context, p.bias_shape(), vkt::random_values(size_t(p.K), seed + 2), type);
+    auto [z, zv] = upload(context, p.output_shape(), vkt::random_values(size_t(p.output_elements()), seed + 3), type);
+    Tensor y = in_place ? z : Tensor::from_host(context, p.output_shape(), vkt::poison(p.output_elements()), type);
+    vkconv::Epilogue epilogue{.alpha = 0.5f, .beta = -1.5f, .residual = &z, .activation = vkconv::Activation::ReLU};
+    vkconv::forward(context, p, x, w, &b, y, algorithm, {}, epilogue);
+    ConvProblem plain = p;
+    plain.has_bias = false;
+    const std::vector<double> conv = vkconv::reference::forward(plain, xv, wv, {});
+    std::vector<double> magnitude = vkconv::reference::forward(plain, vkt::absolute(xv), vkt::absolute(wv), {});
+    std::vector<double> expected(conv.size());
+    const size_t per_filter = size_t(p.P() * p.Q());
+    for (size_t i = 0; i < conv.size(); ++i) {
+        const size_t k = p.layout == Layout::NCHW ? i / per_filter % size_t(p.K) : i % size_t(p.K);
+        expected[i] = std::max(0.0, 0.5 * conv[i] + bv[k] - 1.5 * zv[i]);
+        magnitude[i] = 0.5 * magnitude[i] + std::fabs(bv[k]) + 1.5 * std::fabs(zv[i]);
+    }
+    check_16bit(y.download(), expected, magnitude, p.channels_per_group() * p.R * p.S + 2, type,
+                std::string("epilogue ") + (in_place ? "in place " : "") + vkconv::to_string(algorithm) + " " + p.str());
+}
+
+TEST_CASE("the fused epilogue on 16-bit tensors, with a residual of its own and in place, and on a device with "
+          "4 storage buffers a stage",
+          "[types][epilogue][gpu]") {
+    vkconv::ContextOptions minimum = vkt::test_options();
+    minimum.device_limits = "vulkan-minimum";  // 4 storage buffers: the residual copied into y first
+    uint32_t seed = 1200;
+    for (const vkconv::ContextOptions& options : {vkt::test_options(), minimum}) {
+        auto context = vkt::fresh_context(options);
+        if (!context) return;
+        INFO("imposed limits: " << context->device().imposed_limits);
+        for (DataType type : {DataType::F16, DataType::BF16})
+            for (Layout layout : {Layout::NCHW, Layout::NHWC})
+                for (bool in_place : {false, true}) {
+                    ConvProblem p =
+                        vkt::problem().batch(2).channels(6).depthwise(1).image(7, 9).kernel(3, 3).pad(1).bias();
+                    p.layout = layout, p.data_type = type;
+                    for (Algorithm algorithm : kSixteenBit)
+                        if (vkt::runs_every_pass(algorithm, p)) check_epilogue(*context, p, algorithm, in_place, seed += 4);
+                }
+    }
 }
 
 TEST_CASE("what does not run 16-bit tensors yet refuses them by name", "[types][gpu]") {

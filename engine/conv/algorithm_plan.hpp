@@ -96,10 +96,6 @@ struct AlgorithmEntry {
     uint32_t passes_16bit = 0;
 };
 
-// The first algorithm of the table that runs `pass` of `problem` on its 16-bit tensors, or a refusal naming
-// the pass and the type (the heuristic's choice for 16-bit problems).
-Planned<Algorithm> algorithm_for_16bit(const ConvProblem& problem, Pass pass);
-
 // Error(InvalidArgument) unless options.variant is empty or a form of `algorithm` in one of its passes (with
 // Auto: of some algorithm), naming the forms there are. A pass where it is not the algorithm's form runs
 // without it (plan_algorithm), so one PassOptions serves a training step's passes.

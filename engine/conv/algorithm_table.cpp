@@ -136,14 +136,6 @@ void check_variant(Algorithm algorithm, const PassOptions& options) {
                                                     ")");
 }
 
-Planned<Algorithm> algorithm_for_16bit(const ConvProblem& problem, Pass pass) {
-    for (const AlgorithmRow& row : kRows)
-        if ((row.entry->passes_16bit & pass_bit(pass)) && (!row.entry->applies || row.entry->applies(problem)))
-            return row.algorithm;
-    return unsupported(std::string("no algorithm runs ") + to_string(pass) + " on " + to_string(problem.data_type) +
-                       " tensors yet (" + problem.str() + ")");
-}
-
 void record_algorithm(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                       const ConvOperands& operands, Workspace workspace) {
     if (plan.pass != Pass::BackwardBias) algorithm_entry(plan.algorithm).record(context, stream, p, plan, operands, workspace);

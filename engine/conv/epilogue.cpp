@@ -72,9 +72,9 @@ FusedEpilogue fused_epilogue(ContextImpl& context, const ConvProblem& problem, c
 }
 
 void copy_residual_into_output(ContextImpl& context, CommandStream& stream, const FusedEpilogue& epilogue,
-                               const Operand& output) {
+                               const Operand& output, DataType type) {
     if (epilogue.has_residual() && !residual_in_place(epilogue, output))
-        record_run(context, stream, epilogue.residual, 0, output, 0, output.floats, false);
+        record_run(context, stream, epilogue.residual, 0, output, 0, output.floats, false, type);
 }
 
 }  // namespace vkconv::detail

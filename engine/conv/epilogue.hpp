@@ -68,7 +68,7 @@ inline void set_gemm_epilogue(GemmProblem& gp, const FusedEpilogue& epilogue, co
 // For kernels built to read the residual from the output (where the device allows too few storage
 // buffers to bind it apart): z copied into y first; nothing to copy without a residual or in place.
 void copy_residual_into_output(ContextImpl& context, CommandStream& stream, const FusedEpilogue& epilogue,
-                               const Operand& output);
+                               const Operand& output, DataType type);
 
 // The public call's Epilogue as the recordings take it, after checking its rules against the pass's tensors
 // (Error(InvalidArgument) naming the problem): finite numbers, beta != 0 exactly with a residual, a residual of

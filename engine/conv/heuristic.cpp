@@ -50,7 +50,6 @@ Planned<AlgorithmPlan> heuristic_whole_plan(ContextImpl& context, const ConvProb
 Planned<Algorithm> heuristic_algorithm(ContextImpl& context, const ConvProblem& p, Pass pass,
                                        const PassOptions& options) {
     if (pass == Pass::BackwardBias) return Algorithm::Direct;  // one kernel
-    if (p.data_type != DataType::F32) return algorithm_for_16bit(p, pass);
     // Too large to bind: the heuristic's algorithm for the tiles.
     if (needs_tiling(context, p, Algorithm::Auto, options)) {
         auto tiles = plan_tiled(context, p, pass, Algorithm::Auto, options);

@@ -3,6 +3,8 @@
 // A kernel declares each tensor binding as an array of ELEMENT_WORD and goes through two macros:
 //   ELEMENT_AT(buffer, type, i)          the element i of the binding, as a float
 //   STORE_ELEMENT(buffer, type, i, v)    writes float v there, rounded to the type to nearest even
+//   ELEMENT_AT4(buffer, type, q)         elements 4q .. 4q+3 as a vec4 (the vec4 views of fp32 kernels)
+//   STORE_ELEMENT4(buffer, type, q, v)   writes vec4 v to elements 4q .. 4q+3
 // where `type` is the binding's element type, a specialization constant in DataType's order (0 fp32,
 // 1 fp16, 2 bf16), and i counts elements of that type from the binding's start. Each kernel is built three
 // ways (shaders/CMakeLists.txt):
@@ -52,6 +54,12 @@ uint encode16(uint type, float v) {
     return type == ELEMENT_BF16 ? encode_bf16(v) : encode_f16(v);
 }
 
+// The two 16-bit elements of a packed word, the low half first.
+vec2 decode_pair(uint type, uint word) {
+    return type == ELEMENT_BF16 ? vec2(uintBitsToFloat(word << 16), uintBitsToFloat(word & 0xffff0000u))
+                                : unpackHalf2x16(word);
+}
+
 #if defined(ELEMENTS_16)
 #extension GL_EXT_shader_16bit_storage : require
 #define ELEMENT_WORD uint16_t
@@ -70,6 +78,18 @@ uint encode16(uint type, float v) {
             buf[at_] = uint16_t(encode16((type), value_));     \
         }                                                      \
     }
+#define ELEMENT_AT4(buf, type, q)                                                         \
+    vec4(ELEMENT_AT(buf, type, 4u * (q)), ELEMENT_AT(buf, type, 4u * (q) + 1u), ELEMENT_AT(buf, type, 4u * (q) + 2u), \
+         ELEMENT_AT(buf, type, 4u * (q) + 3u))
+#define STORE_ELEMENT4(buf, type, q, v)                                \
+    {                                                                  \
+        const uint q_ = (q);                                           \
+        const vec4 vector_ = (v);                                      \
+        STORE_ELEMENT(buf, type, 4u * q_, vector_.x)                   \
+        STORE_ELEMENT(buf, type, 4u * q_ + 1u, vector_.y)              \
+        STORE_ELEMENT(buf, type, 4u * q_ + 2u, vector_.z)              \
+        STORE_ELEMENT(buf, type, 4u * q_ + 3u, vector_.w)              \
+    }
 #elif defined(ELEMENTS_PACKED)
 #define ELEMENT_WORD uint
 #define ELEMENT_AT(buf, type, i)                  \
@@ -87,10 +107,38 @@ uint encode16(uint type, float v) {
             atomicOr(buf[at_ >> 1], encode16((type), value_) << shift_); \
         }                                                                \
     }
+// Four 16-bit elements from 4q are the two whole words 2q and 2q+1: read and written without atomics (no
+// other invocation writes into them).
+#define ELEMENT_AT4(buf, type, q)                                                                        \
+    ((type) == ELEMENT_F32 ? vec4(uintBitsToFloat(buf[4u * (q)]), uintBitsToFloat(buf[4u * (q) + 1u]),        \
+                                  uintBitsToFloat(buf[4u * (q) + 2u]), uintBitsToFloat(buf[4u * (q) + 3u])) \
+                           : vec4(decode_pair((type), buf[2u * (q)]), decode_pair((type), buf[2u * (q) + 1u])))
+#define STORE_ELEMENT4(buf, type, q, v)                                                  \
+    {                                                                                    \
+        const uint q_ = (q);                                                             \
+        const vec4 vector_ = (v);                                                        \
+        if ((type) == ELEMENT_F32) {                                                     \
+            buf[4u * q_] = floatBitsToUint(vector_.x);                                   \
+            buf[4u * q_ + 1u] = floatBitsToUint(vector_.y);                              \
+            buf[4u * q_ + 2u] = floatBitsToUint(vector_.z);                              \
+            buf[4u * q_ + 3u] = floatBitsToUint(vector_.w);                              \
+        } else {                                                                         \
+            buf[2u * q_] = encode16((type), vector_.x) | (encode16((type), vector_.y) << 16);      \
+            buf[2u * q_ + 1u] = encode16((type), vector_.z) | (encode16((type), vector_.w) << 16); \
+        }                                                                                \
+    }
 #else
 #define ELEMENT_WORD float
 #define ELEMENT_AT(buf, type, i) buf[(i)]
 #define STORE_ELEMENT(buf, type, i, v) buf[(i)] = (v)
+#define ELEMENT_AT4(buf, type, q) vec4(buf[4u * (q)], buf[4u * (q) + 1u], buf[4u * (q) + 2u], buf[4u * (q) + 3u])
+#define STORE_ELEMENT4(buf, type, q, v)                 \
+    {                                                   \
+        const uint q_ = (q);                            \
+        const vec4 vector_ = (v);                       \
+        buf[4u * q_] = vector_.x, buf[4u * q_ + 1u] = vector_.y; \
+        buf[4u * q_ + 2u] = vector_.z, buf[4u * q_ + 3u] = vector_.w; \
+    }
 #endif
 
 #endif

@@ -13,7 +13,7 @@
 // block that it reaches. With VEC4_Y (NCHW, TILE_W % (4*sw) == 0) segments load as aligned vec4s, the
 // first column SHIFT floats into the first vec4; with VEC4_X the block is stored as vec4s.
 //
-// Specialization constants: 0..19 as in depthwise_common.glsl (TILE_W, TILE_H count dx values).
+// Specialization constants: 0..20 as in depthwise_common.glsl (TILE_W, TILE_H count dx values).
 // Bindings: 0 dy as vec4 (the chunk's window), 1 dy as float (the same window), 2 w (float),
 //   3 dx (the chunk's window; storage buffer, written).
 // Push constants: dy_offset and dx_offset (floats from each binding's start to the chunk's first image),
@@ -28,8 +28,8 @@
 DECLARE_READ4(0, dy4)
 DECLARE_READ1(1, dy1)
 DECLARE_READ1(2, w1)
-layout(std430, binding = 3) writeonly buffer GradInput4 { vec4 dx4[]; };
-layout(std430, binding = 3) writeonly buffer GradInput1 { float dx1[]; };
+DECLARE_OUTPUT4(3, dx4, writeonly)
+DECLARE_OUTPUT1(3, dx1, writeonly)
 
 layout(push_constant) uniform Params {
     uint dy_offset, dx_offset;
@@ -107,17 +107,18 @@ void main() {
         if (h0 + t >= H) continue;
 #ifdef CHANNELS4
         [[unroll]] for (uint x = 0; x < TILE_W; ++x)
-            if (x0 + x < W) dx4[dx_index(n, c, h0 + t, x0 + x) >> 2] = acc[t * TILE_W + x];
+            if (x0 + x < W) WRITE4(dx4, dx_index(n, c, h0 + t, x0 + x) >> 2, acc[t * TILE_W + x]);
 #else
         if (VEC4_X) {
             [[unroll]] for (uint x = 0; x < TILE_W; x += 4) {
                 if (x0 + x < W)
-                    dx4[dx_index(n, c, h0 + t, x0 + x) >> 2] = vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1],
-                                                                    acc[t * TILE_W + x + 2], acc[t * TILE_W + x + 3]);
+                    WRITE4(dx4, dx_index(n, c, h0 + t, x0 + x) >> 2,
+                           vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1], acc[t * TILE_W + x + 2],
+                                acc[t * TILE_W + x + 3]));
             }
         } else {
             [[unroll]] for (uint x = 0; x < TILE_W; ++x)
-                if (x0 + x < W) dx1[dx_index(n, c, h0 + t, x0 + x)] = acc[t * TILE_W + x];
+                if (x0 + x < W) WRITE1(dx1, dx_index(n, c, h0 + t, x0 + x), acc[t * TILE_W + x]);
         }
 #endif
     }

@@ -12,9 +12,9 @@
 // all S taps, so every read runs along a row. With VEC4_Y (NCHW) dy strips, and with VEC4_X x segments,
 // load as aligned vec4s.
 //
-// Specialization constants: 0..19 as in depthwise_common.glsl (TILE_H unused), and
-//  20 TAP_ROWS          filter rows per invocation (all R unless R*S is large)
-//  21 COLUMN_PARTS      parts each output row's strips are cut into (1: whole rows)
+// Specialization constants: 0..20 as in depthwise_common.glsl (TILE_H unused), and
+//  21 TAP_ROWS          filter rows per invocation (all R unless R*S is large)
+//  22 COLUMN_PARTS      parts each output row's strips are cut into (1: whole rows)
 // Bindings: 0 x as vec4 (the chunk's window), 1 x as float, 2 dy as vec4 (the chunk's window), 3 dy as
 //   float, 4 partial (storage buffer, written): partial[(piece * K + k) * R*S + r*S + s].
 // Push constants: x_offset and dy_offset (floats from each binding's start to the chunk's first image),
@@ -26,8 +26,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "depthwise_common.glsl"
 
-layout(constant_id = 20) const uint TAP_ROWS = 1;
-layout(constant_id = 21) const uint COLUMN_PARTS = 1;
+layout(constant_id = 21) const uint TAP_ROWS = 1;
+layout(constant_id = 22) const uint COLUMN_PARTS = 1;
 
 #ifdef FOUR_BINDINGS
 // The build for devices that allow few storage buffers per stage (storage buffers only): each operand's two

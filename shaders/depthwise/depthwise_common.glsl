@@ -5,7 +5,7 @@
 // Depthwise: groups == C, K = MULT * C, output channel k reads input channel k / MULT; the filter is
 // [K][R][S] in both layouts (OIHW with one input channel, or OHWI with one).
 //
-// Specialization constants shared by every depthwise kernel (1..9 declared in
+// Specialization constants 0..20 shared by every depthwise kernel (1..9 declared in
 // ../common/conv_spec_geometry.glsl, included here, shared with the direct and im2col shaders):
 //   0 WORKGROUP_SIZE (local_size_x_id)
 //   1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W, 7 DIL_H, 8 DIL_W
@@ -15,10 +15,13 @@
 //  18 VEC4_X               NCHW only: rows of x (or dx) start on vec4 boundaries (W % 4 == 0) and the
 //                          tile's first column is a multiple of 4 after stride: x read (or dx written) as vec4
 //  19 VEC4_Y               NCHW only: the same for rows of y (or dy) (Q % 4 == 0)
+//  20 TENSOR_TYPE          the element type of every tensor binding (../common/elements.glsl; the 16-bit
+//                          builds only): x, w, the bias, y, the residual, dy, dx. Partial sums stay fp32.
 //
 // Build-time variants (one SPIR-V each):
 //   ACCESS_TEXEL / ACCESS_SSBO   the read-only operands are uniform texel buffers (samplerBuffer: rgba32f and
 //                                r32f views) or storage buffers (vec4[] and float[] views)
+//   ELEMENTS_16 / ELEMENTS_PACKED  (with ACCESS_SSBO) 16-bit tensors, stored directly or in packed words
 //   CHANNELS4                    NHWC with MULT == 1 and C % 4 == 0: each invocation works on 4 adjacent
 //                                channels, every value a vec4 (loads and stores along C)
 
@@ -26,6 +29,7 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 10) const uint C = 1;
@@ -38,6 +42,7 @@ layout(constant_id = 16) const uint TILE_W = 4;
 layout(constant_id = 17) const uint TILE_H = 1;
 layout(constant_id = 18) const bool VEC4_X = false;
 layout(constant_id = 19) const bool VEC4_Y = false;
+layout(constant_id = 20) const uint TENSOR_TYPE = 0;  // the tensors' element type (16-bit builds)
 
 const uint K = C * MULT;
 const uint TAPS = R * S;
@@ -52,7 +57,23 @@ const uint LANE_CHANNELS = 4;  // channels per invocation
 const uint LANE_CHANNELS = 1;
 #endif
 
-#if defined(ACCESS_TEXEL)
+#if defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
+// The 16-bit builds (storage buffers only): every tensor binding is an array of ELEMENT_WORD holding
+// TENSOR_TYPE elements (../common/elements.glsl); a vec4 view reads 4 elements from a multiple of 4.
+#define SIXTEEN_BIT_BUILD
+#define DECLARE_READ4(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
+#define DECLARE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
+#define READ4(name, i) ELEMENT_AT4(name, TENSOR_TYPE, i)
+#define READ1(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
+// Storage-buffer outputs (DECLARE_OUTPUT*, WRITE*, OUTPUT_AT to read one): also read (the packed build's half-word stores are atomics, and the 4-binding forward reads the
+// residual from y).
+#define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
+#define DECLARE_OUTPUT1(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
+#define WRITE4(name, q, v) STORE_ELEMENT4(name, TENSOR_TYPE, q, v)
+#define WRITE1(name, i, v) STORE_ELEMENT(name, TENSOR_TYPE, i, v)
+#define OUTPUT_AT(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
+#define DECLARE_STORAGE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
+#elif defined(ACCESS_TEXEL)
 #define DECLARE_READ4(b, name) layout(binding = b) uniform samplerBuffer name;
 #define DECLARE_READ1(b, name) layout(binding = b) uniform samplerBuffer name;
 #define READ4(name, i) texelFetch(name, int(i))
@@ -64,6 +85,15 @@ const uint LANE_CHANNELS = 1;
 #define READ1(name, i) name[i]
 #else
 #error "define one of ACCESS_TEXEL, ACCESS_SSBO"
+#endif
+#ifndef SIXTEEN_BIT_BUILD
+#define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) qualifier buffer name##_block { vec4 name[]; };
+#define DECLARE_OUTPUT1(b, name, qualifier) layout(std430, binding = b) qualifier buffer name##_block { float name[]; };
+#define WRITE4(name, q, v) name[q] = (v)
+#define WRITE1(name, i, v) name[i] = (v)
+#define OUTPUT_AT(name, i) name[i]
+// A read-only storage buffer in every build (read with OUTPUT_AT): the residual.
+#define DECLARE_STORAGE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { float name[]; };
 #endif
 
 // Four consecutive elements of a register array from one vec4 (a float array; in CHANNELS4 code it is

@@ -12,10 +12,10 @@
 // The forward epilogue is applied as the block is stored: y = act(alpha * sum + bias + beta * z) (with
 // alpha == 1 the taps add straight onto the bias, in the plain convolution's order).
 //
-// Specialization constants: 0..19 as in depthwise_common.glsl, and
-//  20 HAS_BIAS
-//  21 ACTIVATION       the epilogue's activation (../common/epilogue.glsl)
-//  22 HAS_RESIDUAL     the epilogue reads the residual z (binding 5)
+// Specialization constants: 0..20 as in depthwise_common.glsl, and
+//  21 HAS_BIAS
+//  22 ACTIVATION       the epilogue's activation (../common/epilogue.glsl)
+//  23 HAS_RESIDUAL     the epilogue reads the residual z (binding 5)
 // Bindings: 0 x as vec4 (the chunk's window), 1 x as float (the same window), 2 w (float), 3 bias (float;
 //   any buffer when HAS_BIAS is 0), 4 y (the chunk's window; storage buffer, written), 5 the residual z (the
 //   chunk's window; storage buffer, read as float; any buffer when HAS_RESIDUAL is 0; may be y's own memory,
@@ -32,9 +32,9 @@
 #include "depthwise_common.glsl"
 #include "../common/epilogue.glsl"
 
-layout(constant_id = 20) const bool HAS_BIAS = false;
-layout(constant_id = 21) const uint ACTIVATION = 0;
-layout(constant_id = 22) const bool HAS_RESIDUAL = false;
+layout(constant_id = 21) const bool HAS_BIAS = false;
+layout(constant_id = 22) const uint ACTIVATION = 0;
+layout(constant_id = 23) const bool HAS_RESIDUAL = false;
 
 #ifdef FOUR_BINDINGS
 // The build for devices that allow 4 storage buffers per stage (storage buffers only): x's two views share
@@ -43,18 +43,18 @@ DECLARE_READ4(0, x4)
 DECLARE_READ1(0, x1)
 DECLARE_READ1(1, w1)
 DECLARE_READ1(2, bias1)
-layout(std430, binding = 3) buffer Output4 { vec4 y4[]; };
-layout(std430, binding = 3) buffer Output1 { float y1[]; };
-#define Z1(i) y1[i]
+DECLARE_OUTPUT4(3, y4, )
+DECLARE_OUTPUT1(3, y1, )
+#define Z1(i) OUTPUT_AT(y1, i)
 #else
 DECLARE_READ4(0, x4)
 DECLARE_READ1(1, x1)
 DECLARE_READ1(2, w1)
 DECLARE_READ1(3, bias1)
-layout(std430, binding = 4) writeonly buffer Output4 { vec4 y4[]; };
-layout(std430, binding = 4) writeonly buffer Output1 { float y1[]; };
-layout(std430, binding = 5) readonly buffer Residual1 { float z1[]; };
-#define Z1(i) z1[i]
+DECLARE_OUTPUT4(4, y4, writeonly)
+DECLARE_OUTPUT1(4, y1, writeonly)
+DECLARE_STORAGE_READ1(5, z1)
+#define Z1(i) OUTPUT_AT(z1, i)
 #endif
 
 layout(push_constant) uniform Params {
@@ -154,21 +154,21 @@ void main() {
 #ifdef CHANNELS4
         [[unroll]] for (uint j = 0; j < TILE_W; ++j)
             if (q0 + j < Q)
-                y4[y_index(n, k, p0 + t, q0 + j) >> 2] = finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j);
+                WRITE4(y4, y_index(n, k, p0 + t, q0 + j) >> 2, finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j));
 #else
         if (VEC4_Y) {
             // (Q % 4 == 0: a vec4 that starts inside the row ends inside it.)
             [[unroll]] for (uint j = 0; j < TILE_W; j += 4) {
                 if (q0 + j < Q)
-                    y4[y_index(n, k, p0 + t, q0 + j) >> 2] =
+                    WRITE4(y4, y_index(n, k, p0 + t, q0 + j) >> 2,
                         vec4(finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j),
                              finish(acc[t * TILE_W + j + 1], bias_value, n, k, p0 + t, q0 + j + 1),
                              finish(acc[t * TILE_W + j + 2], bias_value, n, k, p0 + t, q0 + j + 2),
-                             finish(acc[t * TILE_W + j + 3], bias_value, n, k, p0 + t, q0 + j + 3));
+                             finish(acc[t * TILE_W + j + 3], bias_value, n, k, p0 + t, q0 + j + 3)));
             }
         } else {
             [[unroll]] for (uint j = 0; j < TILE_W; ++j)
-                if (q0 + j < Q) y1[y_index(n, k, p0 + t, q0 + j)] = finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j);
+                if (q0 + j < Q) WRITE1(y1, y_index(n, k, p0 + t, q0 + j), finish(acc[t * TILE_W + j], bias_value, n, k, p0 + t, q0 + j));
         }
 #endif
     }

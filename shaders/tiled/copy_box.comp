@@ -12,7 +12,9 @@
 // applied alpha and the bias). Without it (ACTIVATION 0, no residual) a plain copy or sum.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (0: NCHW order, w fastest; 1: NHWC, c fastest),
-//   2 ACTIVATION (../common/epilogue.glsl), 3 HAS_RESIDUAL (add beta * z before the activation).
+//   2 ACTIVATION (../common/epilogue.glsl), 3 HAS_RESIDUAL (add beta * z before the activation),
+//   4 SRC_TYPE, 5 DST_TYPE (the element types of src and of dst and z, ../common/elements.glsl; the 16-bit
+//   builds round each written value once).
 // Bindings: 0 src (readonly), 1 dst (read when accumulating, written), 2 the residual z, laid out as dst
 //   (readonly; any buffer without HAS_RESIDUAL; may be dst's own memory, read before the value is written).
 // Push constants: box_c, box_h, box_w; src_c, src_h, src_w (the source image's extents), src_c0, src_h0
@@ -25,15 +27,18 @@
 #extension GL_GOOGLE_include_directive : require
 #include "../common/tensor_index.glsl"
 #include "../common/epilogue.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NHWC = 0;
 layout(constant_id = 2) const uint ACTIVATION = 0;
 layout(constant_id = 3) const bool HAS_RESIDUAL = false;
+layout(constant_id = 4) const uint SRC_TYPE = 0;
+layout(constant_id = 5) const uint DST_TYPE = 0;
 
-layout(std430, binding = 0) readonly buffer Src { float src[]; };
-layout(std430, binding = 1) buffer Dst { float dst[]; };
-layout(std430, binding = 2) readonly buffer Residual { float residual[]; };
+layout(std430, binding = 0) readonly buffer Src { ELEMENT_WORD src[]; };
+layout(std430, binding = 1) buffer Dst { ELEMENT_WORD dst[]; };
+layout(std430, binding = 2) readonly buffer Residual { ELEMENT_WORD residual[]; };
 
 layout(push_constant) uniform Params {
     uint box_c, box_h, box_w;
@@ -63,10 +68,10 @@ void main() {
     const int sc = pc.src_c0 + int(c), sh = pc.src_h0 + int(h);
     float value = 0.0;
     if (in_range(sc, pc.src_c) && in_range(sh, pc.src_h))
-        value = src[image_index(uint(sc), uint(sh), w, pc.src_c, pc.src_h, pc.src_w) + pc.src_shift];
+        value = ELEMENT_AT(src, SRC_TYPE, image_index(uint(sc), uint(sh), w, pc.src_c, pc.src_h, pc.src_w) + pc.src_shift);
     const uint at = image_index(uint(pc.dst_c0 + int(c)), uint(pc.dst_h0 + int(h)), w, pc.dst_c, pc.dst_h, pc.dst_w);
     const uint d = at + pc.dst_shift;
-    value = pc.accumulate != 0 ? dst[d] + value : value;
-    if (HAS_RESIDUAL) value += pc.beta * residual[at + pc.residual_shift];
-    dst[d] = activate(ACTIVATION, value, pc.negative_slope);
+    value = pc.accumulate != 0 ? ELEMENT_AT(dst, DST_TYPE, d) + value : value;
+    if (HAS_RESIDUAL) value += pc.beta * ELEMENT_AT(residual, DST_TYPE, at + pc.residual_shift);
+    STORE_ELEMENT(dst, DST_TYPE, d, activate(ACTIVATION, value, pc.negative_slope));
 }

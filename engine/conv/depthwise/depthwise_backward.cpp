@@ -110,7 +110,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
     const DepthwiseTiles tiles =
         vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations), {&grad_output, &grad_input});
     PipelineDesc desc;
-    desc.shader = depthwise_shader("backward_data", tiles, plan.texel);
+    desc.shader = depthwise_shader(context, p, "backward_data", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);
     desc.bindings = {read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(DataPush);
@@ -138,7 +138,7 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
     // views on one binding.
     const bool four = !plan.texel && context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
     PipelineDesc desc;
-    desc.shader = depthwise_shader("backward_filter", tiles, plan.texel) + (four ? "4" : "");
+    desc.shader = depthwise_shader(context, p, "backward_filter", tiles, plan.texel, four);
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     if (four) desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(FilterPush);
@@ -148,12 +148,16 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
     const Pipeline& partial_pipeline = context.pipelines->get(desc);
 
     const uint64_t filter_floats = uint64_t(p.filter_elements()), lanes = filter_lanes(p, tiles);
+    // The fp32 copy of a 16-bit dw summed over several chunks, and after it the partial sums.
+    const uint64_t accumulator_bytes = depthwise_accumulator_floats(context, p, plan.chunks) * 4;
+    const BufferRange accumulator{workspace.allocation.buffer, workspace.allocation.offset,
+                                  accumulator_bytes ? filter_floats * 4 : 0};
     for_each_image_chunk(context, p, plan, input, grad_output, [&](const ImageChunk& chunk) {
         // The chunk's units in at most plan.splits pieces (fewer where the last chunk is short).
         const int64_t units = chunk.images * p.P() * plan.column_parts;
         const int64_t per_piece = int64_t(ceil_div(units, plan.splits));
         const uint64_t pieces = ceil_div(units, per_piece);
-        const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset,
+        const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset + accumulator_bytes,
                                    pieces * filter_floats * 4};
         const std::array<Binding, 5> all{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
                                          read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
@@ -164,11 +168,20 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         const FilterPush push{u32(chunk.x.delta), u32(chunk.y.delta), u32(units), u32(per_piece), 0, 0};
         const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);
         dispatch_elements(stream, partial_pipeline, bindings, push, pieces * lanes, macs_over(macs, pieces * lanes));
-        // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic.
-        const Window dw = grad_filter.whole();
-        record_splitk_reduce(context, stream, partials, dw.range, dw.delta, filter_floats, int64_t(pieces),
-                             !chunk.first);
+        // dw (+)= the pieces' partial sums in piece order; chunks add up in order: deterministic. A 16-bit dw
+        // in several chunks: the sums add up in the fp32 copy after the pieces, rounded into dw at the end.
+        if (!accumulator.size) {
+            const Window dw = grad_filter.whole();
+            record_splitk_reduce(context, stream, partials, dw.range, dw.delta, filter_floats, int64_t(pieces),
+                                 !chunk.first, p.data_type);
+        } else {
+            record_splitk_reduce(context, stream, partials, accumulator, 0, filter_floats, int64_t(pieces), !chunk.first);
+        }
     });
+    if (accumulator.size) {
+        const Window dw = grad_filter.whole();
+        record_splitk_reduce(context, stream, accumulator, dw.range, dw.delta, filter_floats, 1, false, p.data_type);
+    }
 }
 
 }  // namespace vkconv::detail

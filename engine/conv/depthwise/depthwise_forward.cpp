@@ -37,8 +37,9 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
     DepthwisePlan plan;
     const uint64_t limit = storage_binding_limit(context, options);
     const uint64_t align = context.pool->alignment();
-    const uint64_t image = std::max(uint64_t(p.C * p.H * p.W), uint64_t(p.K * p.P() * p.Q())) * 4;
-    const uint64_t filter = uint64_t(p.filter_elements()) * 4;
+    const uint64_t element = element_bytes(p.data_type);
+    const uint64_t image = std::max(uint64_t(p.C * p.H * p.W), uint64_t(p.K * p.P() * p.Q())) * element;
+    const uint64_t filter = uint64_t(p.filter_elements()) * element;
     if (filter > limit || image + align > limit)
         return unsupported("depthwise: " + std::string(filter > limit ? "the filter" : "one image") + " (" +
                            std::to_string(filter > limit ? filter : image) + " bytes) exceeds the binding limit of " +
@@ -50,7 +51,11 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
         plan.splits = split.splits;
         plan.column_parts = split.column_parts;
         // Under a workspace limit, fewer pieces; even one piece's sums are workspace.
-        auto bytes = [&](uint64_t splits) { return context.pool->round(splits * uint64_t(p.filter_elements()) * 4); };
+        // (With a 16-bit dw in several chunks, also their fp32 sum: depthwise_accumulator_floats.)
+        auto bytes = [&](uint64_t splits) {
+            return context.pool->round(
+                (splits * uint64_t(p.filter_elements()) + depthwise_accumulator_floats(context, p, plan.chunks)) * 4);
+        };
         while (options.workspace_limit && plan.splits > 1 && bytes(plan.splits) > options.workspace_limit)
             --plan.splits;
         if (options.workspace_limit && bytes(plan.splits) > options.workspace_limit)
@@ -70,21 +75,30 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
                 "depthwise: backward-filter needs more reduction pieces than the workspace and binding limits allow (" +
                 p.str() + ")");
         plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images);
-        plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements());
+        plan.workspace_floats = uint64_t(plan.splits) * uint64_t(p.filter_elements()) +
+                                depthwise_accumulator_floats(context, p, plan.chunks);
+        if (options.workspace_limit && bytes(plan.splits) > options.workspace_limit)
+            return unsupported("depthwise: backward-filter in chunks of images needs " + std::to_string(bytes(plan.splits)) +
+                               " bytes of workspace for its partial sums and an fp32 copy of dw, above the workspace limit of " +
+                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
     }
     plan.workspace_bytes = plan.workspace_floats ? context.pool->round(plan.workspace_floats * 4) : 0;
     // CPU implementations (lavapipe) read texel buffers much faster than storage buffers; GPUs take the
     // plain storage-buffer path, and so does a chunk too large for texel views (maxTexelBufferElements
     // decides the path, never the chunks).
     const uint64_t chunk_binding = uint64_t(plan.images) * image + align;
-    plan.texel = context.device->info().type == "CPU" && context.device->model().uniform_texel_buffers &&
+    // (Texel views are fp32 formats: 16-bit tensors read storage buffers.)
+    plan.texel = p.data_type == DataType::F32 && context.device->info().type == "CPU" &&
+                 context.device->model().uniform_texel_buffers &&
                  chunk_binding <= texel_binding_limit(context, options) &&
                  filter <= texel_binding_limit(context, options);
     return plan;
 }
 
-std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel) {
-    return "depthwise_" + pass + (tiles.channels4 ? "_c4" : "") + (texel ? "_texel" : "_ssbo");
+std::string depthwise_shader(ContextImpl& context, const ConvProblem& p, const std::string& pass,
+                             const DepthwiseTiles& tiles, bool texel, bool four) {
+    return "depthwise_" + pass + (tiles.channels4 ? "_c4" : "") + (texel ? "_texel" : "_ssbo") + (four ? "4" : "") +
+           element_build(context, p.data_type);
 }
 
 uint32_t block_rows(const ConvProblem& p, int64_t rows) {
@@ -123,9 +137,9 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
     // Reading storage buffers on a device that allows fewer than their 6: the 4-binding build, which reads
     // the residual from y (copied there first; nothing to copy in place).
     const bool four = !plan.texel && context.device->limits().maxPerStageDescriptorStorageBuffers < 6;
-    if (four) copy_residual_into_output(context, stream, epilogue, ops.output);
+    if (four) copy_residual_into_output(context, stream, epilogue, ops.output, p.data_type);
     PipelineDesc desc;
-    desc.shader = depthwise_shader("forward", tiles, plan.texel) + (four ? "4" : "");
+    desc.shader = depthwise_shader(context, p, "forward", tiles, plan.texel, four);
     const VkDescriptorType read = read_descriptor(plan.texel);
     desc.bindings = {read, read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     if (four) desc.bindings.assign(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conv/constants.hpp"
+#include "context/element_build.hpp"
 #include "conv/depthwise/depthwise.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -50,10 +51,13 @@ Specialization<Shader> depthwise_specialization(const ConvProblem& p, const Dept
     spec.set(Id::P, p.P()).set(Id::Q, p.Q());
     spec.set(Id::TILE_W, tiles.tile_w).set(Id::TILE_H, tiles.tile_h);
     spec.set(Id::VEC4_X, tiles.vec4_x).set(Id::VEC4_Y, tiles.vec4_y);
+    spec.set(Id::TENSOR_TYPE, element_constant(p.data_type));
     return spec;
 }
-// "depthwise_<pass>[_c4]_<texel|ssbo>", as shaders/CMakeLists.txt names the variants.
-std::string depthwise_shader(const std::string& pass, const DepthwiseTiles& tiles, bool texel);
+// "depthwise_<pass>[_c4]_<texel|ssbo>[4][_s16|_p16]", as shaders/CMakeLists.txt names the variants (`four`:
+// the build for devices with 4 storage buffers per stage; 16-bit problems read storage buffers).
+std::string depthwise_shader(ContextImpl& context, const ConvProblem& p, const std::string& pass,
+                             const DepthwiseTiles& tiles, bool texel, bool four = false);
 
 // Backward-filter: the units of the N*P*Q reduction (output rows, or parts of rows where the rows alone
 // give the device too few invocations) and the pieces one chunk's units are cut into (partial sums in the
@@ -64,6 +68,14 @@ struct DepthwiseFilterSplit {
 };
 DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProblem& p, int64_t images,
                                             uint64_t limit);
+// Backward-filter of a 16-bit problem in several chunks of images: dw is rounded once, so the chunks' sums
+// add up in an fp32 copy of dw at the workspace's start, padded to the pool alignment (where the partial
+// sums' binding starts). Its floats, 0 where dw is written straight from each chunk.
+inline uint64_t depthwise_accumulator_floats(const ContextImpl& context, const ConvProblem& p, uint32_t chunks) {
+    if (p.data_type == DataType::F32 || chunks < 2) return 0;
+    const uint64_t align = context.pool->alignment();
+    return (uint64_t(p.filter_elements()) * 4 + align - 1) / align * align / 4;
+}
 // Loop iterations backward-filter spends on one unit (its strips, plus the unit's own).
 uint64_t depthwise_filter_unit_iterations(const ConvProblem& p, uint32_t column_parts);
 

@@ -56,6 +56,7 @@ extern const AlgorithmEntry depthwise_algorithm{.applies = one_channel_per_group
                                          .requirement = "one input channel per group, groups == C",
                                          .plan = plan_depthwise_pass,
                                          .record = record_depthwise_pass,
-                                         .preferred = always};
+                                         .preferred = always,
+                                         .passes_16bit = kConvPasses};
 
 }  // namespace vkconv::detail

@@ -59,7 +59,7 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     // A device that allows fewer than 5 storage buffers per stage runs the variant without the residual's
     // binding: z is copied into y first, and the kernel reads it there (in place, nothing to copy).
     const bool four = context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
-    if (four) copy_residual_into_output(context, stream, epilogue, operands.output);
+    if (four) copy_residual_into_output(context, stream, epilogue, operands.output, problem.data_type);
     PipelineDesc desc;
     desc.shader = std::string(four ? "conv2d_direct_4" : "conv2d_direct") + element_build(context, problem.data_type);
     desc.bindings.assign(four ? 4 : 5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);

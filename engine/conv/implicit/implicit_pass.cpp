@@ -384,7 +384,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
         all[2] = Binding{shared.range, false};
         all[3] = Binding{out.range, true};
         push.first_y = push.first_bias = uint32_t(shared.delta);
-        if (forward) copy_residual_into_output(context, stream, epilogue, ops.output);
+        if (forward) copy_residual_into_output(context, stream, epilogue, ops.output, p.data_type);
     }
     const std::span<const Binding> bindings(all.data(), four ? 4 : 6);
     push.N = uint32_t(p.N);

@@ -41,13 +41,7 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
                            " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
     BiasPlan plan;
     plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / image_bytes)));
-    // A 16-bit db is rounded once: every image in one chunk, its pieces' fp32 sums added by splitk_reduce.
     const bool sixteen = p.data_type != DataType::F32;
-    if (sixteen && plan.images < p.N)
-        return unsupported("the bias gradient of a " + std::string(to_string(p.data_type)) +
-                           " problem sums all images in one chunk, and grad_output (" +
-                           std::to_string(image_bytes * uint64_t(p.N)) + " bytes) exceeds the binding limit of " +
-                           std::to_string(limit) + " bytes");
     // Enough (piece, channel) invocations to keep the device's loads in flight (a memory-bound sum; on a CPU
     // device four workgroups per thread: measured on lavapipe, fewer leave the long per-invocation sums
     // latency-bound), each summing at least 256 positions.
@@ -58,6 +52,10 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
     // No invocation may loop over more positions than lavapipe lets it (shader_limits.hpp).
     plan.pieces = std::max<int64_t>(plan.pieces, bias_pieces_for_loop_limit(p, plan.images));
     plan.partial_floats = plan.pieces > 1 || sixteen ? uint64_t(plan.pieces * p.K) : 0;
+    // A 16-bit db is rounded once: fp32 partial sums always, and over several chunks an fp32 sum of the
+    // chunks ahead of them (padded to the alignment, where the partial sums' binding starts).
+    if (sixteen && plan.images < p.N) plan.accumulator_floats = (uint64_t(p.K) * 4 + align - 1) / align * align / 4;
+    plan.partial_floats += plan.accumulator_floats;
     return plan;
 }
 
@@ -117,17 +115,26 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
                                                                             (adds + lanes - 1) / lanes});
             }
         } else {
-            // Partial sums of every piece at once, added in order.
-            const BufferRange sums = partials.whole().range;  // workspace: element 0 at its start
+            // Partial sums of every piece at once, added in order (into db, or the chunks' fp32 sum).
+            const BufferRange all = partials.whole().range;  // workspace: element 0 at its start
+            const BufferRange sums{all.buffer, all.offset + plan.accumulator_floats * 4, uint64_t(plan.pieces * p.K) * 4};
             const std::array<Binding, 3> bindings{Binding{w.range, false}, Binding{sums, true},
                                                   Binding{w.range, false}};
             const uint64_t adds = uint64_t(positions) * uint64_t(p.K), invocations = uint64_t(pieces) * lanes;
             dispatch_elements(stream, partial_pipeline, bindings, push, invocations,
                               {double(adds) / double(invocations), (adds + invocations - 1) / invocations});
-            record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0,
-                                 p.data_type);
+            if (plan.accumulator_floats)
+                record_splitk_reduce(context, stream, sums, {all.buffer, all.offset, uint64_t(p.K) * 4}, 0,
+                                     uint64_t(p.K), pieces, n0 > 0);
+            else
+                record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0,
+                                     p.data_type);
         }
     }
+    if (plan.accumulator_floats) {
+        const BufferRange all = partials.whole().range;
+        record_splitk_reduce(context, stream, {all.buffer, all.offset, uint64_t(p.K) * 4}, db_all.range, db_all.delta,
+                             uint64_t(p.K), 1, false, p.data_type);
+    }
 }
-
 }  // namespace vkconv::detail

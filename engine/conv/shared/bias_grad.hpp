@@ -14,7 +14,8 @@ namespace vkconv::detail {
 struct BiasPlan {
     int64_t images = 1;  // per chunk
     int64_t pieces = 1;
-    uint64_t partial_floats = 0;
+    uint64_t partial_floats = 0;      // the workspace: accumulator_floats, then pieces * K partial sums
+    uint64_t accumulator_floats = 0;  // a 16-bit db over several chunks: their fp32 sum (K, padded)
     // Under a workspace limit with no room for partial sums: the pieces (as many as one invocation's loop
     // limit needs, shader_limits.hpp) add straight into db one after another.
     bool in_place = false;

@@ -1,4 +1,4 @@
-// A run of floats copied (or added) from one operand to another by copy_box.comp, the one copy every
+// A run of elements copied (or added) from one operand to another by copy_box.comp, the one copy every
 // engine path shares: tiles, the slices of paged passes, and kernels that read a residual from the output.
 #pragma once
 
@@ -9,8 +9,8 @@
 namespace vkconv::detail {
 
 // dst[dst_first, + count) (+)= src[src_first, + count) (accumulate: added): in parts that each lie in one
-// page of a paged operand.
+// page of a paged operand. Both operands hold elements of `type`.
 void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
-                uint64_t dst_first, uint64_t count, bool accumulate);
+                uint64_t dst_first, uint64_t count, bool accumulate, DataType type = DataType::F32);
 
 }  // namespace vkconv::detail

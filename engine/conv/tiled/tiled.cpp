@@ -8,6 +8,7 @@
 #include <string>
 
 #include "context/context_impl.hpp"
+#include "context/element_build.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/heuristic.hpp"
 #include "conv/lowered/lowered.hpp"
@@ -297,11 +298,13 @@ VKCONV_PUSH_MEMBER(BoxPush, copy_box, dst_c)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, dst_shift)
 VKCONV_PUSH_MEMBER(BoxPush, copy_box, accumulate)
 
-// copy_box, applying `epilogue`'s residual and activation as it writes (its alpha is the tile pass's).
-const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout, const FusedEpilogue& epilogue = {}) {
+// copy_box, applying `epilogue`'s residual and activation as it writes (its alpha is the tile pass's), from
+// elements of `src_type` to elements of `dst_type` (the residual's too).
+const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout, const FusedEpilogue& epilogue = {},
+                                  DataType src_type = DataType::F32, DataType dst_type = DataType::F32) {
     using Id = contract::copy_box::spec;
     PipelineDesc desc;
-    desc.shader = "copy_box";
+    desc.shader = "copy_box" + element_build(context, src_type == DataType::F32 ? dst_type : src_type);
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BoxPush);
     desc.specialization = Specialization<contract::copy_box>()
@@ -309,6 +312,8 @@ const Pipeline& copy_box_pipeline(ContextImpl& context, Layout layout, const Fus
                               .set(Id::NHWC, layout == Layout::NHWC)
                               .set(Id::ACTIVATION, activation_constant(epilogue.activation))
                               .set(Id::HAS_RESIDUAL, epilogue.has_residual())
+                              .set(Id::SRC_TYPE, element_constant(src_type))
+                              .set(Id::DST_TYPE, element_constant(dst_type))
                               .values();
     return context.pipelines->get(desc);
 }
@@ -407,7 +412,7 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
 
 // dst[dst_first, + count) (+)= src[src_first, + count): a run of floats, as a box of one row.
 void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
-                uint64_t dst_first, uint64_t count, bool accumulate) {
+                uint64_t dst_first, uint64_t count, bool accumulate, DataType type) {
     const uint64_t align = context.pool->alignment();
     // A run crossing a page boundary of either operand goes in parts, each inside one page of both.
     auto page_end = [](const Operand& op, uint64_t first) {
@@ -424,7 +429,7 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
         // (No residual: the source stands in for binding 2.)
         const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true},
                                               Binding{sw.range, false}};
-        dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW), bindings, push, part);
+        dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW, {}, type, type), bindings, push, part);
         done += part;
     }
 }
