@@ -2,7 +2,7 @@
 
     import vkconv.torch as vt
     conv = vt.Conv2d(3, 16, 3, padding=1)          # torch.nn.Conv2d's arguments, parameters and state_dict
-    y = conv(x); y.sum().backward()                # x, y and the gradients are CPU tensors (float32)
+    y = conv(x); y.sum().backward()                # x, y and the gradients are CPU tensors
 
 Conv2d is a torch.nn.Conv2d whose convolution is vkconv's, so a model trained with either loads in the
 other. The keyword-only arguments pick what vkconv does: `algorithm` (a name such as "auto", "direct",
@@ -18,13 +18,19 @@ on a layer's first call instead and keep the fastest (options whose `auto_choice
 
 The autograd Function keeps the device copies of the input and filter from forward to backward (as the
 activations a framework keeps for its backward pass), so backward uploads only the output's gradient, and
-computes dx, dw and db in one submission (vkconv.layer_backward) when all are needed. Results are fp32 and
+computes dx, dw and db in one submission (vkconv.layer_backward) when all are needed. Results are
 deterministic: the same inputs give bit-identical outputs and gradients on one device.
+
+Tensors may be float32, float16 or bfloat16 (the input, weight and bias all of one type, as PyTorch asks):
+a 16-bit layer computes in fp32 and rounds each output once to the tensor's type, and its output and
+gradients have the type of what they belong to. Under torch.autocast("cpu", dtype=torch.bfloat16) the layer
+casts its operands to bfloat16 as torch.nn.Conv2d does there, so float32 parameters get float32 gradients.
 """
 
 import copy
 import threading
 
+import numpy as np
 import torch
 import torch.nn.functional as functional
 
@@ -60,6 +66,11 @@ def set_default_context(context):
 
 
 _PASSES = ("forward", "backward_data", "backward_filter")
+
+# The element types vkconv computes in, by PyTorch dtype. The problem's data_type comes from the tensors, so
+# everything the engine keeps per problem (plans, measured choices, the find cache) is kept per type too.
+_DATA_TYPES = {torch.float32: _vk.DataType.F32, torch.float16: _vk.DataType.F16, torch.bfloat16: _vk.DataType.BF16}
+_TORCH_DTYPES = {data_type: dtype for dtype, data_type in _DATA_TYPES.items()}
 
 
 def _pair(value, name):
@@ -133,6 +144,7 @@ class _Config:
                                   stride_w=self.stride[1], dilation_h=self.dilation[0],
                                   dilation_w=self.dilation[1], groups=self.groups, layout=self.layout,
                                   has_bias=has_bias)
+        problem.data_type = _DATA_TYPES[x.dtype]  # _check_dtypes made weight and bias the same type
         if self.padding == "valid":
             pass
         elif self.padding == "same":
@@ -151,11 +163,54 @@ class _Config:
 def _check_tensor(tensor, name):
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"vkconv conv2d: {name} must be a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.dtype != torch.float32:
-        raise TypeError(f"vkconv conv2d: {name} must be float32 (vkconv computes in fp32), got {tensor.dtype}")
     if tensor.device.type != "cpu":
         raise ValueError(f"vkconv conv2d: {name} must be a CPU tensor (vkconv moves it to its own device), "
                          f"got one on {tensor.device}")
+
+
+def _check_dtypes(x, weight, bias):
+    """TypeError unless the operands are all float32, all float16 or all bfloat16: vkconv runs a problem in
+    one element type, and PyTorch's own convolution refuses mixed types too."""
+    for tensor, name in ((x, "input"), (weight, "weight"), (bias, "bias")):
+        if tensor is not None and tensor.dtype not in _DATA_TYPES:
+            raise TypeError(f"vkconv conv2d: {name} must be float32, float16 or bfloat16 (the types vkconv "
+                            f"computes in), got {tensor.dtype}")
+    for tensor, name in ((weight, "weight"), (bias, "bias")):
+        if tensor is not None and tensor.dtype != x.dtype:
+            raise TypeError(f"vkconv conv2d: input is {x.dtype} but {name} is {tensor.dtype}; they must have the "
+                            "same dtype, as in torch.nn.functional.conv2d (convert one with .to(dtype), or run "
+                            "under torch.autocast)")
+
+
+def _autocast_dtype():
+    """The dtype CPU autocast casts convolutions to where it is on, else None. PyTorch 2.4 asks by device
+    type; 1.13 (Debian 12) has the CPU-only functions."""
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+    return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+
+
+def _autocast(x, weight, bias):
+    """The operands as CPU autocast gives them to torch.nn.Conv2d: every floating-point one but float64 cast
+    to the autocast dtype. The casts are ordinary differentiable .to() calls, so autograd casts the
+    gradients back and float32 parameters get float32 gradients (the "master weights" of mixed precision)."""
+    dtype = _autocast_dtype()
+    if dtype is None:
+        return x, weight, bias
+
+    def cast(tensor):
+        eligible = tensor is not None and tensor.is_floating_point() and tensor.dtype != torch.float64
+        return tensor.to(dtype) if eligible else tensor
+    return cast(x), cast(weight), cast(bias)
+
+
+def _host_array(tensor):
+    """A NumPy view of a contiguous CPU tensor that vkconv's transfers take as the tensor's own values:
+    float32 and float16 as they are, bfloat16 as its bits in uint16 (NumPy has no bfloat16), so 16-bit
+    values move as they are, never through float32."""
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(np.uint16)
+    return tensor.numpy()
 
 
 def _to_layout(tensor, layout):
@@ -163,24 +218,26 @@ def _to_layout(tensor, layout):
     them, or NHWC/OHWI), without a copy where they already are."""
     if layout == _vk.Layout.NHWC and tensor.dim() == 4:
         tensor = tensor.permute(0, 2, 3, 1)
-    return tensor.detach().contiguous().numpy()
+    return _host_array(tensor.detach().contiguous())
 
 
-def _upload(context, tensor, layout):
-    return _vk.Tensor.from_host(context, _to_layout(tensor, layout))
+def _upload(context, tensor, layout, data_type):
+    return _vk.Tensor.from_host(context, _to_layout(tensor, layout), dtype=data_type)
 
 
 def _download(device_tensor, layout):
-    """A new CPU tensor in PyTorch's dimension order holding a device tensor of the problem's layout. An NHWC
-    result is a channels_last tensor made as such, not a permuted view: autograd forbids in-place changes
-    (an in-place ReLU after the convolution) to a view a custom Function returns."""
+    """A new CPU tensor in PyTorch's dimension order holding a device tensor of the problem's layout, of the
+    device tensor's element type. An NHWC result is a channels_last tensor made as such, not a permuted view:
+    autograd forbids in-place changes (an in-place ReLU after the convolution) to a view a custom Function
+    returns."""
+    dtype = _TORCH_DTYPES[device_tensor.dtype]
     if layout == _vk.Layout.NHWC and len(device_tensor.shape) == 4:
         n, h, w, c = device_tensor.shape
-        result = torch.empty((n, c, h, w), dtype=torch.float32, memory_format=torch.channels_last)
-        device_tensor.download(result.permute(0, 2, 3, 1).numpy())
+        result = torch.empty((n, c, h, w), dtype=dtype, memory_format=torch.channels_last)
+        device_tensor.download(_host_array(result.permute(0, 2, 3, 1)))
         return result
-    host = torch.empty(device_tensor.shape, dtype=torch.float32)
-    device_tensor.download(host.numpy())
+    host = torch.empty(device_tensor.shape, dtype=dtype)
+    device_tensor.download(_host_array(host))
     return host
 
 
@@ -191,10 +248,11 @@ class Conv2dFunction(torch.autograd.Function):
     def forward(ctx, x, weight, bias, config):
         context = config.device_context()
         problem = config.problem(x, weight, bias is not None)
-        device_x = _upload(context, x, config.layout)
-        device_w = _upload(context, weight, config.layout)
-        device_b = _vk.Tensor.from_host(context, bias.detach().contiguous().numpy()) if bias is not None else None
-        device_y = _vk.Tensor(context, problem.output_shape())
+        data_type = problem.data_type
+        device_x = _upload(context, x, config.layout, data_type)
+        device_w = _upload(context, weight, config.layout, data_type)
+        device_b = _upload(context, bias, config.layout, data_type) if bias is not None else None
+        device_y = _vk.Tensor(context, problem.output_shape(), data_type)
         config.stats["forward"] = _vk.forward(context, problem, device_x, device_w, device_b, device_y,
                                               config.algorithms["forward"],
                                               _options_for(config.options, config.algorithms["forward"]))
@@ -211,10 +269,12 @@ class Conv2dFunction(torch.autograd.Function):
     def backward(ctx, grad_y):
         config, problem, context = ctx.config, ctx.problem, ctx.context
         need_dx, need_dw, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]
-        device_dy = _vk.Tensor.from_host(context, _to_layout(grad_y, config.layout))
-        device_dx = _vk.Tensor(context, problem.input_shape()) if need_dx else None
-        device_dw = _vk.Tensor(context, problem.filter_shape()) if need_dw else None
-        device_db = _vk.Tensor(context, problem.bias_shape()) if need_db else None
+        data_type = problem.data_type
+        # Autograd hands back the output's own type; a gradient given in another type is rounded to it.
+        device_dy = _upload(context, grad_y.to(_TORCH_DTYPES[data_type]), config.layout, data_type)
+        device_dx = _vk.Tensor(context, problem.input_shape(), data_type) if need_dx else None
+        device_dw = _vk.Tensor(context, problem.filter_shape(), data_type) if need_dw else None
+        device_db = _vk.Tensor(context, problem.bias_shape(), data_type) if need_db else None
         algorithms, options = config.algorithms, config.options
         if need_dx and need_dw and algorithms["backward_data"] == algorithms["backward_filter"]:
             config.stats["backward"] = _vk.layer_backward(context, problem, ctx.device_x, ctx.device_w, device_dy,
@@ -242,6 +302,8 @@ def _run(x, weight, bias, config):
     _check_tensor(weight, "weight")
     if bias is not None:
         _check_tensor(bias, "bias")
+    x, weight, bias = _autocast(x, weight, bias)
+    _check_dtypes(x, weight, bias)
     if weight.dim() != 4:
         raise ValueError(f"vkconv conv2d: weight must be 4-D (out, in/groups, kH, kW), got shape {tuple(weight.shape)}")
     unbatched = x.dim() == 3
@@ -251,9 +313,11 @@ def _run(x, weight, bias, config):
         raise ValueError(f"vkconv conv2d: input must be 3-D or 4-D (N, C, H, W), got shape {tuple(x.shape)}")
     if x.shape[0] == 0:
         # An empty batch has nothing to compute: PyTorch's own convolution gives its empty output and
-        # gradients (and checks the shapes), as torch.nn.Conv2d does.
+        # gradients (and checks the shapes), as torch.nn.Conv2d does; in float32, as PyTorch 1.13 has no
+        # float16 convolution on the CPU, cast back so that the output and gradients keep their types.
         padding = config.padding if isinstance(config.padding, str) else _pair(config.padding, "padding")
-        y = functional.conv2d(x, weight, bias, config.stride, padding, config.dilation, config.groups)
+        y = functional.conv2d(x.float(), weight.float(), bias.float() if bias is not None else None,
+                              config.stride, padding, config.dilation, config.groups).to(x.dtype)
         return y.squeeze(0) if unbatched else y
     y = Conv2dFunction.apply(x, weight, bias, config)
     return y.squeeze(0) if unbatched else y
@@ -274,8 +338,8 @@ class Conv2d(torch.nn.Conv2d):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None, *, algorithm="auto", layout="nchw",
                  context=None, options=None):
-        if dtype not in (None, torch.float32):
-            raise TypeError(f"vkconv Conv2d computes in float32, not {dtype}")
+        if dtype is not None and dtype not in _DATA_TYPES:
+            raise TypeError(f"vkconv Conv2d's parameters are float32, float16 or bfloat16, not {dtype}")
         if device is not None and torch.device(device).type != "cpu":
             raise ValueError("vkconv Conv2d keeps its parameters on the CPU; `context` picks the Vulkan device")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
@@ -369,8 +433,8 @@ def convert(module, *, algorithm="auto", layout="nchw", context=None, options=No
     if isinstance(layout, str):
         _vk.Layout(layout)
     for where, conv in module.named_modules(prefix="model"):
-        if type(conv) is torch.nn.Conv2d and (conv.weight.device.type != "cpu" or conv.weight.dtype != torch.float32):
+        if type(conv) is torch.nn.Conv2d and (conv.weight.device.type != "cpu" or conv.weight.dtype not in _DATA_TYPES):
             raise TypeError(f"vkconv.torch.convert: {where} holds {conv.weight.dtype} parameters on "
-                            f"{conv.weight.device}; vkconv layers take float32 parameters on the CPU (call "
-                            "model.float().cpu() first); nothing was converted")
+                            f"{conv.weight.device}; vkconv layers take float32, float16 or bfloat16 parameters "
+                            "on the CPU (call model.float().cpu() first); nothing was converted")
     return _replace_convolutions(module, dict(algorithm=algorithm, layout=layout, context=context, options=options))

@@ -15,6 +15,7 @@ Run (the Python package is built into build/python):
     PYTHONPATH=build/python python3 samples/python/train_digits.py
     PYTHONPATH=build/python python3 samples/python/train_digits.py --conv torch --json torch.json
     PYTHONPATH=build/python python3 samples/python/train_digits.py --algorithm im2col --layout nhwc
+    PYTHONPATH=build/python python3 samples/python/train_digits.py --dtype bf16
     PYTHONPATH=build/python python3 samples/python/train_digits.py --world-size 2 --device 0,0
 
 On a machine without a GPU, lavapipe is picked with
@@ -31,11 +32,15 @@ WORLD_SIZE set), the script joins the group torchrun describes, across machines 
 (torchrun only sets MASTER_ADDR, MASTER_PORT, RANK, LOCAL_RANK and WORLD_SIZE for each process it starts;
 any launcher that sets them, or a shell loop, does as well.)
 
+`--dtype bf16` trains in mixed precision with torch.autocast: the forward pass (the convolutions and the
+linear layer) computes in bfloat16, while the parameters, their gradients and the optimizer stay float32.
+
 `--device` is a vkconv device selector (an index or a substring of the device name); a comma-separated
 list gives one per local rank.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -64,6 +69,8 @@ def parse_args(argv=None):
     p.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: all epochs)")
     p.add_argument("--algorithm", default="auto", help="vkconv algorithm: " + ", ".join(ALGORITHMS))
     p.add_argument("--layout", choices=("nchw", "nhwc"), default="nchw")
+    p.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
+                   help="bf16: the forward pass in bfloat16 under torch.autocast, float32 parameters")
     p.add_argument("--device", default="",
                    help="vkconv device selector (index or name substring); a comma-separated list gives "
                         "one per local rank; empty: VKCONV_DEVICE, else the best device")
@@ -167,6 +174,15 @@ def to_layout(x, layout):
     return x.contiguous(memory_format=torch.channels_last) if layout == "nhwc" else x
 
 
+def precision(dtype):
+    """Where the forward pass and the loss run for --dtype. bf16 is autocast, as PyTorch users train in mixed
+    precision: the convolutions and the linear layer compute in bfloat16 and the loss in float32, while the
+    parameters stay float32 and get float32 gradients. bfloat16 parameters would train worse: with 8
+    significant bits, an SGD update smaller than 1/256 of a weight rounds away, and late in the cosine
+    schedule most updates are that small."""
+    return torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Processes and devices
 
@@ -205,9 +221,9 @@ def launched_by_torchrun():
 # Training
 
 
-def evaluate(model, x, y, layout):
+def evaluate(model, x, y, layout, dtype):
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), precision(dtype):
         predicted = model(to_layout(x, layout)).argmax(dim=1)
     model.train()
     return (predicted == y).float().mean().item()
@@ -250,7 +266,8 @@ def train(args, rank=0, world_size=1, local_rank=0, observer=None):
     step = 0
     if rank == 0 and args.log_every:
         conv = f"vkconv ({device_name}, {args.algorithm}, {args.layout})" if context else "torch"
-        print(f"training {sum(p.numel() for p in model.parameters())} parameters with {conv} convolutions, "
+        mixed = " under bfloat16 autocast" if args.dtype == "bf16" else ""
+        print(f"training {sum(p.numel() for p in model.parameters())} parameters with {conv} convolutions{mixed}, "
               f"world size {world_size}", flush=True)
     for epoch in range(args.epochs):
         for batch in epoch_batches(len(x_train), args.batch_size, order):
@@ -261,8 +278,9 @@ def train(args, rank=0, world_size=1, local_rank=0, observer=None):
             if context is not None:
                 context.reset_peak()
             optimizer.zero_grad(set_to_none=True)
-            logits = model(x)
-            loss = local_loss(logits, y, len(batch), world_size)
+            with precision(args.dtype):
+                logits = model(x)
+                loss = local_loss(logits, y, len(batch), world_size)
             loss.backward()
             # This process's pool (rank 0's when distributed) at its highest during the step's passes.
             peak = context.pool_stats().peak_in_use if context is not None else 0
@@ -276,7 +294,7 @@ def train(args, rank=0, world_size=1, local_rank=0, observer=None):
                 observer.after_step(dict(step=step, model=model, rank=rank, world_size=world_size))
 
             # The global batch's mean loss: the ranks' sums added up (one number per step).
-            total = F.cross_entropy(logits.detach(), y, reduction="sum")
+            total = F.cross_entropy(logits.detach().float(), y, reduction="sum")
             if world_size > 1:
                 dist.all_reduce(total)
             mean_loss = total.item() / len(batch)
@@ -292,12 +310,12 @@ def train(args, rank=0, world_size=1, local_rank=0, observer=None):
     if rank != 0:
         return None
     plain = model.module if world_size > 1 else model
-    accuracy = evaluate(plain, x_test, y_test, args.layout)
+    accuracy = evaluate(plain, x_test, y_test, args.layout, args.dtype)
     seconds = time.perf_counter() - start
     if args.log_every:
         print(f"test accuracy {accuracy * 100:.2f}% ({len(x_test)} images), {step} steps, "
               f"{seconds:.1f} s", flush=True)
-    result = dict(conv=args.conv, algorithm=args.algorithm, layout=args.layout, device=device_name,
+    result = dict(conv=args.conv, algorithm=args.algorithm, layout=args.layout, dtype=args.dtype, device=device_name,
                   world_size=world_size, seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
                   lr=args.lr, momentum=args.momentum, steps=step, losses=losses, pool_peaks=pool_peaks,
                   test_accuracy=accuracy, seconds=seconds)
