@@ -10,6 +10,7 @@
 // and for fp16 half its smallest subnormal, η = 2⁻²⁵:   |ŷ - y| ≤ (1 + u_t)·E + u_t·|y| + η.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -274,6 +275,26 @@ TEST_CASE("the fused epilogue on 16-bit tensors, with a residual of its own and 
                     for (Algorithm algorithm : kSixteenBit)
                         if (vkt::runs_every_pass(algorithm, p)) check_epilogue(*context, p, algorithm, in_place, seed += 4);
                 }
+    }
+}
+
+TEST_CASE("find measures and verifies the algorithms that run a 16-bit problem, on tensors of its type",
+          "[types][find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p = vkt::problem().batch(2).channels(8).depthwise(1).image(9, 10).kernel(3, 3).pad(1).bias();
+    for (DataType type : {DataType::F16, DataType::BF16}) {
+        p.data_type = type;
+        for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardFilter}) {
+            INFO(vkconv::to_string(pass) << " " << p.str());
+            std::vector<Algorithm> ran;
+            for (const vkconv::AlgorithmPerf& perf : vkconv::find_algorithms(*context, pass, p)) {
+                CHECK(perf.verified);
+                CHECK(perf.deterministic);
+                ran.push_back(perf.algorithm);
+            }
+            for (Algorithm algorithm : kSixteenBit)
+                CHECK(std::find(ran.begin(), ran.end(), algorithm) != ran.end());
+        }
     }
 }
 

@@ -43,17 +43,18 @@ struct Bench {
         const Shape result_shape = pass == Pass::Forward        ? p.output_shape()
                                    : pass == Pass::BackwardData ? p.input_shape()
                                                                 : p.filter_shape();
-        a = synthetic_values(shape_elements(a_shape), 1);
-        b = synthetic_values(shape_elements(b_shape), 2);
-        ta = Tensor::from_host(ctx, a_shape, a);
-        tb = Tensor::from_host(ctx, b_shape, b);
-        result = Tensor(ctx, result_shape);
+        // Tensors of the problem's type; the host copies are the values they hold (narrowed, for 16 bits).
+        const DataType type = p.data_type;
+        ta = Tensor::from_host(ctx, a_shape, synthetic_values(shape_elements(a_shape), 1), type);
+        tb = Tensor::from_host(ctx, b_shape, synthetic_values(shape_elements(b_shape), 2), type);
+        a = ta.download(), b = tb.download();
+        result = Tensor(ctx, result_shape, type);
         if (p.has_bias && pass == Pass::Forward) {
-            bias = synthetic_values(p.K, 3);
-            tbias = Tensor::from_host(ctx, p.bias_shape(), bias);
+            tbias = Tensor::from_host(ctx, p.bias_shape(), synthetic_values(p.K, 3), type);
+            bias = tbias.download();
         }
         // Backward-filter with a bias computes db in the same pass, as a training step would ask for it.
-        if (p.has_bias && pass == Pass::BackwardFilter) grad_bias = Tensor(ctx, p.bias_shape());
+        if (p.has_bias && pass == Pass::BackwardFilter) grad_bias = Tensor(ctx, p.bias_shape(), type);
     }
 
     RunStats run(Algorithm algorithm, const PassOptions& options) {

@@ -86,6 +86,11 @@ double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const
             break;
     }
     const double factor = double(reduction + 2) * std::ldexp(1.0, -24);
+    // A 16-bit result is the fp32 one rounded once more (docs/algorithms.md, "Element types").
+    const double rounding = p.data_type == DataType::F16    ? std::ldexp(1.0, -11)
+                            : p.data_type == DataType::BF16 ? std::ldexp(1.0, -8)
+                                                            : 0.0;
+    const double eta = p.data_type == DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
     const uint64_t total = result.size();
     samples = std::max<size_t>(1, std::min<size_t>(samples, total));
     double worst = 0;
@@ -108,7 +113,8 @@ double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const
                 break;
         }
         const double error = std::fabs(double(result[flat]) - sum.value);
-        const double ratio = error / (factor * sum.magnitude + 1e-30);
+        const double e = factor * sum.magnitude;
+        const double ratio = error / ((1 + rounding) * e + rounding * std::fabs(sum.value) + eta + 1e-30);
         if (!(ratio <= worst)) worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
     }
     return worst;

@@ -11,7 +11,8 @@ namespace vkconv::detail {
 
 // Worst |result - reference| / bound over `samples` outputs of `pass` spread over the whole result (the
 // first and last included), the reference summed in double and the bound the worst case of fp32
-// recursive summation over the pass's reduction length times the sum of the terms' magnitudes.
+// recursive summation over the pass's reduction length times the sum of the terms' magnitudes (for a 16-bit
+// problem, with the output's one rounding to its type added). The operands are the values the device holds.
 // Operands by pass: forward a = input, b = filter, bias (empty without); backward-data a = grad_output,
 // b = filter; backward-filter a = input, b = grad_output; backward-bias a = grad_output. NaN in the result
 // gives infinity.
