@@ -60,8 +60,8 @@ inline std::vector<TensorPiece> pieces_of(const Tensor& tensor) {
     return pieces;
 }
 
-// Error(Unsupported) naming `role` and `user` for a 16-bit tensor: the passes, gemm and kernels compute on
-// fp32 tensors.
+// Error(Unsupported) naming `role` and `user` for a 16-bit tensor, for calls that take fp32 tensors only
+// (an application's own kernels declare float bindings).
 inline void require_f32(const Tensor& tensor, std::string_view role, std::string_view user) {
     if (tensor.data_type() == DataType::F32) return;
     throw Error(ErrorCategory::Unsupported, std::string(user) + " takes f32 tensors; " + std::string(role) +

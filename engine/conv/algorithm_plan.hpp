@@ -26,8 +26,9 @@ enum class Slot : size_t {
     FilterCopy,    // MEC: the filter (or its gradient) in the tap order its GEMM needs
     Partials,      // backward-filter's split-K partial products (im2col, MEC, implicit-gemm)
     BiasPartials,  // the bias gradient's partial sums
+    WideOutput,    // a 16-bit output summed over chunks or pieces, in fp32 (rounded into the output once, at the end)
 };
-constexpr size_t kSlots = 4;
+constexpr size_t kSlots = 5;
 using WorkspaceSlots = std::array<uint64_t, kSlots>;  // floats per slot
 
 // The buffers of a pass's slots, as the pass's recording reads them.

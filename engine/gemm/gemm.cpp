@@ -8,6 +8,7 @@
 #include <array>
 #include <string>
 
+#include "context/element_build.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -50,6 +51,10 @@ VKCONV_SAME_GEMM_ID(K_SEGMENTED)
 VKCONV_SAME_GEMM_ID(M_SEGMENTED)
 VKCONV_SAME_GEMM_ID(ACTIVATION)
 VKCONV_SAME_GEMM_ID(HAS_RESIDUAL)
+VKCONV_SAME_GEMM_ID(A_TYPE)
+VKCONV_SAME_GEMM_ID(B_TYPE)
+VKCONV_SAME_GEMM_ID(C_TYPE)
+VKCONV_SAME_GEMM_ID(BIAS_TYPE)
 #undef VKCONV_SAME_GEMM_ID
 
 // The constants both kernels share: workgroup size, register block, bias, segments and the epilogue.
@@ -62,6 +67,8 @@ Specialization<Kernel> common_specialization(const GemmConfig& config, const Gem
     spec.set(Id::HAS_BIAS, p.bias.size > 0).set(Id::K_SEGMENTED, p.a_k_segment != 0);
     spec.set(Id::M_SEGMENTED, p.a_m_segment != 0);
     spec.set(Id::ACTIVATION, static_cast<uint32_t>(p.activation)).set(Id::HAS_RESIDUAL, p.residual.size > 0);
+    spec.set(Id::A_TYPE, element_constant(p.a.type)).set(Id::B_TYPE, element_constant(p.b.type));
+    spec.set(Id::C_TYPE, element_constant(p.c.type)).set(Id::BIAS_TYPE, element_constant(p.bias_type));
     return spec;
 }
 static_assert(sizeof(GemmPush) <= 128);
@@ -77,9 +84,19 @@ bool multiple_of_4(std::initializer_list<uint64_t> values) {
 
 }  // namespace
 
+// The type whose build runs the product: a 16-bit one where any operand is 16-bit (the 16-bit builds read
+// fp32 operands too), else fp32.
+DataType gemm_build_type(const GemmProblem& p) {
+    for (DataType type : {p.a.type, p.b.type, p.c.type, p.bias_type})
+        if (type != DataType::F32) return type;
+    return DataType::F32;
+}
+
 bool texel_views_fit(const Device& device, const GemmProblem& problem) {
     const uint64_t most = device.limits().maxTexelBufferElements;  // r32f texels: the larger of the two views
-    // An application's buffer is never viewed as texels: its usage may not allow it.
+    // An application's buffer is never viewed as texels: its usage may not allow it. Texel views are fp32
+    // formats: 16-bit operands are read as storage buffers.
+    if (gemm_build_type(problem) != DataType::F32) return false;
     return (problem.a.range.size + 3) / 4 <= most && (problem.b.range.size + 3) / 4 <= most &&
            !device.foreign_buffer(problem.a.range.buffer) && !device.foreign_buffer(problem.b.range.buffer);
 }
@@ -110,6 +127,11 @@ bool record_in_k_pieces(ContextImpl& context, CommandStream& stream, const GemmP
     const uint32_t k_unit = p.a_k_segment ? p.a_k_segment : 1;
     const uint32_t k_piece = std::max(k_unit, kMaxLoopIterations / k_unit * k_unit);
     if (!(p.K > kMaxLoopIterations && k_piece < p.K)) return false;
+    // Each piece after the first adds into C: a 16-bit C would be rounded once a piece. The passes plan fp32
+    // outputs (or refuse) for reductions this long (gemm_reduction_fits_16bit).
+    if (p.c.type != DataType::F32)
+        throw Error(ErrorCategory::Unsupported, "a GEMM with a 16-bit C and a reduction of " + std::to_string(p.K) +
+                                                    " runs in pieces, each rounding C");
     for (uint32_t k0 = 0; k0 < p.K; k0 += k_piece) {
         GemmProblem part = p;
         part.K = std::min(k_piece, p.K - k0);
@@ -143,20 +165,26 @@ bool uses_four_bindings(const ContextImpl& context, const GemmConfig& config) {
            context.device->limits().maxPerStageDescriptorStorageBuffers < 7;
 }
 
-// The 4-binding build cannot bind both the bias and the residual, so such a product runs as two: the
-// first, over K = 0, writes beta * z into C; the second reads it back as 1 * C. Each value is the same fp32
-// sum of the same terms in the same order as the fused form's.
+// The 4-binding build cannot bind both the bias and the residual. An in-place residual (C's own values) is
+// beta * C with the bias binding: one product. Otherwise a first product over K = 0 writes the bias into C
+// (exactly, in any type of C), and the second, binding the residual, adds the bias term from C: each value
+// is the same fp32 sum of the same terms in the same order as the fused form's, rounded to C's type once.
 void record_residual_then_bias(ContextImpl& context, CommandStream& stream, const GemmProblem& p,
                                const GemmConfig& config) {
+    const uint64_t c_bytes = element_bytes(p.c.type);
+    if (p.residual.buffer == p.c.range.buffer &&
+        p.residual.offset + p.residual_offset * c_bytes == p.c.range.offset + p.c.offset * c_bytes) {
+        GemmProblem in_place = p;
+        in_place.residual = {};
+        return record_gemm(context, stream, in_place, &config);
+    }
     GemmProblem first = p;
     first.K = 0;
-    first.bias = {};
+    first.alpha = 1.0f, first.beta = 0.0f;
+    first.residual = {};
     first.activation = Activation::None;
     record_gemm(context, stream, first, &config);
-    GemmProblem second = p;
-    second.residual = {};
-    second.beta = 1.0f;
-    record_gemm(context, stream, second, &config);
+    record_gemm(context, stream, p, &config, true);
 }
 
 // A's reduction segments as the shader sees them: without segments, one segment spans all of K.
@@ -192,10 +220,12 @@ VectorLoads vector_loads(const GemmProblem& p, KSegments segments) {
 }
 
 // The pipeline of the configuration's kernel (its 4-binding build where `four`), specialised for p.
-PipelineDesc gemm_pipeline_desc(const GemmConfig& config, const GemmProblem& p, bool four, VectorLoads loads) {
+PipelineDesc gemm_pipeline_desc(const ContextImpl& context, const GemmConfig& config, const GemmProblem& p, bool four,
+                                VectorLoads loads) {
     PipelineDesc desc;
     desc.shader = config.shader();
     if (four) desc.shader.replace(desc.shader.find("_ssbo"), 5, "_ssbo4");
+    desc.shader += element_build(context, gemm_build_type(p));
     const VkDescriptorType operand_type =
         config.access == GemmAccess::StorageTexel   ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
         : config.access == GemmAccess::UniformTexel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
@@ -247,9 +277,9 @@ GemmBindings gemm_bindings(const GemmProblem& p, bool texel) {
     return {{Binding{p.a.range, false, vec4}, Binding{p.a.range, false, scalar}, Binding{p.b.range, false, vec4},
              Binding{p.b.range, false, scalar}, Binding{p.c.range, true}, Binding{bias, false},
              Binding{residual, false}},
-            // (whichever of the bias and the residual the product has)
+            // (the residual where the product has one, else the bias: record_residual_then_bias)
             {Binding{p.a.range, false}, Binding{p.b.range, false}, Binding{p.c.range, true},
-             Binding{p.bias.size > 0 ? bias : residual, false}}};
+             Binding{p.residual.size > 0 ? residual : bias, false}}};
 }
 
 // The push constants every dispatch of p shares; the grid split sets M, N, the offsets and the batch base.
@@ -322,15 +352,18 @@ void dispatch_split_grid(ContextImpl& context, CommandStream& stream, const Gemm
 
 }  // namespace
 
-void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced) {
+void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& p, const GemmConfig* forced,
+                 bool bias_in_c) {
     if (p.M == 0 || p.N == 0 || p.batch_i == 0 || p.batch_j == 0) return;
     if (record_in_k_pieces(context, stream, p, forced)) return;
     const GemmConfig& config = config_to_run(context, p, forced);
     const bool four = uses_four_bindings(context, config);
-    if (four && p.bias.size > 0 && p.residual.size > 0) return record_residual_then_bias(context, stream, p, config);
+    if (four && p.bias.size > 0 && p.residual.size > 0 && !bias_in_c)
+        return record_residual_then_bias(context, stream, p, config);
     stream.note_gemm({p.M, p.N, p.K, p.batch_i * p.batch_j});
     const KSegments segments = k_segments(p);
-    const Pipeline& pipeline = context.pipelines->get(gemm_pipeline_desc(config, p, four, vector_loads(p, segments)));
+    const Pipeline& pipeline =
+        context.pipelines->get(gemm_pipeline_desc(context, config, p, four, vector_loads(p, segments)));
     const GemmBindings bindings = gemm_bindings(p, config.access != GemmAccess::StorageBuffer);
     dispatch_split_grid(context, stream, p, config, pipeline, bindings.view(four), shared_push(p, segments));
 }
@@ -371,7 +404,7 @@ void record_split_gemm(ContextImpl& context, CommandStream& stream, const GemmPr
     const uint32_t full = p.K / split.piece, rest = p.K - full * split.piece;
     // The slices' partial products, alpha applied: slice s of batch b at s * product + b * M * N.
     GemmProblem slice = p;
-    slice.c = {partials, 0, p.N, 1, uint64_t{p.M} * p.N, product};
+    slice.c = {partials, 0, p.N, 1, uint64_t{p.M} * p.N, product, DataType::F32};
     slice.beta = 0.0f;
     slice.K = split.piece;
     slice.batch_j = full;
@@ -385,8 +418,9 @@ void record_split_gemm(ContextImpl& context, CommandStream& stream, const GemmPr
         last.c.offset = uint64_t{full} * product;
         record_gemm(context, stream, last, config);
     }
-    // C = beta * C + the slices in order.
-    record_splitk_reduce(context, stream, partials, p.c.range, p.c.offset, product, int64_t(full + (rest > 0)), p.beta);
+    // C = beta * C + the slices in order (fp32 partial products: a 16-bit C is rounded once, here).
+    record_splitk_reduce(context, stream, partials, p.c.range, p.c.offset, product, int64_t(full + (rest > 0)), p.beta,
+                         p.c.type);
 }
 
 }  // namespace vkconv::detail

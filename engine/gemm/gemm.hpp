@@ -1,7 +1,8 @@
 // The GEMM every lowering and backward pass runs through (shaders gemm_registers / gemm_shared).
 //
 // C = alpha * A * B + beta * C (+ bias[n]) over a two-level batch, every operand described by strides in
-// floats from the start of its bound range, so transposes, MEC's overlapping windows and output layouts
+// elements of its own type (fp32, fp16 or bf16: the 16-bit kernels widen every value they read, sum in fp32
+// and round each value of C once as they store it) from the start of its bound range, so transposes, MEC's overlapping windows and output layouts
 // are descriptions, not copies. For the forward convolution's fused epilogue, beta may scale a residual
 // instead of C, and an activation may be applied to every stored value. record_gemm picks the device's configuration
 // for the problem's size (or the forced one), checks which operands allow vec4 loads, and splits the grid where it
@@ -19,10 +20,11 @@ namespace vkconv::detail {
 
 struct GemmMatrix {
     BufferRange range;        // the bound memory
-    uint64_t offset = 0;      // floats from range.offset to element (0, 0) of batch (0, 0)
+    uint64_t offset = 0;      // elements from range.offset to element (0, 0) of batch (0, 0)
     uint64_t stride_row = 0;  // A: per m; B: per k; C: per m
     uint64_t stride_col = 0;  // A: per k; B: per n; C: per n
     uint64_t batch_i = 0, batch_j = 0;
+    DataType type = DataType::F32;  // its elements' (offsets and strides count them)
 };
 
 struct GemmProblem {
@@ -31,7 +33,8 @@ struct GemmProblem {
     uint32_t batch_i = 1, batch_j = 1;
     float alpha = 1.0f, beta = 0.0f;
     BufferRange bias;          // size 0: no bias
-    uint64_t bias_offset = 0;  // floats
+    uint64_t bias_offset = 0;  // elements of bias_type
+    DataType bias_type = DataType::F32;
     // A's k dimension in segments: k sits (k / a_k_segment) * a_k_segment_stride + (k % a_k_segment) *
     // a.stride_col floats from the row's start. 0: uniform (k * a.stride_col).
     uint32_t a_k_segment = 0, a_k_segment_stride = 0;
@@ -39,7 +42,7 @@ struct GemmProblem {
     // a.stride_row. 0: uniform rows.
     uint32_t a_m_segment = 0, a_m_segment_stride = 0;
     // The fused epilogue: with a residual (size > 0), beta scales it instead of C. It has C's strides;
-    // residual_offset is, in floats from residual.offset, its element at C's (0, 0) of batch (0, 0). It may be
+    // residual_offset is, in elements (of C's type) from residual.offset, its element at C's (0, 0) of batch (0, 0). It may be
     // C's own memory (then read before each value is written). The activation (negative_slope for LeakyReLU)
     // applies to every stored value, after the bias.
     BufferRange residual;
@@ -50,6 +53,9 @@ struct GemmProblem {
 
 // Whether A and B can be read through texel views (at most maxTexelBufferElements r32f texels each).
 bool texel_views_fit(const Device& device, const GemmProblem& problem);
+// The element type whose kernel build runs the product (shaders/common/elements.glsl): a 16-bit type where
+// any operand has one, else fp32.
+DataType gemm_build_type(const GemmProblem& problem);
 
 // The configuration record_gemm would choose for this problem: the preferred one for its shape, read
 // through storage buffers where an operand is too large for a texel view.
@@ -70,8 +76,9 @@ void record_split_gemm(ContextImpl& context, CommandStream& stream, const GemmPr
                        const BufferRange& partials, const GemmConfig* config = nullptr);
 
 // Records the GEMM into `stream`. `config`: force one (tests, benchmarks; a texel configuration then needs
-// operands that fit texel views); nullptr: choose.
+// operands that fit texel views); nullptr: choose. `bias_in_c`: C already holds the bias, which a 4-binding
+// kernel with a residual adds from there (the second half of a product with both, gemm.cpp).
 void record_gemm(ContextImpl& context, CommandStream& stream, const GemmProblem& problem,
-                 const GemmConfig* config = nullptr);
+                 const GemmConfig* config = nullptr, bool bias_in_c = false);
 
 }  // namespace vkconv::detail

@@ -62,7 +62,6 @@ ProductSizes checked_shape(const detail::ContextImpl& impl, const Tensor& a, con
     for (const Tensor* t : {&a, &b, &c}) {
         if (t->empty()) throw bad("empty tensor");
         if (detail::storage_of(*t)->context.get() != &impl) throw bad("a tensor belongs to another context");
-        detail::require_f32(*t, t == &a ? "a" : t == &b ? "b" : "c", "gemm");
     }
     const size_t rank = a.shape().size();
     if ((rank != 2 && rank != 3) || b.shape().size() != rank || c.shape().size() != rank)
@@ -105,7 +104,8 @@ detail::GemmProblem gemm_problem(detail::ContextImpl& impl, const Tensor& a, con
     const int64_t M = s.M, N = s.N, K = s.K;
     // Each operand from the offset alignment at or below its first byte (a view may start at any entry).
     auto whole = [&](const Tensor& t) {
-        return detail::operand_of(detail::allocation_of(t, "gemm"), uint64_t(t.elements()), impl.pool->alignment())
+        return detail::operand_of(detail::allocation_of(t, "gemm"), uint64_t(t.elements()), impl.pool->alignment(),
+                                  element_bytes(t.data_type()))
             .whole();
     };
     const detail::Window wa = whole(a), wb = whole(b), wc = whole(c);
@@ -116,6 +116,8 @@ detail::GemmProblem gemm_problem(detail::ContextImpl& impl, const Tensor& a, con
     p.b = {wb.range,        wb.delta, options.transpose_b ? 1u : uint64_t(N), options.transpose_b ? uint64_t(K) : 1u,
            uint64_t(K * N), 0};
     p.c = {wc.range, wc.delta, uint64_t(N), 1, uint64_t(M * N), 0};
+    // Each operand in its own type (16-bit A and B into an fp32 C, as mixed-precision GEMMs take them).
+    p.a.type = a.data_type(), p.b.type = b.data_type(), p.c.type = c.data_type();
     p.batch_i = static_cast<uint32_t>(s.batch);
     p.alpha = options.alpha, p.beta = options.beta;
     return p;
@@ -124,9 +126,11 @@ detail::GemmProblem gemm_problem(detail::ContextImpl& impl, const Tensor& a, con
 // Bytes the pool holds for the three operands, as every pass counts its own (a tensor passed twice once).
 uint64_t operand_bytes(detail::ContextImpl& impl, const Tensor& a, const Tensor& b, const Tensor& c) {
     const uint64_t alignment = impl.pool->alignment();
-    const detail::Operand oa = detail::operand_of(detail::allocation_of(a, "gemm"), uint64_t(a.elements()), alignment);
-    const detail::Operand ob = detail::operand_of(detail::allocation_of(b, "gemm"), uint64_t(b.elements()), alignment);
-    const detail::Operand oc = detail::operand_of(detail::allocation_of(c, "gemm"), uint64_t(c.elements()), alignment);
+    auto operand = [&](const Tensor& t) {
+        return detail::operand_of(detail::allocation_of(t, "gemm"), uint64_t(t.elements()), alignment,
+                                  element_bytes(t.data_type()));
+    };
+    const detail::Operand oa = operand(a), ob = operand(b), oc = operand(c);
     return detail::operand_bytes({&oa, &ob, &oc});
 }
 

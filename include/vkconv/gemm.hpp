@@ -43,7 +43,10 @@ struct GemmOptions {
 // The stats name the tile configuration that ran as `variant` (algorithm stays Auto: a GEMM is none of
 // the convolution algorithms). A product whose M x N tiles are too few to fill the device runs in
 // `partial_products` pieces of K, added in order (the same bits every run), whose partial products are its
-// workspace_bytes, from the pool for the call; 0 when it runs whole.
+// workspace_bytes, from the pool for the call; 0 when it runs whole. a, b and c may each be fp32, fp16 or
+// bf16 (Tensor::data_type): values are widened as read, products and sums are fp32, and each value of a
+// 16-bit c is rounded once, to nearest even (a configuration that reads texel views then runs as its
+// storage-buffer twin).
 RunStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
 
 // Names of the GEMM tile configurations valid on the context's device, preferred ones first.

@@ -23,8 +23,9 @@
 // Binding 4: C (storage buffer, read only when beta != 0 without a residual). Binding 5: bias (storage
 // buffer). Binding 6: the residual (storage buffer, read only with HAS_RESIDUAL; it may be C's own memory).
 // Built with ACCESS_SSBO and FOUR_BINDINGS (for devices that allow 4 storage buffers per stage): A's two
-// views share binding 0 and B's binding 1, C is binding 2, and binding 3 holds the bias or the residual,
-// never both (the host splits a product that needs both into two, engine/gemm/gemm.cpp).
+// views share binding 0 and B's binding 1, C is binding 2, and binding 3 holds the bias or the residual.
+// With both, binding 3 holds the residual and the bias term is read from C, where the host first wrote the
+// bias (engine/gemm/gemm.cpp: a K = 0 product, exact in any type).
 //
 // The epilogue, for each stored value v = (A * B)(m, n):
 //   C(m, n) = act(alpha * v + beta * (HAS_RESIDUAL ? residual(m, n) : C(m, n)) + bias[n])
@@ -40,17 +41,44 @@
 //                  segments the divisions disappear (integer division costs tens of instructions on a GPU)
 //   7 ACTIVATION   the activation applied to every stored value (0: none)
 //   8 HAS_RESIDUAL beta scales the residual (binding 6) instead of C
+//   9 A_TYPE, 10 B_TYPE, 11 C_TYPE, 12 BIAS_TYPE   the operands' element types (../common/elements.glsl; the
+//                  residual is C's type): the 16-bit builds read and write any of them; the fp32 builds fp32 only
+//
+// 16-bit builds (ELEMENTS_16 or ELEMENTS_PACKED, with ACCESS_SSBO): every binding is an array of ELEMENT_WORD
+// and each operand's offsets and strides count elements of its own type; a vec4 view reads the 4 elements
+// from a multiple of 4. Products and sums stay fp32; each value of C is rounded to its type once, as stored.
 
 #extension GL_EXT_control_flow_attributes : enable
 #include "../common/epilogue.glsl"
+#include "../common/elements.glsl"
 
 layout(constant_id = 4) const bool HAS_BIAS = false;
 layout(constant_id = 5) const bool K_SEGMENTED = false;
 layout(constant_id = 6) const bool M_SEGMENTED = false;
 layout(constant_id = 7) const uint ACTIVATION = 0;
 layout(constant_id = 8) const bool HAS_RESIDUAL = false;
+layout(constant_id = 9) const uint A_TYPE = 0;
+layout(constant_id = 10) const uint B_TYPE = 0;
+layout(constant_id = 11) const uint C_TYPE = 0;
+layout(constant_id = 12) const uint BIAS_TYPE = 0;
 
-#if defined(ACCESS_SSBO) && defined(FOUR_BINDINGS)
+#if (defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)) && defined(ACCESS_SSBO)
+#if defined(FOUR_BINDINGS)
+layout(std430, binding = 0) readonly buffer AElements { ELEMENT_WORD a1[]; };
+layout(std430, binding = 1) readonly buffer BElements { ELEMENT_WORD b1[]; };
+#else
+layout(std430, binding = 0) readonly buffer AVec4 { ELEMENT_WORD a4[]; };
+layout(std430, binding = 1) readonly buffer AScalar { ELEMENT_WORD a1[]; };
+layout(std430, binding = 2) readonly buffer BVec4 { ELEMENT_WORD b4[]; };
+layout(std430, binding = 3) readonly buffer BScalar { ELEMENT_WORD b1[]; };
+#endif
+#define LOAD_A4(i) ELEMENT_AT4(a1, A_TYPE, i)
+#define LOAD_A1(i) ELEMENT_AT(a1, A_TYPE, i)
+#define LOAD_B4(i) ELEMENT_AT4(b1, B_TYPE, i)
+#define LOAD_B1(i) ELEMENT_AT(b1, B_TYPE, i)
+#elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
+#error "the 16-bit builds read storage buffers (ACCESS_SSBO)"
+#elif defined(ACCESS_SSBO) && defined(FOUR_BINDINGS)
 layout(std430, binding = 0) readonly buffer AVec4 { vec4 a4[]; };
 layout(std430, binding = 0) readonly buffer AScalar { float a1[]; };
 layout(std430, binding = 1) readonly buffer BVec4 { vec4 b4[]; };
@@ -91,13 +119,13 @@ layout(binding = 3) uniform samplerBuffer b1;
 #endif
 
 #if defined(FOUR_BINDINGS)
-layout(std430, binding = 2) buffer CBuffer { float c[]; };
-layout(std430, binding = 3) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 3) readonly buffer ResidualBuffer { float residual[]; };
+layout(std430, binding = 2) buffer CBuffer { ELEMENT_WORD c[]; };
+layout(std430, binding = 3) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 3) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
 #else
-layout(std430, binding = 4) buffer CBuffer { float c[]; };
-layout(std430, binding = 5) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 6) readonly buffer ResidualBuffer { float residual[]; };
+layout(std430, binding = 4) buffer CBuffer { ELEMENT_WORD c[]; };
+layout(std430, binding = 5) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 6) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
 #endif
 
 layout(push_constant) uniform GemmParams {
@@ -123,7 +151,7 @@ uint a_mphys(uint m) {
                        : m * pc.a_stride_m;
 }
 
-// Offsets of this dispatch's batch entry, in floats.
+// Offsets of this dispatch's batch entry, in elements of each operand's type.
 void batch_offsets(out uint a_base, out uint b_base, out uint c_base) {
     const uint batch = pc.batch_base + gl_WorkGroupID.z;
     const uint i = batch / pc.batch_j_count, j = batch % pc.batch_j_count;
@@ -138,9 +166,16 @@ void store_c(uint c_base, uint m, uint n, float value, bool with_bias) {
     const uint index = c_base + m * pc.c_stride_m + n * pc.c_stride_n;
     float result = pc.alpha * value;
     if (HAS_RESIDUAL)
-        result += pc.beta * residual[index + pc.residual_shift];
+        result += pc.beta * ELEMENT_AT(residual, C_TYPE, index + pc.residual_shift);
     else if (pc.beta != 0.0)
-        result += pc.beta * c[index];
-    if (with_bias) result += bias[pc.bias_offset + n];
-    c[index] = activate(ACTIVATION, result, pc.negative_slope);
+        result += pc.beta * ELEMENT_AT(c, C_TYPE, index);
+#if defined(FOUR_BINDINGS)
+    // Binding 3 holds the residual: the host wrote the bias into C first (exactly: K = 0), and it is added
+    // from there, in the fused form's order.
+    if (with_bias && HAS_RESIDUAL) result += ELEMENT_AT(c, C_TYPE, index);
+    else if (with_bias) result += ELEMENT_AT(bias, BIAS_TYPE, pc.bias_offset + n);
+#else
+    if (with_bias) result += ELEMENT_AT(bias, BIAS_TYPE, pc.bias_offset + n);
+#endif
+    STORE_ELEMENT(c, C_TYPE, index, activate(ACTIVATION, result, pc.negative_slope));
 }

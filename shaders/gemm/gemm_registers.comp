@@ -8,25 +8,25 @@
 // TM = TN = 8. Lanes of a workgroup row share their A rows and differ in N, so a subgroup reads the same
 // A values whatever its size.
 //
-// Specialization constants (ids 4-8 are gemm_common.glsl's: HAS_BIAS, K_SEGMENTED, M_SEGMENTED, ACTIVATION,
-// HAS_RESIDUAL):
+// Specialization constants (ids 4-12 are gemm_common.glsl's: HAS_BIAS, K_SEGMENTED, M_SEGMENTED, ACTIVATION,
+// HAS_RESIDUAL, and the operands' element types):
 //   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M); WG_N * WG_M <= maxComputeWorkGroupInvocations
 //   2 TM, 3 TN         register block per invocation; multiples of 4
-//   9 A_VEC4_K         A(m, k..k+3) is one aligned vec4 (a_stride_k == 1, K % 4 == 0, aligned offsets)
-//  10 A_VEC4_M         A(m..m+3, k) is one aligned vec4 (a_stride_m == 1, m segments multiples of 4, aligned offsets
+//  13 A_VEC4_K         A(m, k..k+3) is one aligned vec4 (a_stride_k == 1, K % 4 == 0, aligned offsets)
+//  14 A_VEC4_M         A(m..m+3, k) is one aligned vec4 (a_stride_m == 1, m segments multiples of 4, aligned offsets
 //                      and a_stride_k)
-//  11 B_VEC4_K         B(k..k+3, n) is one aligned vec4 (b_stride_k == 1, K % 4 == 0)
-//  12 B_VEC4_N         B(k, n..n+3) is one aligned vec4 (b_stride_n == 1)
+//  15 B_VEC4_K         B(k..k+3, n) is one aligned vec4 (b_stride_k == 1, K % 4 == 0)
+//  16 B_VEC4_N         B(k, n..n+3) is one aligned vec4 (b_stride_n == 1)
 // Bindings and push constants: gemm_common.glsl.
 // Dispatch grid: (ceil(N / (WG_N*TN)), ceil(M / (WG_M*TM)), batch entries).
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint TM = 8;
 layout(constant_id = 3) const uint TN = 8;
-layout(constant_id = 9) const bool A_VEC4_K = false;
-layout(constant_id = 10) const bool A_VEC4_M = false;
-layout(constant_id = 11) const bool B_VEC4_K = false;
-layout(constant_id = 12) const bool B_VEC4_N = false;
+layout(constant_id = 13) const bool A_VEC4_K = false;
+layout(constant_id = 14) const bool A_VEC4_M = false;
+layout(constant_id = 15) const bool B_VEC4_K = false;
+layout(constant_id = 16) const bool B_VEC4_N = false;
 
 #extension GL_GOOGLE_include_directive : require
 #include "gemm_common.glsl"

@@ -9,16 +9,16 @@
 // (tx, ty) owns rows ty + i*WG_M and columns tx + j*WG_N: shared reads are broadcast (A) or consecutive
 // (B), and stores are consecutive along n. Scalar loads only, zero-filled outside the matrix.
 //
-// Specialization constants (ids 4-8 are gemm_common.glsl's: HAS_BIAS, K_SEGMENTED, M_SEGMENTED, ACTIVATION,
-// HAS_RESIDUAL):
+// Specialization constants (ids 4-12 are gemm_common.glsl's: HAS_BIAS, K_SEGMENTED, M_SEGMENTED, ACTIVATION,
+// HAS_RESIDUAL, and the operands' element types):
 //   0 WG_N, 1 WG_M     workgroup size in x (N) and y (M)
 //   2 TM, 3 TN         values per invocation in M and N (build variants fix them with FIXED_TM/FIXED_TN:
 //                      compile-time register blocks unroll fully, where spec-constant ones may spill)
-//   9 BK               K step staged in shared memory; (BM + BN) * (BK + 1) * 4 bytes of shared memory
-//  10 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
-//  11 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
-//  12 A_VEC4, 13 B_VEC4  the fast dimension of A / B is vec4-aligned: global loads are vec4
-//  14 STAGES          shared tiles: 1, or 2 (double-buffered: the next K step's tiles are loaded into the
+//  13 BK               K step staged in shared memory; (BM + BN) * (BK + 1) * 4 bytes of shared memory
+//  14 A_K_FAST         A's k is its contiguous dimension (a_stride_k == 1): load along k
+//  15 B_N_FAST         B's n is its contiguous dimension (b_stride_n == 1): load along n
+//  16 A_VEC4, 17 B_VEC4  the fast dimension of A / B is vec4-aligned: global loads are vec4
+//  18 STAGES          shared tiles: 1, or 2 (double-buffered: the next K step's tiles are loaded into the
 //                     other buffer while this step's are multiplied, one barrier a step instead of two)
 // Build define SHARED_VEC4 (with FIXED_TM/FIXED_TN multiples of 4): invocation (tx, ty) owns the TM
 // consecutive rows from ty*TM and the TN consecutive columns from tx*TN instead, and the shared tiles are
@@ -37,12 +37,12 @@ const uint TN = FIXED_TN;
 layout(constant_id = 2) const uint TM = 8;
 layout(constant_id = 3) const uint TN = 4;
 #endif
-layout(constant_id = 9) const uint BK = 16;
-layout(constant_id = 10) const bool A_K_FAST = false;
-layout(constant_id = 11) const bool B_N_FAST = true;
-layout(constant_id = 12) const bool A_VEC4 = false;
-layout(constant_id = 13) const bool B_VEC4 = false;
-layout(constant_id = 14) const uint STAGES = 1;
+layout(constant_id = 13) const uint BK = 16;
+layout(constant_id = 14) const bool A_K_FAST = false;
+layout(constant_id = 15) const bool B_N_FAST = true;
+layout(constant_id = 16) const bool A_VEC4 = false;
+layout(constant_id = 17) const bool B_VEC4 = false;
+layout(constant_id = 18) const uint STAGES = 1;
 
 #extension GL_GOOGLE_include_directive : require
 #include "gemm_common.glsl"

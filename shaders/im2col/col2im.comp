@@ -8,10 +8,12 @@
 // for NCHW/OIHW, (r, s, c) for NHWC/OHWI), as the im2col lowering (engine/conv/im2col/) lowers x.
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
-//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 C, 11 H, 12 W, 13 CG, 14 Q, 15 ROWS, 16 IMAGES. 1..9 are declared in
-//   ../common/conv_spec_geometry.glsl, shared with im2col, the direct and the depthwise shaders.
+//   7 DIL_H, 8 DIL_W, 9 NHWC, 10 C, 11 H, 12 W, 13 CG, 14 Q, 15 ROWS, 16 IMAGES, 17 DX_TYPE (dx's element
+//   type, ../common/elements.glsl; dcol is fp32, so a 16-bit dx value is rounded once, where it is written).
+//   1..9 are declared in ../common/conv_spec_geometry.glsl, shared with im2col, the direct and the depthwise
+//   shaders.
 // Bindings: 0 dcol (readonly), 1 dx (the chunk's window; read when ACCUMULATE, written).
-// Push constants: first output row p0, dx_offset (floats from the binding's start to the chunk's first
+// Push constants: first output row p0, dx_offset (elements from the binding's start to the chunk's first
 //   image), accumulate (0/1), then the dispatch's slice [base, base + count) of the chunk's dx values.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
@@ -19,6 +21,7 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 10) const uint C = 1;
@@ -28,9 +31,10 @@ layout(constant_id = 13) const uint CG = 1;
 layout(constant_id = 14) const uint Q = 1;
 layout(constant_id = 15) const uint ROWS = 1;
 layout(constant_id = 16) const uint IMAGES = 1;
+layout(constant_id = 17) const uint DX_TYPE = 0;
 
 layout(std430, binding = 0) readonly buffer GradCol { float dcol[]; };
-layout(std430, binding = 1) buffer GradInput { float dx[]; };
+layout(std430, binding = 1) buffer GradInput { ELEMENT_WORD dx[]; };
 
 layout(push_constant) uniform Params {
     uint p0;
@@ -61,5 +65,5 @@ void main() {
         }
     }
     const uint di = pc.dx_offset + index;
-    dx[di] = pc.accumulate != 0 ? dx[di] + acc : acc;
+    STORE_ELEMENT(dx, DX_TYPE, di, pc.accumulate != 0 ? ELEMENT_AT(dx, DX_TYPE, di) + acc : acc);
 }

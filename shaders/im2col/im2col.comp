@@ -11,11 +11,12 @@
 // Specialization constants (1..9 declared in ../common/conv_spec_geometry.glsl, shared with col2im, the
 //   direct and the depthwise shaders): 0 WORKGROUP_SIZE, 1 R, 2 S, 3 STRIDE_H, 4 STRIDE_W, 5 PAD_H, 6 PAD_W,
 //   7 DIL_H, 8 DIL_W, 9 NHWC, 10 TRANSPOSED, 11 C, 12 H, 13 W, 14 CG (channels per group), 15 Q,
-//   16 ROWS (output rows in the chunk), 17 IMAGES (in the chunk). Sizes are constants so the index
+//   16 ROWS (output rows in the chunk), 17 IMAGES (in the chunk), 18 X_TYPE and 19 COL_TYPE (the element
+//   types of x and col, ../common/elements.glsl: a 16-bit x lowers into a 16-bit col). Sizes are constants so the index
 //   arithmetic divides by constants (multiplications), which matters on CPU implementations where integer
 //   division is not vectorised; a problem needs at most two pipelines (full and last chunk).
 // Bindings: 0 x (the chunk's window of the input), 1 col (write).
-// Push constants: first output row p0, x_offset (floats from the binding's start to the chunk's first
+// Push constants: first output row p0, x_offset (elements from the binding's start to the chunk's first
 //   image), then the dispatch's slice [base, base + count) of the col elements.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1).
 
@@ -23,6 +24,7 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/conv_spec_geometry.glsl"  // specialization constants 1..9: R .. NHWC
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 10) const bool TRANSPOSED = false;
@@ -33,9 +35,15 @@ layout(constant_id = 14) const uint CG = 1;
 layout(constant_id = 15) const uint Q = 1;
 layout(constant_id = 16) const uint ROWS = 1;
 layout(constant_id = 17) const uint IMAGES = 1;
+layout(constant_id = 18) const uint X_TYPE = 0;
+layout(constant_id = 19) const uint COL_TYPE = 0;
 
-layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
-layout(std430, binding = 1) writeonly buffer ColBuffer { float col[]; };
+layout(std430, binding = 0) readonly buffer InputBuffer { ELEMENT_WORD x[]; };
+#ifdef ELEMENTS_PACKED
+layout(std430, binding = 1) buffer ColBuffer { ELEMENT_WORD col[]; };  // (half-word stores are atomics)
+#else
+layout(std430, binding = 1) writeonly buffer ColBuffer { ELEMENT_WORD col[]; };
+#endif
 
 layout(push_constant) uniform Params {
     uint p0;
@@ -65,7 +73,7 @@ void main() {
     float value = 0.0;
     if (in_range(ih, H) && in_range(iw, W)) {
         const uint xi = tensor_offset(NHWC, n, c, uint(ih), uint(iw), C, H, W);
-        value = x[pc.x_offset + xi];
+        value = ELEMENT_AT(x, X_TYPE, pc.x_offset + xi);
     }
-    col[index] = value;
+    STORE_ELEMENT(col, COL_TYPE, index, value);
 }

@@ -13,20 +13,22 @@ namespace vkconv::detail {
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ConvOperands& operands, const LoweredPlan& plan, const Operand& scratch);
 // The im2col lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows
-// [p0, p0 + rows)) into `col` ([g][m][k], or [g][k][m] when `transposed`).
+// [p0, p0 + rows)) into `col` ([g][m][k], or [g][k][m] when `transposed`), in elements of `col_type`.
 void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, bool transposed,
-                            const Window& x, const BufferRange& col, int64_t p0, int64_t rows, int64_t images);
+                            const Window& x, const BufferRange& col, DataType col_type, int64_t p0, int64_t rows,
+                            int64_t images);
 
 // im2col backward passes, in the forward's chunks. Backward-data: dcol = dy * w per group through the
 // GEMM, then col2im gathers dx (bands of rows add into it in order). Backward-filter: dw = dy^T * col(x)
-// per group, accumulated over chunks in order (beta = 1 after the first): deterministic.
+// per group, accumulated over chunks in order (beta = 1 after the first): deterministic. A 16-bit dw
+// accumulates in `wide_filter` (fp32, conv/shared/wide_output.hpp), rounded into dw at the end.
 void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                  const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                  const LoweredPlan& plan, const Operand& scratch);
 void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                    const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                    const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
-                                   const Operand& partials);
+                                   const Operand& partials, const Operand& wide_filter);
 
 // Deterministic split-K for im2col backward-filter: the product dw = dy^T * col(x) is only (K/G) x
 // (R*S*C/G) but reduces over a chunk's N*P*Q positions, so one GEMM fills few workgroups. The reduction is

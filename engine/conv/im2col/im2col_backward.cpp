@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <array>
 
+#include "context/element_build.hpp"
 #include "conv/constants.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
+#include "conv/shared/wide_output.hpp"
 #include "gemm/gemm.hpp"
 
 namespace vkconv::detail {
@@ -71,22 +73,22 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
             const GemmExtent shape = backward_data_gemm(p, int64_t(m_chunk));
             GemmProblem gp;
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
-            gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, 0, 0};
+            gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, 0, 0, p.data_type};
             gp.a_m_segment = u(v.segment), gp.a_m_segment_stride = u(v.segment_stride);
             const Window w = filter.whole();
-            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
-            gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0};
+            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, k_red, 1, 0, 0, p.data_type};
+            gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0, DataType::F32};  // summed again by col2im
             record_gemm(context, stream, gp);
         }
         PipelineDesc desc;
-        desc.shader = "col2im";
+        desc.shader = "col2im" + element_build(context, p.data_type);
         desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
         desc.push_constant_bytes = sizeof(Col2imPush);
         using Id = contract::col2im::spec;
         Specialization<contract::col2im> spec;
         set_geometry(spec, p);
         spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::CG, Cg).set(Id::Q, Q);
-        spec.set(Id::ROWS, rows).set(Id::IMAGES, images);
+        spec.set(Id::ROWS, rows).set(Id::IMAGES, images).set(Id::DX_TYPE, element_constant(p.data_type));
         desc.specialization = spec.values();
         const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
         dispatch_elements(stream, context.pipelines->get(desc), bindings,
@@ -99,17 +101,20 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
 void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                    const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                    const LoweredPlan& plan, const Operand& scratch, uint32_t splits,
-                                   const Operand& partials) {
+                                   const Operand& partials, const Operand& wide_filter) {
     const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));
+    const DataType type = p.data_type;  // x, dy and col
+    const SumTarget dw_all = sum_target(grad_filter, wide_filter, type);
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const bool first = chunk.first;
         const Window& x = chunk.input;
         const Window& dy = chunk.output;
         const uint64_t m_chunk = uint64_t(images * rows * Q);
-        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, m_chunk * k_red * G * 4};
-        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset,
+                              whole_words(m_chunk * k_red * G * plan.lowered_bytes)};
+        record_im2col_lowering(context, stream, p, plan.transposed, x, col, type, p0, rows, images);
         // Split the chunk's positions into pieces of `piece` (whole NCHW images), the last one shorter.
         const int64_t unit = split_unit(p, rows, images);
         const int64_t units = int64_t(m_chunk) / unit;
@@ -122,15 +127,15 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
             GemmProblem gp;
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             // A = dy^T: rows are filters, the reduction runs over the chunk's output positions.
-            gp.a = {dy.range, v.offset, v.col_stride, v.row_stride, 0, 0};
+            gp.a = {dy.range, v.offset, v.col_stride, v.row_stride, 0, 0, type};
             gp.a_k_segment = u(v.segment), gp.a_k_segment_stride = u(v.segment_stride);
             const uint64_t col_base = uint64_t(g) * m_chunk * k_red;
             if (plan.transposed)
-                gp.b = {col, col_base, 1, m_chunk, 0, 0};
+                gp.b = {col, col_base, 1, m_chunk, 0, 0, type};
             else
-                gp.b = {col, col_base, k_red, 1, 0, 0};
-            const Window dw_all = grad_filter.whole();
-            const GemmMatrix dw{dw_all.range, dw_all.delta + uint64_t(g * Kg) * k_red, k_red, 1, 0, 0};
+                gp.b = {col, col_base, k_red, 1, 0, 0, type};
+            const GemmMatrix dw{dw_all.window.range, dw_all.window.delta + uint64_t(g * Kg) * k_red, k_red, 1, 0, 0,
+                                dw_all.type};
             if (!split) {
                 gp.c = dw;
                 gp.beta = first ? 0.0f : 1.0f;  // chunks add up in order
@@ -155,9 +160,10 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                 record_gemm(context, stream, last);
             }
             record_splitk_reduce(context, stream, partials.whole().range, dw.range, dw.offset, product,
-                                 full + (rest > 0), !first);
+                                 full + (rest > 0), !first, dw.type);
         }
     });
+    round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()), type);
 }
 
 }  // namespace vkconv::detail

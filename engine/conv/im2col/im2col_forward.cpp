@@ -2,6 +2,7 @@
 // the epilogue (conv/epilogue.hpp).
 #include <array>
 
+#include "context/element_build.hpp"
 #include "conv/constants.hpp"
 #include "conv/epilogue.hpp"
 #include "conv/gemm_mapping.hpp"
@@ -25,10 +26,11 @@ VKCONV_PUSH_MEMBER(LowerPush, im2col, base)
 }  // namespace
 
 void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& p, bool transposed,
-                            const Window& x, const BufferRange& col, int64_t p0, int64_t rows, int64_t images) {
+                            const Window& x, const BufferRange& col, DataType col_type, int64_t p0, int64_t rows,
+                            int64_t images) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
     PipelineDesc desc;
-    desc.shader = "im2col";
+    desc.shader = "im2col" + element_build(context, p.data_type);
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(LowerPush);
     using Id = contract::im2col::spec;
@@ -36,6 +38,7 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
     set_geometry(spec, p);
     spec.set(Id::TRANSPOSED, transposed).set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W);
     spec.set(Id::CG, p.channels_per_group()).set(Id::Q, p.Q()).set(Id::ROWS, rows).set(Id::IMAGES, images);
+    spec.set(Id::X_TYPE, element_constant(p.data_type)).set(Id::COL_TYPE, element_constant(col_type));
     desc.specialization = spec.values();
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{col, true}};
     const uint64_t floats = uint64_t(images * rows * p.Q()) * uint64_t(p.R * p.S * p.C);
@@ -56,9 +59,10 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
         const Window z =
             residual_window(ops.epilogue, chunk.n0 * y_image, uint64_t(images) * y_image, context.pool->alignment(), y);
         const uint64_t m_chunk = uint64_t(images * rows * Q);
-        const uint64_t col_floats = m_chunk * k_red * G;
-        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset, col_floats * 4};
-        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p0, rows, images);
+        const uint64_t col_elements = m_chunk * k_red * G;
+        const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset,
+                              whole_words(col_elements * plan.lowered_bytes)};
+        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p.data_type, p0, rows, images);
 
         // One image per batch entry: an NCHW output is not one matrix across images.
         const bool transposed = plan.transposed;  // the layout the lowering wrote
@@ -68,14 +72,15 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
             gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
             gp.batch_i = u(images);
             const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
+            const DataType type = p.data_type;  // of every operand, col included
             if (transposed)
-                gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0};
+                gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0, type};
             else
-                gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0};
-            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
+                gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0, type};
+            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0, type};
             const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
-            gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
-            if (ops.bias) gp.bias = b.range, gp.bias_offset = b.delta + uint64_t(g * Kg);
+            gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0, type};
+            if (ops.bias) gp.bias = b.range, gp.bias_offset = b.delta + uint64_t(g * Kg), gp.bias_type = type;
             set_gemm_epilogue(gp, ops.epilogue, y, z);  // the GEMM writes y: all of the epilogue
             record_gemm(context, stream, gp);
         }

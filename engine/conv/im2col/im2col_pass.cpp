@@ -3,6 +3,10 @@
 #include "conv/algorithm_plan.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
+#include "vulkan/shader_limits.hpp"
+
+#include <optional>
+#include <string>
 
 namespace vkconv::detail {
 namespace {
@@ -13,11 +17,33 @@ struct Im2colPlan {
     uint32_t splits = 1;
 };
 
+// Why a 16-bit problem's pass would round an output more than once, if it would: a forward GEMM whose
+// reduction runs in pieces (each adding into y), backward-data in bands of rows (each adding into dx).
+// (Backward-filter sums into an fp32 dw, rounded once: Slot::WideOutput.)
+std::optional<Refusal> refusal_16bit(const ConvProblem& p, Pass pass, const LoweredPlan& lowered) {
+    if (p.data_type == DataType::F32) return std::nullopt;
+    const std::string what = std::string(" on ") + to_string(p.data_type) + " tensors (" + p.str() + ")";
+    if (pass == Pass::Forward && filter_taps(p) > kMaxLoopIterations)
+        return unsupported("im2col: a reduction of " + std::to_string(filter_taps(p)) +
+                           " runs in pieces, each rounding y," + what);
+    if (pass == Pass::BackwardData && lowered.rows < p.P())
+        return unsupported("im2col: backward-data in bands of output rows adds each band into dx," + what);
+    return std::nullopt;
+}
+
 Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                         const PassOptions& options) {
-    auto lowered = plan_lowered(context, p, Algorithm::Im2col, options);
+    // A 16-bit x lowers into a 16-bit col; backward-data's dcol is a GEMM's output summed again: fp32.
+    const bool sixteen = p.data_type != DataType::F32;
+    const uint32_t lowered_bytes = sixteen && pass != Pass::BackwardData ? element_bytes(p.data_type) : 4;
+    // (A 16-bit dw sums into an fp32 copy: workspace the chunks must leave room for.)
+    const uint64_t wide_floats = sixteen && pass == Pass::BackwardFilter ? uint64_t(p.filter_elements()) : 0;
+    const uint64_t wide_bytes = wide_floats ? context.pool->round(wide_floats * 4) : 0;
+    auto lowered = plan_lowered(context, p, Algorithm::Im2col, options, wide_bytes, lowered_bytes);
     if (!lowered) return lowered.refusal();
+    if (auto refusal = refusal_16bit(p, pass, *lowered)) return *refusal;
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
+    plan.slot(Slot::WideOutput) = wide_floats;
     Im2colPlan& own = plan.own.emplace<Im2colPlan>(Im2colPlan{*lowered});
     if (pass == Pass::BackwardFilter) {
         own.splits = backward_filter_splits(context, p, own.lowered, storage_binding_limit(context, options));
@@ -46,7 +72,8 @@ void record_im2col_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;
         case Pass::BackwardFilter:
             record_im2col_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,
-                                          workspace[Slot::Lowered], splits, workspace[Slot::Partials]);
+                                          workspace[Slot::Lowered], splits, workspace[Slot::Partials],
+                                          workspace[Slot::WideOutput]);
             break;
         case Pass::BackwardBias:
             break;
@@ -55,6 +82,7 @@ void record_im2col_pass(ContextImpl& context, CommandStream& stream, const ConvP
 
 }  // namespace
 
-extern const AlgorithmEntry im2col_algorithm{.plan = plan_im2col_pass, .record = record_im2col_pass};
+extern const AlgorithmEntry im2col_algorithm{
+    .plan = plan_im2col_pass, .record = record_im2col_pass, .passes_16bit = kConvPasses};
 
 }  // namespace vkconv::detail

@@ -28,8 +28,9 @@ struct LoweredPlan {
     bool transposed = false;                // im2col only: col stored [g][k][m] (when K % 4 != 0 but M % 4 == 0)
     int64_t images = 1;                     // images per chunk
     int64_t rows = 1;                       // output rows per chunk (< P only when images == 1)
-    uint64_t lowered_floats = 0;            // the lowered matrix of a full chunk
-    uint64_t scratch_floats = 0;            // its allocation (Solution A also parks the chunk's output there)
+    uint32_t lowered_bytes = 4;             // per element of the lowered matrix (2: a 16-bit problem's lowered x)
+    uint64_t lowered_floats = 0;            // the lowered matrix of a full chunk, in its elements
+    uint64_t scratch_floats = 0;            // its allocation, in those elements (Solution A also parks the chunk's output there)
     uint64_t filter_floats = 0;             // MEC with OIHW filters: the OHWI copy
     uint64_t workspace_bytes = 0;           // both allocations as the pool counts them
     uint32_t chunks = 1;
@@ -70,8 +71,10 @@ uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& opti
 // The chunks, as large as the binding limit allows. Under options.workspace_limit they shrink until the
 // plan's workspace plus `fixed_workspace_bytes` (what the pass needs besides the lowered matrix and MEC's
 // OIHW filter copy) fits. Refused when not even one output row of one image fits.
+// `lowered_bytes`: the bytes of the lowered matrix's elements (4, or 2 where it holds a 16-bit x).
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
-                                  const PassOptions& options, uint64_t fixed_workspace_bytes = 0);
+                                  const PassOptions& options, uint64_t fixed_workspace_bytes = 0,
+                                  uint32_t lowered_bytes = 4);
 // The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
 
@@ -80,7 +83,7 @@ uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& pro
 inline AlgorithmPlan lowered_pass_plan(Pass pass, const LoweredPlan& lowered) {
     AlgorithmPlan plan{.pass = pass, .algorithm = lowered.algorithm};
     plan.chunks = lowered.chunks;
-    plan.slot(Slot::Lowered) = lowered.scratch_floats;
+    plan.slot(Slot::Lowered) = (lowered.scratch_floats * lowered.lowered_bytes + 3) / 4;
     plan.slot(Slot::FilterCopy) = lowered.filter_floats;
     return plan;
 }

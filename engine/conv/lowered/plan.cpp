@@ -66,14 +66,15 @@ struct ChunkFit {
         return floats;
     }
     uint64_t workspace_for(int64_t images, int64_t rows) const {
-        return context.pool->round(scratch_for(images, rows) * 4) + filter_bytes + fixed_workspace_bytes;
+        return context.pool->round(scratch_for(images, rows) * plan.lowered_bytes) + filter_bytes + fixed_workspace_bytes;
     }
     bool workspace_fits(int64_t images, int64_t rows) const {
         return !options.workspace_limit || workspace_for(images, rows) <= options.workspace_limit;
     }
     bool binding_fits(int64_t images, int64_t rows) const {
-        return images * x_image * 4 + align <= limit && images * y_image * 4 + align <= limit &&
-               scratch_for(images, rows) * 4 <= limit;
+        const uint64_t bytes = element_bytes(p.data_type);
+        return images * x_image * bytes + align <= limit && images * y_image * bytes + align <= limit &&
+               scratch_for(images, rows) * plan.lowered_bytes <= limit;
     }
     bool fits(int64_t images, int64_t rows) const { return binding_fits(images, rows) && workspace_fits(images, rows); }
 };
@@ -87,8 +88,9 @@ ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const PassOptions
 }
 
 std::optional<Refusal> filter_refusal(const ConvProblem& p, uint64_t limit) {
-    if (uint64_t(p.filter_elements()) * 4 <= limit) return std::nullopt;
-    return unsupported("the filter (" + std::to_string(p.filter_elements() * 4) +
+    const uint64_t bytes = uint64_t(p.filter_elements()) * element_bytes(p.data_type);
+    if (bytes <= limit) return std::nullopt;
+    return unsupported("the filter (" + std::to_string(bytes) +
                        " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
 }
 
@@ -135,7 +137,7 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
 }  // namespace
 
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
-                                  const PassOptions& options, uint64_t fixed_workspace_bytes) {
+                                  const PassOptions& options, uint64_t fixed_workspace_bytes, uint32_t lowered_bytes) {
     // Every binding must fit the storage-buffer range (the GEMM reads an operand too large for a texel view
     // through a storage buffer).
     const uint64_t limit = storage_binding_limit(context, options);
@@ -143,6 +145,7 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
 
     LoweredPlan plan;
     plan.algorithm = algorithm;
+    plan.lowered_bytes = lowered_bytes;
     if (algorithm == Algorithm::Mec) choose_mec_schedule(p, options, plan);
     const ChunkFit fit = chunk_fit(context, p, options, plan, limit, fixed_workspace_bytes);
     // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
@@ -162,7 +165,7 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
         const int64_t k = filter_taps(p), m = plan.images * plan.rows * Q;
         plan.transposed = k % 4 != 0 && m % 4 == 0 && (plan.rows * Q) % 4 == 0;
     }
-    plan.workspace_bytes = context.pool->round(plan.scratch_floats * 4) +
+    plan.workspace_bytes = context.pool->round(plan.scratch_floats * plan.lowered_bytes) +
                            (plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0);
     return plan;
 }
