@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,7 +31,39 @@ struct BenchArgs {
     // Layers also run in a second context whose buffers hold at most this many bytes (tensors above it in
     // pages), timed in turn with the first; 0: not.
     uint64_t paged_bytes = 0;
+    // --dtype: the element types the layers run in, each in turn (f32 first where asked for, so the 16-bit
+    // runs are compared with it).
+    std::vector<std::string> dtypes{"f32"};
 };
+
+// What a layer's f32 run of one algorithm (and pass) measured, for the 16-bit runs after it: time and peak.
+struct Measured {
+    double ms = 0;
+    uint64_t peak_bytes = 0;
+};
+using F32Figures = std::map<std::string, Measured>;  // by algorithm, or pass and algorithm
+
+// The stated bound on one output of a pass whose problem is of `type` (docs/algorithms.md, "Element types"),
+// with `exact` the exact result on the inputs as the tensors hold them, over `terms` products of magnitude
+// sum `magnitude`: the fp32 accumulation's E = (terms + 2)·u·magnitude (u = 2^-24), and for a 16-bit output,
+// rounded once more to the type, (1 + u_t)·E + u_t·|exact| + η (u_t = 2^-11 for fp16, 2^-8 for bf16;
+// η = 2^-25, half fp16's smallest subnormal, 0 for bf16, whose range is fp32's).
+inline double output_bound(vkconv::DataType type, int64_t terms, double magnitude, double exact) {
+    const double e = double(terms + 2) * std::ldexp(1.0, -24) * magnitude;
+    if (type == vkconv::DataType::F32) return e;
+    const double ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
+    const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+    return (1 + ut) * e + ut * std::fabs(exact) + eta;
+}
+
+// The ratio columns and fields of a 16-bit run: its time and peak over f32's (nullptr: no f32 run to compare).
+inline std::string time_ratio_cell(double ms, const Measured* f32) {
+    return f32 ? ratio_text(ms, f32->ms) : std::string("—");
+}
+inline void add_f32_ratios(JsonObject& row, double ms, uint64_t peak_bytes, const Measured* f32) {
+    if (!f32) return;
+    row.add("gpu_ms_over_f32", ms / f32->ms).add("peak_bytes_over_f32", double(peak_bytes) / double(f32->peak_bytes));
+}
 
 // An algorithm runs only the problems its table row applies to (depthwise: one input channel per group): on
 // other layers it is skipped without a row, where an "unsupported" line per layer would only be noise.

@@ -129,13 +129,14 @@ std::pair<double, double> reference_at(const vkconv::ConvProblem& p, const std::
     return {sum, magnitude};
 }
 
-// Worst |gpu - exact| over the fp32 summation bound on 512 sampled outputs; above 1 is a wrong result.
+// Worst |gpu - exact| over the problem's type's bound (output_bound) on 512 sampled outputs; above 1 is a wrong
+// result. `x` and `w` are the values the tensors hold (16-bit ones narrowed).
 double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
                      const std::vector<float>& y) {
-    const double factor = (p.channels_per_group() * p.R * p.S + 2) * std::ldexp(1.0, -24);
+    const int64_t terms = p.channels_per_group() * p.R * p.S;
     return worst_sampled_ratio(static_cast<int64_t>(y.size()), 512, 11, [&](int64_t index) {
         const auto [exact, magnitude] = reference_at(p, x, w, index);
-        return std::fabs(y[index] - exact) / (factor * magnitude + 1e-30);
+        return std::fabs(y[index] - exact) / (output_bound(p.data_type, terms, magnitude, exact) + 1e-30);
     });
 }
 
@@ -145,21 +146,33 @@ struct LayerTensors {
     std::optional<vkconv::Tensor> paged_input, paged_filter, paged_output;
 };
 
+// The operands in the problem's type (x and w narrowed to a 16-bit one).
 LayerTensors upload_layer(vkconv::Context& context, vkconv::Context* paged, const vkconv::ConvProblem& p,
                           const std::vector<float>& x, const std::vector<float>& w) {
-    LayerTensors t{vkconv::Tensor::from_host(context, p.input_shape(), x),
-                   vkconv::Tensor::from_host(context, p.filter_shape(), w),
-                   vkconv::Tensor(context, p.output_shape()),
+    const vkconv::DataType type = p.data_type;
+    LayerTensors t{vkconv::Tensor::from_host(context, p.input_shape(), x, type),
+                   vkconv::Tensor::from_host(context, p.filter_shape(), w, type),
+                   vkconv::Tensor(context, p.output_shape(), type),
                    {},
                    {},
                    {}};
     if (paged) {
-        t.paged_input = vkconv::Tensor::from_host(*paged, p.input_shape(), x);
-        t.paged_filter = vkconv::Tensor::from_host(*paged, p.filter_shape(), w);
-        t.paged_output.emplace(*paged, p.output_shape());
+        t.paged_input = vkconv::Tensor::from_host(*paged, p.input_shape(), x, type);
+        t.paged_filter = vkconv::Tensor::from_host(*paged, p.filter_shape(), w, type);
+        t.paged_output.emplace(*paged, p.output_shape(), type);
     }
     return t;
 }
+
+// One layer in one element type: its problem, the inputs as its tensors hold them, the tensors, and direct's
+// result once it ran (the other algorithms are compared with it).
+struct LayerRun {
+    std::string name;
+    vkconv::ConvProblem p;
+    std::vector<float> x, w;
+    LayerTensors t;
+    std::vector<float> direct;
+};
 
 // The check column without --paged: the sampled error, and how far the result is from Direct's (kept in
 // `direct` when this is Direct's own run).
@@ -183,10 +196,11 @@ std::string check_column(vkconv::Algorithm ran, double ratio, const std::vector<
 }
 
 // A wrong result stops the benchmark: its timing would mean nothing.
-void require_within_bound(double ratio, const std::string& what) {
+void require_within_bound(double ratio, const std::string& what, vkconv::DataType type) {
     if (!(ratio <= 1))
         throw vkconv::Error(vkconv::ErrorCategory::VulkanFailure,
-                            what + " a result beyond the fp32 rounding bound (err/bound " + std::to_string(ratio) + ")");
+                            what + " a result beyond the " + vkconv::to_string(type) + " rounding bound (err/bound " +
+                                std::to_string(ratio) + ")");
 }
 
 // The medians' inputs: the first context's times and the paged one's, run in turn.
@@ -210,21 +224,26 @@ Times time_forward(vkconv::Context& context, vkconv::Context* paged, const vkcon
     return r;
 }
 
-// The table's row and the JSON row of one algorithm's run on one layer.
-void report_forward(const std::string& layer, const vkconv::ConvProblem& p, const vkconv::RunStats& stats, double ms,
-                    double ratio, const std::string& check, vkconv::Context* paged, const Times& times,
+// The table's row and the JSON row of one algorithm's run on one layer. `f32`: the same algorithm's f32 figures
+// on this layer, for a 16-bit run (nullptr otherwise).
+void report_forward(const LayerRun& run, const vkconv::RunStats& stats, double ms, double ratio,
+                    const std::string& check, vkconv::Context* paged, const Times& times, const Measured* f32,
                     std::vector<std::string>& json_rows) {
+    const vkconv::ConvProblem& p = run.p;
     const double gflops = p.forward_flops() / (ms * 1e6);
     std::string name = vkconv::to_string(stats.algorithm);
     if (stats.algorithm == vkconv::Algorithm::Mec) name += "-" + stats.variant;
-    std::printf("%-17s %-*s %10.3f %9.2f %10s %10s %7u  %s\n", layer.c_str(), algorithm_column_width(), name.c_str(), ms,
-                gflops, mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check.c_str());
+    std::printf("%-17s %-*s %-5s %10.3f %s %9.2f %10s %10s %7u  %s\n", run.name.c_str(), algorithm_column_width(),
+                name.c_str(), vkconv::to_string(p.data_type), ms, pad_left(time_ratio_cell(ms, f32), 7).c_str(), gflops,
+                mib(stats.workspace_bytes).c_str(), mib(stats.peak_bytes).c_str(), stats.chunks, check.c_str());
     std::fflush(stdout);
     JsonObject row;
-    row.add("kind", "forward").add("layer", layer).add("algorithm", vkconv::to_string(stats.algorithm));
+    row.add("kind", "forward").add("layer", run.name).add("algorithm", vkconv::to_string(stats.algorithm));
+    row.add("data_type", vkconv::to_string(p.data_type));
     if (stats.algorithm == vkconv::Algorithm::Mec) row.add("mec_schedule", stats.variant);
     if (!stats.variant.empty()) row.add("variant", stats.variant);
     row.add("gpu_ms", ms).add("gflops", gflops).add_memory(stats);
+    add_f32_ratios(row, ms, stats.peak_bytes, f32);
     row.add("chunks", static_cast<uint64_t>(stats.chunks));
     row.add("check_error_over_bound", ratio).add_raw("problem", problem_json(p));
     if (paged)
@@ -232,12 +251,31 @@ void report_forward(const std::string& layer, const vkconv::ConvProblem& p, cons
     json_rows.push_back(row.str());
 }
 
-// One algorithm on one layer: run and checked (in pages too with --paged), timed, reported. An algorithm
-// the device cannot run is reported as such.
-void bench_algorithm(vkconv::Context& context, vkconv::Context* paged, const BenchArgs& args,
-                     const std::string& layer, const vkconv::ConvProblem& p, const std::vector<float>& x,
-                     const std::vector<float>& w, LayerTensors& t, vkconv::Algorithm algorithm,
-                     std::vector<float>& direct, std::vector<std::string>& json_rows) {
+// With --paged: the run in pages, checked first as the one-buffer run was. Returns false where the paged context
+// cannot run it (a 16-bit problem today), said in `check`, so the algorithm is timed in one buffer only.
+bool check_paged(vkconv::Context& paged, LayerRun& run, vkconv::Algorithm algorithm, double& paged_ratio,
+                 std::string& check) {
+    LayerTensors& t = run.t;
+    try {
+        vkconv::forward(paged, run.p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm);
+    } catch (const vkconv::Error& e) {
+        if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
+        check += "; in pages unsupported: " + std::string(e.what());
+        return false;
+    }
+    paged_ratio = sampled_error(run.p, run.x, run.w, t.paged_output->download());
+    require_within_bound(paged_ratio, run.name + ": " + vkconv::to_string(algorithm) + " in pages gave",
+                         run.p.data_type);
+    return true;
+}
+
+// One algorithm on one layer in one type: run and checked (in pages too with --paged), timed, reported. An
+// algorithm the device cannot run (or not in this type) is reported as such. An f32 run's figures go to
+// `f32` for the 16-bit runs after it.
+void bench_algorithm(vkconv::Context& context, vkconv::Context* paged, const BenchArgs& args, LayerRun& run,
+                     vkconv::Algorithm algorithm, F32Figures& f32, std::vector<std::string>& json_rows) {
+    const vkconv::ConvProblem& p = run.p;
+    LayerTensors& t = run.t;
     vkconv::RunStats stats;
     std::vector<float> result;
     try {
@@ -245,42 +283,46 @@ void bench_algorithm(vkconv::Context& context, vkconv::Context* paged, const Ben
         result = t.output.download();
     } catch (const vkconv::Error& e) {
         if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
-        std::printf("%-17s %-*s unsupported on this device: %s\n", layer.c_str(), algorithm_column_width(),
-                    vkconv::to_string(algorithm), e.what());
+        std::printf("%-17s %-*s %-5s unsupported: %s\n", run.name.c_str(), algorithm_column_width(),
+                    vkconv::to_string(algorithm), vkconv::to_string(p.data_type), e.what());
         return;
     }
-    const double ratio = sampled_error(p, x, w, result);
-    require_within_bound(ratio, layer + ": " + vkconv::to_string(stats.algorithm) + " gave");
-    std::string check = check_column(stats.algorithm, ratio, result, direct);
+    const double ratio = sampled_error(p, run.x, run.w, result);
+    require_within_bound(ratio, run.name + ": " + vkconv::to_string(stats.algorithm) + " gave", p.data_type);
+    std::string check = check_column(stats.algorithm, ratio, result, run.direct);
     double paged_ratio = 0;
-    if (paged) {  // checked first, as the one-buffer run was
-        vkconv::forward(*paged, p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm);
-        paged_ratio = sampled_error(p, x, w, t.paged_output->download());
-        require_within_bound(paged_ratio, layer + ": " + vkconv::to_string(algorithm) + " in pages gave");
-    }
+    if (paged && !check_paged(*paged, run, algorithm, paged_ratio, check)) paged = nullptr;
     const Times times = time_forward(context, paged, p, t, algorithm, args.repeat);
     const double ms = median(times.times);
     if (paged) {
         const double paged_ms = median(times.paged_times);
         const uint64_t page = paged->device().max_buffer_bytes;
+        const uint64_t input_bytes = uint64_t(p.input_elements()) * vkconv::element_bytes(p.data_type);
         char column[96];
         std::snprintf(column, sizeof column, "%.3f, %.3f, %llu, %.2g", paged_ms, paged_ms / ms,
-                      static_cast<unsigned long long>((p.input_elements() * 4 + page - 1) / page), paged_ratio);
+                      static_cast<unsigned long long>((input_bytes + page - 1) / page), paged_ratio);
         check = column;
     }
-    report_forward(layer, p, stats, ms, ratio, check, paged, times, json_rows);
+    const std::string key = vkconv::to_string(algorithm);
+    const bool is_f32 = p.data_type == vkconv::DataType::F32;
+    report_forward(run, stats, ms, ratio, check, paged, times, !is_f32 && f32.count(key) ? &f32[key] : nullptr,
+                   json_rows);
+    if (is_f32) f32[key] = {ms, stats.peak_bytes};
 }
 
 // `paged`: a second context with smaller buffers (--paged), where each layer and algorithm also runs, checked
-// and timed in turn with the first context's runs.
+// and timed in turn with the first context's runs. Each layer runs in every type of --dtype in turn, f32 first.
 void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchArgs& args,
                   std::vector<std::string>& json_rows) {
     auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     std::vector<vkconv::Algorithm> algorithms;
     for (const auto& name : args.algorithms) algorithms.push_back(vkconv::parse_algorithm(name));
-    std::printf("\nForward convolution (%s), median of %d runs\n%-17s %-*s %10s %9s %10s %10s %7s  %s\n",
-                args.layout.c_str(), args.repeat, "layer", algorithm_column_width(), "algo", "gpu ms", "GFLOP/s", "workspace", "peak", "chunks",
-                paged ? "paged: gpu ms, / one buffer, pages of x, check" : "check (sampled err/bound; vs direct)");
+    std::printf(
+        "\nForward convolution (%s), median of %d runs; t/f32: the time over f32's\n"
+        "%-17s %-*s %-5s %10s %7s %9s %10s %10s %7s  %s\n",
+        args.layout.c_str(), args.repeat, "layer", algorithm_column_width(), "algo", "dtype", "gpu ms", "t/f32",
+        "GFLOP/s", "workspace", "peak", "chunks",
+        paged ? "paged: gpu ms, / one buffer, pages of x, check" : "check (sampled err/bound; vs direct)");
     for (auto& layer : layers) {
         const bool wanted = args.only.empty() ? true : std::count(args.only.begin(), args.only.end(), layer.name) > 0;
         if (!wanted) continue;
@@ -288,11 +330,17 @@ void bench_layers(vkconv::Context& context, vkconv::Context* paged, const BenchA
         if (args.batch > 0) p.N = args.batch;
         p.layout = vkconv::parse_layout(args.layout);
         const auto x = random_values(p.input_elements(), 7), w = random_values(p.filter_elements(), 8);
-        LayerTensors t = upload_layer(context, paged, p, x, w);
-        std::vector<float> direct;
-        for (auto algorithm : algorithms) {
-            if (!applies(algorithm, p)) continue;
-            bench_algorithm(context, paged, args, layer.name, p, x, w, t, algorithm, direct, json_rows);
+        F32Figures f32;
+        for (vkconv::DataType type : data_types(args.dtypes)) {
+            p.data_type = type;
+            LayerRun run{layer.name, p, {}, {}, upload_layer(context, paged, p, x, w), {}};
+            // The checks' exact sums take the values the tensors hold: a 16-bit type's narrowed ones.
+            run.x = type == vkconv::DataType::F32 ? x : run.t.input.download();
+            run.w = type == vkconv::DataType::F32 ? w : run.t.filter.download();
+            for (auto algorithm : algorithms) {
+                if (!applies(algorithm, p)) continue;
+                bench_algorithm(context, paged, args, run, algorithm, f32, json_rows);
+            }
         }
     }
 }
@@ -389,6 +437,7 @@ int run_bench(const BenchArgs& args) {
     if (!args.json_file.empty()) check_writable(args.json_file, "--json");
     if (args.repeat < 1) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "--repeat must be at least 1");
     for (const auto& name : args.algorithms) vkconv::parse_algorithm(name);
+    data_types(args.dtypes);  // refused before any device is opened
     for (const auto& text : args.gemm_shapes) gemm_shape(text);
     const auto layers = parse_layers(builtin_layers_csv(), "built-in layers.csv");
     check_layer_names(layers, args.only, "built-in layers.csv");
@@ -448,6 +497,9 @@ Action add_bench_command(CLI::App& root) {
                         "also run each layer in a context whose buffers hold at most BYTES (tensors above it in "
                         "pages), timed in turn with the one-buffer runs")
         ->check(CLI::Range(uint64_t{4096}, UINT64_MAX));
+    add_data_types_option(*command, args->dtypes,
+                          "element types the layers run in, each in turn (repeatable, or a list: f32,bf16); with "
+                          "f32 and a 16-bit type, also each 16-bit time over f32's");
     command->add_option("--json", args->json_file, "also write the results as JSON to this file");
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     return [args] { return run_bench(*args); };

@@ -181,6 +181,36 @@ void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit)
         ->capture_default_str();
 }
 
+void add_data_types_option(CLI::App& command, std::vector<std::string>& types, const std::string& help) {
+    command.add_option("--dtype", types, help)
+        ->delimiter(',')
+        ->check(parsed_by([](const std::string& text) { vkconv::parse_data_type(text); }, "f32|f16|bf16"))
+        ->capture_default_str();
+}
+
+std::vector<vkconv::DataType> data_types(const std::vector<std::string>& names) {
+    std::vector<vkconv::DataType> types;
+    for (const std::string& name : names) {
+        const vkconv::DataType type = vkconv::parse_data_type(name);
+        if (std::find(types.begin(), types.end(), type) == types.end()) types.push_back(type);
+    }
+    std::stable_partition(types.begin(), types.end(), [](vkconv::DataType t) { return t == vkconv::DataType::F32; });
+    return types;
+}
+
+std::string ratio_text(double numerator, double denominator) {
+    if (!(denominator > 0) || !std::isfinite(numerator)) return "—";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3fx", numerator / denominator);
+    return buf;
+}
+
+std::string pad_left(const std::string& text, int width) {
+    int columns = 0;
+    for (unsigned char c : text) columns += (c & 0xC0) != 0x80;  // UTF-8: count the lead bytes only
+    return std::string(static_cast<size_t>(std::max(0, width - columns)), ' ') + text;
+}
+
 void ConvOptions::add_to(CLI::App& command) {
     // Malformed numbers fail while parsing; values out of range (stride 0) fail in ConvProblem::validate().
     auto pair = [](const std::string& option) {

@@ -52,6 +52,18 @@ std::string variant_option(const std::string& text);
 // The longest algorithm name: the width of an algorithm column.
 int algorithm_column_width();
 
+// --dtype of the reports (memory, bench): element types to measure, repeatable or as a list ("f32,f16"),
+// each checked while parsing so `--dtype f64` fails there, naming it. `types` keeps its default (f32) unless
+// the option is given.
+void add_data_types_option(CLI::App& command, std::vector<std::string>& types, const std::string& help);
+// Those names as types, each once, f32 first where it is among them: the 16-bit figures are then compared
+// with f32's measured just before, in the same run.
+std::vector<vkconv::DataType> data_types(const std::vector<std::string>& names);
+// "0.500x": a 16-bit figure over f32's; "—" where either is missing or f32's is 0.
+std::string ratio_text(double numerator, double denominator);
+// `text` right-aligned in `width` columns, counting characters rather than bytes ("—" is one column).
+std::string pad_left(const std::string& text, int width);
+
 // --workspace-limit BYTES|auto, checked while parsing.
 void add_workspace_limit_option(CLI::App& command, std::string& workspace_limit);
 

@@ -1,8 +1,10 @@
 // vkconv memory: what every algorithm costs in device memory, forward and backward, for each layer of the
 // table at a given batch: workspace from the library's exact queries, and the pool peak a pass holds
 // (its operands as the pool rounds them plus that workspace: the identity the test suite checks to the
-// byte for every pass). Printed as a table, optionally written as JSON and as an SVG bar chart.
+// byte for every pass). Each element type asked for (--dtype) is reported in turn, and a 16-bit type's
+// figures over f32's where both are. Printed as a table, optionally written as JSON and as an SVG bar chart.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -23,18 +25,31 @@ struct MemoryArgs {
     std::string json_file, svg_file;
     std::string layers_file;  // --layers: a table in the layers.csv format (empty: the built-in one)
     std::string device;
+    std::vector<std::string> dtypes{"f32"};  // --dtype: element types, each reported in turn
 };
 
-// One algorithm's figures for one layer; nullopt where it cannot run the problem on this device.
+// One algorithm's figures for one layer in one element type; nullopt where it cannot run the problem on this
+// device (or not in that type).
 struct Cost {
-    std::optional<uint64_t> forward, data, filter, step;  // workspace bytes
-    std::optional<uint64_t> forward_peak, step_peak;
+    std::optional<uint64_t> forward, data, filter, step;                      // workspace bytes
+    std::optional<uint64_t> forward_peak, data_peak, filter_peak, step_peak;  // pool peak bytes
+
+    // The table's columns in order: the four workspaces, then the four peaks.
+    std::array<std::optional<uint64_t>, 8> columns() const {
+        return {forward, data, filter, step, forward_peak, data_peak, filter_peak, step_peak};
+    }
+};
+
+struct CostEntry {
+    vkconv::Algorithm algorithm;
+    vkconv::DataType type;
+    Cost cost;
 };
 
 struct LayerReport {
     std::string name;
     vkconv::ConvProblem problem;
-    std::vector<std::pair<vkconv::Algorithm, Cost>> costs;
+    std::vector<CostEntry> costs;
     double lowered_ratio = 0;  // im2col / MEC lowered buffer at batch 1 in NHWC (no filter copy)
 };
 
@@ -48,25 +63,31 @@ std::optional<uint64_t> query(Query&& q) {
     }
 }
 
-uint64_t rounded(const vkconv::PoolStats& pool, const vkconv::Shape& shape) {
-    return pool.rounded(uint64_t(vkconv::shape_elements(shape)) * 4);
+// A tensor of `shape` in the problem's element type, as the pool holds it.
+uint64_t rounded(const vkconv::PoolStats& pool, const vkconv::Shape& shape, vkconv::DataType type) {
+    return pool.rounded(uint64_t(vkconv::shape_elements(shape)) * vkconv::element_bytes(type));
 }
 
+// `p` in its own data_type: every tensor (and every workspace the queries size) in that type.
 Cost cost_of(vkconv::Context& context, const vkconv::ConvProblem& p, vkconv::Algorithm a) {
     const auto pool = context.pool_stats();
-    const uint64_t x = rounded(pool, p.input_shape()), w = rounded(pool, p.filter_shape());
-    const uint64_t y = rounded(pool, p.output_shape());
+    const uint64_t x = rounded(pool, p.input_shape(), p.data_type), w = rounded(pool, p.filter_shape(), p.data_type);
+    const uint64_t y = rounded(pool, p.output_shape(), p.data_type);
     Cost c;
     if (a == vkconv::Algorithm::Direct) {
         // Direct binds whole tensors: beyond maxStorageBufferRange it cannot run at all.
-        const uint64_t largest = uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4;
+        const uint64_t largest = uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) *
+                                 vkconv::element_bytes(p.data_type);
         if (largest > context.device().max_storage_buffer_range) return c;
     }
     c.forward = query([&] { return vkconv::forward_workspace_bytes(context, p, a); });
     c.data = query([&] { return vkconv::backward_data_workspace_bytes(context, p, a); });
     c.filter = query([&] { return vkconv::backward_filter_workspace_bytes(context, p, a); });
     c.step = query([&] { return vkconv::layer_backward_workspace_bytes(context, p, a); });
+    // Each pass holds three tensors of the problem's shapes: x, w, y; dy, w, dx; x, dy, dw.
     if (c.forward) c.forward_peak = x + w + y + *c.forward;
+    if (c.data) c.data_peak = y + w + x + *c.data;
+    if (c.filter) c.filter_peak = x + y + w + *c.filter;
     if (c.step) c.step_peak = x + w + y + x + w + *c.step;  // x, w, dy, dx, dw
     return c;
 }
@@ -89,12 +110,15 @@ constexpr Series kSeries[] = {{vkconv::Algorithm::Im2col, false, "im2col forward
                               {vkconv::Algorithm::Mec, true, "MEC backward step", "#a1d99b"},
                               {vkconv::Algorithm::Direct, true, "direct/depthwise backward step", "#bcbddc"}};
 
-// A layer's peak in one series (Direct's series shows Depthwise too), or nothing where it did not run.
+// A layer's peak in one series (Direct's series shows Depthwise too) in the chart's element type (the first
+// reported), or nothing where it did not run.
 std::optional<uint64_t> peak_of(const LayerReport& r, const Series& s) {
-    for (const auto& [a, c] : r.costs) {
-        const bool match =
-            a == s.algorithm || (s.algorithm == vkconv::Algorithm::Direct && a == vkconv::Algorithm::Depthwise);
-        if (match) return s.backward ? c.step_peak : c.forward_peak;
+    if (r.costs.empty()) return std::nullopt;
+    const vkconv::DataType charted = r.costs.front().type;
+    for (const CostEntry& e : r.costs) {
+        const bool match = e.algorithm == s.algorithm ||
+                           (s.algorithm == vkconv::Algorithm::Direct && e.algorithm == vkconv::Algorithm::Depthwise);
+        if (match && e.type == charted) return s.backward ? e.cost.step_peak : e.cost.forward_peak;
     }
     return std::nullopt;
 }
@@ -128,9 +152,10 @@ void write_svg_axis(std::ostream& out, const Chart& c, const MemoryArgs& args) {
                   c.width, c.top + c.height + 110);
     out << buf;
     std::snprintf(buf, sizeof buf,
-                  "<text x=\"%.0f\" y=\"20\" font-size=\"13\">vkconv pool peak per pass, batch %lld, %s (MiB, log "
-                  "scale)</text>\n",
-                  c.left, (long long)args.batch, args.layout.c_str());
+                  "<text x=\"%.0f\" y=\"20\" font-size=\"13\">vkconv pool peak per pass, batch %lld, %s, %s (MiB, "
+                  "log scale)</text>\n",
+                  c.left, (long long)args.batch, args.layout.c_str(),
+                  vkconv::to_string(data_types(args.dtypes).front()));
     out << buf;
     for (double v = c.low; v <= c.high; v += 1) {
         const double y = c.y_of(std::pow(10.0, v));
@@ -191,69 +216,126 @@ void write_svg(const std::string& path, const std::vector<LayerReport>& reports,
     if (!out) throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument, "cannot write --svg '" + path + "'");
 }
 
+// The table's columns: layer, algorithm, element type (or "f16/f32" on a ratio row), then four workspaces and
+// four pool peaks, each right-aligned in its width (a cell of "—" counted as one column).
+constexpr int kTypeWidth = 8, kNumberWidth = 12;
+const char* const kColumns[] = {"forward",  "bwd data",  "bwd filter",  "bwd step",
+                                "fwd peak", "data peak", "filter peak", "step peak"};
+
+void print_row(const std::string& layer, const std::string& algorithm, const std::string& type,
+               const std::array<std::string, 8>& cells) {
+    std::printf("%-17s %-*s %-*s", layer.c_str(), algorithm_column_width(), algorithm.c_str(), kTypeWidth,
+                type.c_str());
+    for (const std::string& text : cells) std::printf(" %s", pad_left(text, kNumberWidth).c_str());
+    std::printf("\n");
+}
+
+void print_header(const vkconv::Context& context, const MemoryArgs& args) {
+    std::printf("device: %s\n", context.device().summary().c_str());
+    std::printf(
+        "Workspace (exact, from the library's queries) and pool peak (operands + workspace) per pass, "
+        "batch %lld, %s\n",
+        (long long)args.batch, args.layout.c_str());
+    std::array<std::string, 8> names;
+    std::copy(std::begin(kColumns), std::end(kColumns), names.begin());
+    print_row("layer", "algo", "dtype", names);
+}
+
+// One algorithm in one type: its table row and JSON row. `f32`: the same algorithm's f32 figures where they were
+// reported (a 16-bit row then also prints, and carries, each figure over f32's).
+void report_cost(const std::string& layer, const CostEntry& e, const Cost* f32, std::vector<std::string>& rows) {
+    std::array<std::string, 8> cells;
+    const auto columns = e.cost.columns();
+    for (size_t i = 0; i < columns.size(); ++i) cells[i] = cell(columns[i]);
+    print_row(layer, vkconv::to_string(e.algorithm), vkconv::to_string(e.type), cells);
+    JsonObject row;
+    row.add("layer", layer).add("algorithm", vkconv::to_string(e.algorithm));
+    // JSON keys: each figure in bytes, and a 16-bit figure over f32's (workspaces: where f32's is not 0).
+    const char* const keys[] = {
+        "forward_workspace", "backward_data_workspace", "backward_filter_workspace", "layer_backward_workspace",
+        "forward_peak",      "backward_data_peak",      "backward_filter_peak",      "layer_backward_peak"};
+    for (size_t i = 0; i < columns.size(); ++i)
+        if (columns[i]) row.add(std::string(keys[i]) + "_bytes", *columns[i]);
+    row.add("data_type", vkconv::to_string(e.type));  // after the figures, which keep their order of old
+    if (f32) {  // the ratio row, unless neither type ran anything (no ratio to show)
+        const auto base = f32->columns();
+        bool any = false;
+        for (size_t i = 0; i < columns.size(); ++i) {
+            const bool both = columns[i] && base[i];
+            cells[i] = both ? ratio_text(double(*columns[i]), double(*base[i])) : std::string("—");
+            if (both && *base[i] > 0)
+                row.add(std::string(keys[i]) + "_over_f32", double(*columns[i]) / double(*base[i]));
+            any |= both;
+        }
+        if (any)
+            print_row(layer, vkconv::to_string(e.algorithm), std::string(vkconv::to_string(e.type)) + "/f32", cells);
+    }
+    rows.push_back(row.str());
+}
+
+// The paper's ratio of lowered buffers: one image, NHWC (MEC needs no filter copy there), in fp32.
+void report_lowered_ratio(vkconv::Context& context, const Layer& layer, LayerReport& report) {
+    auto one = layer.problem;
+    one.N = 1, one.layout = vkconv::Layout::NHWC;
+    const auto im2col = query([&] { return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Im2col); });
+    const auto mec = query([&] {
+        vkconv::PassOptions b;
+        b.variant = "B";  // Solution A's scratch also parks the output
+        return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Mec, b);
+    });
+    if (im2col && mec && *mec) {
+        report.lowered_ratio = double(*im2col) / double(*mec);
+        std::printf("%-17s lowered buffer im2col / MEC (one image, NHWC): %s / %s = %.2fx\n", layer.name.c_str(),
+                    mib(*im2col).c_str(), mib(*mec).c_str(), report.lowered_ratio);
+    }
+}
+
+// Every algorithm that applies to the layer, in each type (f32 first), then the lowered-buffer ratio.
+LayerReport report_layer(vkconv::Context& context, const Layer& layer, const MemoryArgs& args,
+                         std::vector<std::string>& rows) {
+    LayerReport report{layer.name, layer.problem, {}, 0};
+    auto& p = report.problem;
+    p.N = args.batch, p.layout = vkconv::parse_layout(args.layout);
+    for (vkconv::Algorithm a : vkconv::all_algorithms()) {
+        if (!vkconv::algorithm_applies(a, p, vkconv::Pass::Forward)) continue;
+        std::optional<Cost> f32;
+        for (vkconv::DataType type : data_types(args.dtypes)) {
+            auto typed = p;
+            typed.data_type = type;
+            const CostEntry entry{a, type, cost_of(context, typed, a)};
+            report.costs.push_back(entry);
+            report_cost(layer.name, entry, type == vkconv::DataType::F32 ? nullptr : f32 ? &*f32 : nullptr, rows);
+            if (type == vkconv::DataType::F32) f32 = entry.cost;
+        }
+    }
+    report_lowered_ratio(context, layer, report);
+    std::fflush(stdout);
+    return report;
+}
+
 int run_memory(const MemoryArgs& args) {
     if (!args.json_file.empty()) check_writable(args.json_file, "--json");
     if (!args.svg_file.empty()) check_writable(args.svg_file, "--svg");
-    const auto layout = vkconv::parse_layout(args.layout);
+    (void)vkconv::parse_layout(args.layout);  // refused before any device is opened
     const LayerTable table = read_layer_table(args.layers_file);
     auto layers = parse_layers(table.text, table.origin);
     check_layer_names(layers, args.only, table.origin);
     vkconv::ContextOptions options;
     options.device = args.device;
     vkconv::Context context(options);
-    std::printf("device: %s\n", context.device().summary().c_str());
-    std::printf(
-        "Workspace (exact, from the library's queries) and pool peak (operands + workspace) per pass, "
-        "batch %lld, %s\n",
-        (long long)args.batch, args.layout.c_str());
-    std::printf("%-17s %-*s %10s %10s %10s %10s %11s %11s\n", "layer", algorithm_column_width(), "algo", "forward", "bwd data", "bwd filter",
-                "bwd step", "fwd peak", "step peak");
+    print_header(context, args);
     std::vector<LayerReport> reports;
     std::vector<std::string> rows;
     for (const auto& layer : layers) {
         if (!args.only.empty() && std::count(args.only.begin(), args.only.end(), layer.name) == 0) continue;
-        LayerReport report{layer.name, layer.problem, {}, 0};
-        auto& p = report.problem;
-        p.N = args.batch, p.layout = layout;
-        for (vkconv::Algorithm a : vkconv::all_algorithms()) {
-            if (!vkconv::algorithm_applies(a, p, vkconv::Pass::Forward)) continue;
-            const Cost c = cost_of(context, p, a);
-            report.costs.emplace_back(a, c);
-            std::printf("%-17s %-*s %10s %10s %10s %10s %11s %11s\n", layer.name.c_str(), algorithm_column_width(),
-                        vkconv::to_string(a),
-                        cell(c.forward).c_str(), cell(c.data).c_str(), cell(c.filter).c_str(), cell(c.step).c_str(),
-                        cell(c.forward_peak).c_str(), cell(c.step_peak).c_str());
-            JsonObject row;
-            row.add("layer", layer.name).add("algorithm", vkconv::to_string(a));
-            for (const auto& [key, value] : {std::pair{"forward_workspace_bytes", c.forward},
-                                             {"backward_data_workspace_bytes", c.data},
-                                             {"backward_filter_workspace_bytes", c.filter},
-                                             {"layer_backward_workspace_bytes", c.step},
-                                             {"forward_peak_bytes", c.forward_peak},
-                                             {"layer_backward_peak_bytes", c.step_peak}})
-                if (value) row.add(key, *value);
-            rows.push_back(row.str());
-        }
-        // The paper's ratio of lowered buffers: one image, NHWC (MEC needs no filter copy there).
-        auto one = layer.problem;
-        one.N = 1, one.layout = vkconv::Layout::NHWC;
-        const auto im2col =
-            query([&] { return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Im2col); });
-        const auto mec = query([&] {
-            vkconv::PassOptions b;
-            b.variant = "B";  // Solution A's scratch also parks the output
-            return vkconv::forward_workspace_bytes(context, one, vkconv::Algorithm::Mec, b);
-        });
-        if (im2col && mec && *mec) {
-            report.lowered_ratio = double(*im2col) / double(*mec);
-            std::printf("%-17s lowered buffer im2col / MEC (one image, NHWC): %s / %s = %.2fx\n", layer.name.c_str(),
-                        mib(*im2col).c_str(), mib(*mec).c_str(), report.lowered_ratio);
-        }
-        reports.push_back(std::move(report));
-        std::fflush(stdout);
+        reports.push_back(report_layer(context, layer, args, rows));
     }
     if (!args.json_file.empty()) {
-        const std::string header = JsonObject().add("batch", args.batch).add("layout", args.layout).str();
+        std::string types = "[";
+        for (vkconv::DataType type : data_types(args.dtypes))
+            types += (types.size() > 1 ? ", " : "") + json_quote(vkconv::to_string(type));
+        const std::string header =
+            JsonObject().add("batch", args.batch).add("layout", args.layout).add_raw("data_types", types + "]").str();
         write_json_rows(args.json_file, "--json", context.device().summary(), header.substr(1, header.size() - 2),
                         rows);
     }
@@ -278,6 +360,9 @@ Action add_memory_command(CLI::App& root) {
         ->capture_default_str();
     command->add_option("--json", args->json_file, "also write the figures as JSON to this file");
     command->add_option("--svg", args->svg_file, "also write a bar chart of the pool peaks as SVG to this file");
+    add_data_types_option(*command, args->dtypes,
+                          "element types to report, each in turn (repeatable, or a list: f32,f16); with f32 and a "
+                          "16-bit type, also each 16-bit figure over f32's");
     command->add_option("--device", args->device, "device index or case-insensitive name substring");
     return [args] { return run_memory(*args); };
 }

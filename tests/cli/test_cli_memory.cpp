@@ -1,6 +1,9 @@
 // `vkconv memory`: every algorithm's workspace and peak as a table, JSON and SVG, equal to the library's own
-// workspace queries, for built-in layers and a --layers table with pads that differ between the sides.
+// workspace queries, for built-in layers and a --layers table with pads that differ between the sides, and in
+// 16-bit types beside f32 (--dtype).
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_test_support.hpp"
 
@@ -58,4 +61,46 @@ TEST_CASE("cli: memory takes a --layers table whose pads differ between the side
     const auto refused = run_cli(dir, {"memory", "--layers", dir.file("bad.csv")});
     CHECK(refused.code == 2);
     CHECK_THAT(refused.err, Catch::Contains("bad.csv:1") && Catch::Contains("field 11"));
+}
+
+TEST_CASE("cli: memory --dtype reports each type and the 16-bit peaks over f32's, exact to the byte",
+          "[cli][gpu][types]") {
+    VKT_REQUIRE_CONTEXT(context);
+    TempDir dir;
+    vkt::write_bytes(dir.file("layers.csv"), "small,1,8,16,16,32,3,3,1,1,1,1,1,1,1,test\n");
+    // Repeated and as a list: f16 named twice is reported once, after f32.
+    const auto r = run_cli(dir, {"memory", "--layers", dir.file("layers.csv"), "--batch", "2", "--dtype", "f16,f32",
+                                 "--dtype", "f16", "--json", dir.file("memory.json")});
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("dtype") && Catch::Contains("f16/f32") && Catch::Contains("0.500x"));
+    const auto json = nlohmann::json::parse(vkt::read_bytes(dir.file("memory.json")));
+    CHECK(json["data_types"] == nlohmann::json({"f32", "f16"}));
+    // Direct runs every pass on f16 tensors: each peak is the pass's own tensors as the pool holds them plus its
+    // workspace, the figures the pass itself reports, and half of f32's here (no workspace, and every tensor a
+    // multiple of 512 bytes in f16, so the pool's alignment rounds neither type).
+    vkconv::ConvProblem p = vkt::problem().batch(2).channels(8).image(16, 16).filters(32).kernel(3, 3).pad(1);
+    p.data_type = vkconv::DataType::F16;
+    vkconv::Tensor x(*context, p.input_shape(), p.data_type), w(*context, p.filter_shape(), p.data_type);
+    vkconv::Tensor y(*context, p.output_shape(), p.data_type);
+    const vkconv::RunStats forward = vkconv::forward(*context, p, x, w, nullptr, y, vkconv::Algorithm::Direct);
+    const vkconv::RunStats data = vkconv::backward_data(*context, p, y, w, x, vkconv::Algorithm::Direct);
+    const vkconv::RunStats filter = vkconv::backward_filter(*context, p, x, y, w, nullptr, vkconv::Algorithm::Direct);
+    size_t f16_rows = 0;
+    for (const auto& row : json["rows"]) {
+        if (row["data_type"] != "f16" || row["algorithm"] != "direct") continue;
+        ++f16_rows;
+        CHECK(row["forward_peak_bytes"] == forward.operand_bytes + forward.workspace_bytes);
+        CHECK(row["backward_data_peak_bytes"] == data.operand_bytes + data.workspace_bytes);
+        CHECK(row["backward_filter_peak_bytes"] == filter.operand_bytes + filter.workspace_bytes);
+        for (const char* key : {"forward_peak_over_f32", "backward_data_peak_over_f32", "backward_filter_peak_over_f32",
+                                "layer_backward_peak_over_f32"})
+            CHECK(row[key].get<double>() == Approx(0.5));
+    }
+    CHECK(f16_rows == 1);
+
+    const auto bad = run_cli(dir, {"memory", "--dtype", "f64"});
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Catch::Contains("--dtype") && Catch::Contains("'f64'"));
 }
