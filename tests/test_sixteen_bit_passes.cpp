@@ -304,7 +304,7 @@ TEST_CASE("what does not run 16-bit tensors yet refuses them by name", "[types][
     p.data_type = DataType::F16;
     Tensor x(*context, p.input_shape(), DataType::F16), w(*context, p.filter_shape(), DataType::F16);
     Tensor y(*context, p.output_shape(), DataType::F16), y32(*context, p.output_shape());
-    for (Algorithm a : {Algorithm::Mec, Algorithm::ImplicitGemm, Algorithm::Winograd}) {
+    for (Algorithm a : {Algorithm::Mec, Algorithm::ImplicitGemm}) {
         const auto e = vkt::thrown_error([&] { vkconv::forward(*context, p, x, w, nullptr, y, a); });
         CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
         CHECK_THAT(std::string(e.what()), Catch::Contains("does not run forward on f16 tensors"));

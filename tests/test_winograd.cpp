@@ -229,15 +229,36 @@ vkconv::PassOptions with_tile(vkconv::PassOptions options, int m) {
     return options;
 }
 
+// Random values as a tensor of `type` holds them (narrowed to it, widened back), and that tensor.
+std::pair<std::vector<float>, vkconv::Tensor> typed_values(vkconv::Context& context, const vkconv::Shape& shape,
+                                                           uint32_t seed, vkconv::DataType type) {
+    auto tensor = vkconv::Tensor::from_host(context, shape, vkt::random_values(size_t(vkconv::shape_elements(shape)), seed), type);
+    return {tensor.download(), tensor};
+}
+
+// A 16-bit output is the fp32 one rounded once more: the bound grows by that rounding (docs/algorithms.md,
+// "Element types"), (1 + u_t)·bound + u_t·|y| + η.
+void add_output_rounding(vkconv::DataType type, const std::vector<double>& ref, std::vector<double>& bound,
+                         std::vector<double>& slack) {
+    if (type == vkconv::DataType::F32) return;
+    const double ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
+    const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        bound[i] = (1 + ut) * bound[i] + ut * std::fabs(ref[i]) + eta;
+        slack[i] *= 1 + ut;
+    }
+}
+
 // Forward with Winograd on a poisoned output, every value checked; returns the stats and the output.
 std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::Context& context, const ConvProblem& p,
                                                                        uint32_t seed, const EpilogueCase& e = {},
                                                                        const vkconv::PassOptions& options = {},
                                                                        bool normwise = false) {
-    const auto x = vkt::random_values(size_t(p.input_elements()), seed);
-    const auto w = vkt::random_values(size_t(p.filter_elements()), seed + 1);
-    const auto b = p.has_bias ? vkt::random_values(size_t(p.K), seed + 2) : std::vector<float>{};
-    const auto z = vkt::random_values(size_t(p.output_elements()), seed + 3);
+    const vkconv::DataType type = p.data_type;
+    auto [x, tx] = typed_values(context, p.input_shape(), seed, type);
+    auto [w, tw] = typed_values(context, p.filter_shape(), seed + 1, type);
+    auto [b, tb] = typed_values(context, p.bias_shape(), seed + 2, type);
+    auto [z, tz] = typed_values(context, p.output_shape(), seed + 3, type);
     ConvProblem plain = p;
     plain.has_bias = false;
     const auto conv = vkconv::reference::forward(plain, x, w, {});
@@ -255,12 +276,8 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_forward(vkconv::C
         bound[i] = std::fabs(e.alpha) * bound0[i];
         slack[i] = 4 * u * (std::fabs(e.alpha) * magnitude[i] + std::fabs(bias) + std::fabs(res));
     }
-    auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x);
-    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-    vkconv::Tensor tb;
-    if (p.has_bias) tb = vkconv::Tensor::from_host(context, p.bias_shape(), b);
-    auto tz = vkconv::Tensor::from_host(context, p.output_shape(), z);
-    auto ty = vkconv::Tensor::from_host(context, p.output_shape(), e.in_place ? z : vkt::poison(p.output_elements()));
+    add_output_rounding(type, ref, bound, slack);
+    auto ty = vkconv::Tensor::from_host(context, p.output_shape(), e.in_place ? z : vkt::poison(p.output_elements()), type);
     vkconv::Epilogue epilogue;
     epilogue.alpha = e.alpha, epilogue.beta = e.beta, epilogue.activation = e.activation;
     epilogue.negative_slope = float(slope);
@@ -282,16 +299,15 @@ std::pair<vkconv::RunStats, std::vector<float>> check_winograd_backward_data(vkc
                                                                              const ConvProblem& p, uint32_t seed,
                                                                              const vkconv::PassOptions& options = {},
                                                                              bool normwise = false) {
-    const auto dy = vkt::random_values(size_t(p.output_elements()), seed);
-    const auto w = vkt::random_values(size_t(p.filter_elements()), seed + 1);
+    auto [dy, tdy] = typed_values(context, p.output_shape(), seed, p.data_type);
+    auto [w, tw] = typed_values(context, p.filter_shape(), seed + 1, p.data_type);
     const auto ref = vkconv::reference::backward_data(p, dy, w);
     const int m = detail::winograd_shape(p, Pass::BackwardData, tile_of(options)).m;
-    const auto bound =
+    auto bound =
         normwise ? normwise_bound(p, Pass::BackwardData, dy, w) : winograd_bound(p, Pass::BackwardData, dy, w, m);
-    const std::vector<double> slack(ref.size(), 0.0);
-    auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy);
-    auto tw = vkconv::Tensor::from_host(context, p.filter_shape(), w);
-    auto tdx = vkconv::Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()));
+    std::vector<double> slack(ref.size(), 0.0);
+    add_output_rounding(p.data_type, ref, bound, slack);
+    auto tdx = vkconv::Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()), p.data_type);
     const auto stats = vkconv::backward_data(context, p, tdy, tw, tdx, Algorithm::Winograd, options);
     CHECK(stats.algorithm == Algorithm::Winograd);
     CHECK(stats.workspace_bytes == vkconv::backward_data_workspace_bytes(context, p, Algorithm::Winograd, options));
@@ -333,7 +349,8 @@ std::vector<vkt::NamedProblem> winograd_problems() {
 // Every odd problem at both tiles, forward (with and without a bias) and backward-data, in `layouts`; with
 // `rotate`, one layout and one bias setting per (tile, problem), taken in turn so that the set covers both of
 // each (CI's representative subset; the whole product is tagged [slow]).
-void check_odd_table(vkconv::Context& context, const std::vector<Layout>& layouts, bool rotate) {
+void check_odd_table(vkconv::Context& context, const std::vector<Layout>& layouts, bool rotate,
+                     vkconv::DataType type = vkconv::DataType::F32) {
     uint32_t seed = 100;
     size_t turn = 0;
     for (int m : {4, 2}) {
@@ -346,6 +363,7 @@ void check_odd_table(vkconv::Context& context, const std::vector<Layout>& layout
                     ConvProblem p = named.problem;
                     p.layout = layout;
                     p.has_bias = bias;
+                    p.data_type = type;
                     INFO("F(" << m << "x" << m << ") " << named.name << ": " << p.str());
                     check_winograd_forward(context, p, seed += 7, {}, tile);
                     if (!bias || rotate) check_winograd_backward_data(context, p, seed += 7, tile);
@@ -361,6 +379,21 @@ TEST_CASE("winograd forward and backward-data match the reference within the bou
           "[winograd][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     check_odd_table(*context, {Layout::NCHW, Layout::NHWC}, true);
+}
+
+TEST_CASE("winograd runs f16 and bf16 tensors within its bound plus the output's rounding", "[winograd][types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
+        INFO(vkconv::to_string(type));
+        check_odd_table(*context, {Layout::NCHW, Layout::NHWC}, true, type);
+        // The epilogue, each value rounded once: a residual of its own and in place, with the bias.
+        for (const EpilogueCase& e : {EpilogueCase{-2.0f, 1.5f, true, vkconv::Activation::LeakyReLU},
+                                      EpilogueCase{0.75f, 1.0f, true, vkconv::Activation::ReLU, true}}) {
+            ConvProblem p = vkt::problem().batch(2).channels(6).image(11, 9).filters(7).kernel(3, 3).pads(1, 2, 0, 1).bias();
+            p.data_type = type;
+            check_winograd_forward(*context, p, 900, e, with_tile({}, 4));
+        }
+    }
 }
 
 TEST_CASE("winograd forward and backward-data match the reference on every odd shape, layout and bias",

@@ -11,15 +11,17 @@
 // Built as winograd_filter_f4 (WINOGRAD_M 4) and winograd_filter_f2 (WINOGRAD_M 2).
 // Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC (w OHWI, else OIHW), 2 CG (the filter's channels per
 //   group), 3 KG (its filters per group), 4 GROUPS, 5 TRANSPOSED, 6 OUT_G (o per group: KG, or CG when
-//   TRANSPOSED), 7 IN_G (i per group: CG, or KG), 8 IN_G4 (IN_G rounded up to 4), 9 OUT_G4 (OUT_G rounded up).
+//   TRANSPOSED), 7 IN_G (i per group: CG, or KG), 8 IN_G4 (IN_G rounded up to 4), 9 OUT_G4 (OUT_G rounded up),
+//   10 TENSOR_TYPE (w's element type; U is fp32).
 // Bindings: 0 w (read), 1 U (write).
-// Push constants: w_offset (floats from the binding's start to w's element 0), then the dispatch's slice
+// Push constants: w_offset (elements from the binding's start to w's element 0), then the dispatch's slice
 //   [base, base + count) of the GROUPS · OUT_G4 · IN_G4 / 4 invocations.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1), split by the host past maxComputeWorkGroupCount.
 
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "winograd_transforms.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool NHWC = false;
@@ -31,8 +33,9 @@ layout(constant_id = 6) const uint OUT_G = 1;
 layout(constant_id = 7) const uint IN_G = 1;
 layout(constant_id = 8) const uint IN_G4 = 4;
 layout(constant_id = 9) const uint OUT_G4 = 4;
+layout(constant_id = 10) const uint TENSOR_TYPE = 0;  // w's element type (../common/elements.glsl)
 
-layout(std430, binding = 0) readonly buffer FilterBuffer { float w[]; };
+layout(std430, binding = 0) readonly buffer FilterBuffer { ELEMENT_WORD w[]; };
 layout(std430, binding = 1) writeonly buffer TransformBuffer { vec4 u[]; };
 
 layout(push_constant) uniform Params {
@@ -45,7 +48,7 @@ const uint ALPHA = WINOGRAD_ALPHA;
 // Tap (r, s) of filter k (in the whole tensor), channel c (within its group).
 float tap(uint k, uint c, uint r, uint s) {
     const uint at = NHWC ? ((k * 3 + r) * 3 + s) * CG + c : ((k * CG + c) * 3 + r) * 3 + s;
-    return w[pc.w_offset + at];
+    return ELEMENT_AT(w, TENSOR_TYPE, pc.w_offset + at);
 }
 
 void main() {

@@ -15,9 +15,9 @@
 // Built as winograd_input_f4 (WINOGRAD_M 4) and winograd_input_f2 (WINOGRAD_M 2).
 // Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC, 2 C (channels of the input tensor), 3 H, 4 W (its size),
 //   5 CG (channels per group), 6 CG4 (CG rounded up to 4), 7 GROUPS, 8 TILES_W (tile columns), 9 ORIGIN_H,
-//   10 ORIGIN_W.
+//   10 ORIGIN_W, 11 TENSOR_TYPE (x's element type; V is fp32).
 // Bindings: 0 x (the chunk's window of the input tensor, read), 1 V (write).
-// Push constants: x_offset (floats from the binding's start to the chunk's first image), tile_row0 (the
+// Push constants: x_offset (elements from the binding's start to the chunk's first image), tile_row0 (the
 //   chunk's first tile row), tile_rows (tile rows per image in the chunk), tiles (the chunk's tiles: images ·
 //   tile_rows · TILES_W), then the dispatch's slice [base, base + count) of the GROUPS · tiles · CG4 / 4
 //   invocations.
@@ -27,6 +27,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "../common/tensor_index.glsl"
 #include "winograd_transforms.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool NHWC = false;
@@ -39,8 +40,9 @@ layout(constant_id = 7) const uint GROUPS = 1;
 layout(constant_id = 8) const uint TILES_W = 1;
 layout(constant_id = 9) const int ORIGIN_H = 0;
 layout(constant_id = 10) const int ORIGIN_W = 0;
+layout(constant_id = 11) const uint TENSOR_TYPE = 0;  // x's element type (../common/elements.glsl)
 
-layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
+layout(std430, binding = 0) readonly buffer InputBuffer { ELEMENT_WORD x[]; };
 layout(std430, binding = 1) writeonly buffer TransformBuffer { vec4 v[]; };
 
 layout(push_constant) uniform Params {
@@ -77,7 +79,7 @@ void main() {
             const bool inside = in_range(h, H) && in_range(w, W);
             const uint at = inside ? pc.x_offset + tensor_offset(NHWC, n, g * CG + c0, uint(h), uint(w), C, H, W) : 0;
             const uint step = NHWC ? 1 : H * W;  // from one channel to the next
-            [[unroll]] for (uint j = 0; j < 4; ++j) d[r][s][j] = inside && c0 + j < CG ? x[at + j * step] : 0.0;
+            [[unroll]] for (uint j = 0; j < 4; ++j) d[r][s][j] = inside && c0 + j < CG ? ELEMENT_AT(x, TENSOR_TYPE, at + j * step) : 0.0;
         }
     }
 

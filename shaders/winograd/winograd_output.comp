@@ -11,11 +11,12 @@
 // Built as winograd_output_f4 (WINOGRAD_M 4) and winograd_output_f2 (WINOGRAD_M 2).
 // Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC, 2 K (channels of the output tensor), 3 P, 4 Q (its
 //   size), 5 KG (channels per group), 6 GROUPS, 7 TILES_W (tile columns), 8 HAS_BIAS, 9 ACTIVATION,
-//   10 HAS_RESIDUAL, 11 KG4 (KG rounded up to 4).
+//   10 HAS_RESIDUAL, 11 KG4 (KG rounded up to 4), 12 TENSOR_TYPE (the element type of y, the bias and z;
+//   M is fp32, so each y value is rounded once, as it is stored).
 // Bindings: 0 M (read), 1 bias (read; any buffer when HAS_BIAS is 0), 2 y (the chunk's window of the output,
 //   write), 3 z, the residual (read; any buffer when HAS_RESIDUAL is 0; may be y's own memory: each value is
 //   read by the invocation that then writes it).
-// Push constants: y_offset, z_offset, bias_offset (floats from each binding's start to the chunk's first image,
+// Push constants: y_offset, z_offset, bias_offset (elements from each binding's start to the chunk's first image,
 //   or to the bias's element 0), tile_row0 (the chunk's first tile row), tile_rows (tile rows per image in the
 //   chunk), tiles (the chunk's tiles), alpha, beta, negative_slope, then the dispatch's slice
 //   [base, base + count) of the GROUPS · tiles · KG4 / 4 invocations.
@@ -26,6 +27,7 @@
 #include "../common/tensor_index.glsl"
 #include "../common/epilogue.glsl"
 #include "winograd_transforms.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const bool NHWC = false;
@@ -39,11 +41,12 @@ layout(constant_id = 8) const bool HAS_BIAS = false;
 layout(constant_id = 9) const uint ACTIVATION = 0;
 layout(constant_id = 10) const bool HAS_RESIDUAL = false;
 layout(constant_id = 11) const uint KG4 = 4;
+layout(constant_id = 12) const uint TENSOR_TYPE = 0;  // of y, the bias and the residual (../common/elements.glsl)
 
 layout(std430, binding = 0) readonly buffer ProductBuffer { vec4 products[]; };
-layout(std430, binding = 1) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 2) buffer OutputBuffer { float y[]; };
-layout(std430, binding = 3) readonly buffer ResidualBuffer { float residual[]; };
+layout(std430, binding = 1) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 2) buffer OutputBuffer { ELEMENT_WORD y[]; };
+layout(std430, binding = 3) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
 
 layout(push_constant) uniform Params {
     uint y_offset;
@@ -84,7 +87,7 @@ void main() {
     const uint channel = g * KG + k0;
     vec4 b = vec4(0.0);
     if (HAS_BIAS)
-        [[unroll]] for (uint j = 0; j < 4; ++j) b[j] = k0 + j < KG ? bias[pc.bias_offset + channel + j] : 0.0;
+        [[unroll]] for (uint j = 0; j < 4; ++j) b[j] = k0 + j < KG ? ELEMENT_AT(bias, TENSOR_TYPE, pc.bias_offset + channel + j) : 0.0;
     const uint step = NHWC ? 1 : P * Q;  // from one channel to the next
     [[unroll]] for (uint r = 0; r < M; ++r) {
         const vec4[M] row = output_1d(am[r]);
@@ -96,8 +99,8 @@ void main() {
                 [[unroll]] for (uint j = 0; j < 4; ++j) {
                     if (k0 + j < KG) {  // filters past the group's: the GEMM's padding columns
                         float value = pc.alpha * row[s][j] + b[j];
-                        if (HAS_RESIDUAL) value += pc.beta * residual[pc.z_offset + at + j * step];
-                        y[pc.y_offset + at + j * step] = activate(ACTIVATION, value, pc.negative_slope);
+                        if (HAS_RESIDUAL) value += pc.beta * ELEMENT_AT(residual, TENSOR_TYPE, pc.z_offset + at + j * step);
+                        STORE_ELEMENT(y, TENSOR_TYPE, pc.y_offset + at + j * step, activate(ACTIVATION, value, pc.negative_slope));
                     }
                 }
             }

@@ -94,6 +94,7 @@ bool winograd_preferred(const ContextImpl& context, const ConvProblem& problem, 
 struct WinogradShape {
     int m = 4, alpha = 6;
     bool nhwc = false, transposed = false;
+    DataType type = DataType::F32;  // of the tensors it reads and writes (its workspaces are fp32)
     int64_t groups = 1;
     int64_t in_c = 1, in_h = 1, in_w = 1, in_g = 1, in_g4 = 4;    // the transformed conv's input (x or dy)
     int64_t out_c = 1, out_h = 1, out_w = 1, out_g = 1, out_g4 = 4;  // its output (y or dx)

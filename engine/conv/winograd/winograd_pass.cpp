@@ -31,6 +31,7 @@ extern const AlgorithmEntry winograd_algorithm{.passes = pass_bit(Pass::Forward)
                                                .record = record_winograd,
                                                .preferred = winograd_preferred,
                                                .variants = {"F(4x4,3x3)", "F(2x2,3x3)"},
-                                               .variant_passes = pass_bit(Pass::Forward) | pass_bit(Pass::BackwardData)};
+                                               .variant_passes = pass_bit(Pass::Forward) | pass_bit(Pass::BackwardData),
+                                               .passes_16bit = pass_bit(Pass::Forward) | pass_bit(Pass::BackwardData)};
 
 }  // namespace vkconv::detail

@@ -91,6 +91,7 @@ bool winograd_preferred(const ContextImpl& context, const ConvProblem& p, Pass p
 
 WinogradShape winograd_shape(const ConvProblem& p, Pass pass, int tile) {
     WinogradShape s;
+    s.type = p.data_type;
     s.nhwc = p.layout == Layout::NHWC;
     s.groups = p.groups;
     s.transposed = pass == Pass::BackwardData;
@@ -133,7 +134,8 @@ struct WinogradFit {
     }
     bool binding_fits(int64_t images, int64_t rows) const {
         const int64_t tiles = images * rows * s.tiles_w;
-        return images * s.in_image() * 4 + align <= limit && images * s.out_image() * 4 + align <= limit &&
+        const uint64_t bytes = element_bytes(s.type);  // of x, y (dy, dx)
+        return images * s.in_image() * bytes + align <= limit && images * s.out_image() * bytes + align <= limit &&
                s.v_floats(tiles) * 4 <= limit && s.m_floats(tiles) * 4 <= limit;
     }
     bool fits(int64_t images, int64_t rows) const {
@@ -158,7 +160,7 @@ Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, 
                            " channels per group has an error bound of " +
                            std::to_string(winograd_relative_bound(4, s.in_g) * 100) + "% of n·max|w|·max|x|, past " +
                            std::to_string(kMaxRelativeBound * 100) + "%: F(2x2,3x3) runs it" + where);
-    if (s.u_floats() * 4 > fit.limit || uint64_t(p.filter_elements()) * 4 > fit.limit)
+    if (s.u_floats() * 4 > fit.limit || uint64_t(p.filter_elements()) * element_bytes(p.data_type) > fit.limit)
         return unsupported("winograd: the filter or its transform (" + std::to_string(s.u_floats() * 4) +
                            " bytes) exceeds the binding limit of " + std::to_string(fit.limit) + " bytes" + where);
     WinogradPlan plan;

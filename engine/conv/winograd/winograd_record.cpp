@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "context/element_build.hpp"
 #include "conv/algorithm_plan.hpp"
 #include "conv/epilogue.hpp"
 #include "conv/winograd/winograd.hpp"
@@ -41,9 +42,10 @@ uint32_t u32(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
-// The registry name of a shader's build for tile m ("winograd_input" -> "winograd_input_f4").
-std::string variant(const char* shader, int m) {
-    return std::string(shader) + (m == 2 ? "_f2" : "_f4");
+// The registry name of a shader's build for tile m and the problem's element type ("winograd_input" ->
+// "winograd_input_f4", "winograd_input_f4_s16").
+std::string variant(const ContextImpl& context, const char* shader, int m, DataType type) {
+    return std::string(shader) + (m == 2 ? "_f2" : "_f4") + element_build(context, type);
 }
 
 PipelineDesc storage_desc(const std::string& shader, size_t bindings, uint32_t push_bytes) {
@@ -56,13 +58,13 @@ PipelineDesc storage_desc(const std::string& shader, size_t bindings, uint32_t p
 
 void record_filter_transform(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                              const WinogradShape& s, const Window& w, const BufferRange& u) {
-    PipelineDesc desc = storage_desc(variant("winograd_filter", s.m), 2, sizeof(FilterPush));
+    PipelineDesc desc = storage_desc(variant(context, "winograd_filter", s.m, p.data_type), 2, sizeof(FilterPush));
     using Id = contract::winograd_filter::spec;
     Specialization<contract::winograd_filter> spec;
     spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::NHWC, s.nhwc);
     spec.set(Id::CG, p.channels_per_group()).set(Id::KG, p.filters_per_group()).set(Id::GROUPS, p.groups);
     spec.set(Id::TRANSPOSED, s.transposed).set(Id::OUT_G, s.out_g).set(Id::IN_G, s.in_g).set(Id::IN_G4, s.in_g4);
-    spec.set(Id::OUT_G4, s.out_g4);
+    spec.set(Id::OUT_G4, s.out_g4).set(Id::TENSOR_TYPE, element_constant(p.data_type));
     desc.specialization = spec.values();
     const std::array<Binding, 2> bindings{Binding{w.range, false}, Binding{u, true}};
     const uint64_t invocations = uint64_t(s.groups * s.out_g4 * s.in_g4 / 4);
@@ -77,13 +79,13 @@ struct WinogradChunk {
 
 void record_input_transform(ContextImpl& context, CommandStream& stream, const WinogradShape& s,
                             const WinogradChunk& chunk, const Window& x, const BufferRange& v) {
-    PipelineDesc desc = storage_desc(variant("winograd_input", s.m), 2, sizeof(InputPush));
+    PipelineDesc desc = storage_desc(variant(context, "winograd_input", s.m, s.type), 2, sizeof(InputPush));
     using Id = contract::winograd_input::spec;
     Specialization<contract::winograd_input> spec;
     spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::NHWC, s.nhwc);
     spec.set(Id::C, s.in_c).set(Id::H, s.in_h).set(Id::W, s.in_w).set(Id::CG, s.in_g).set(Id::CG4, s.in_g4);
     spec.set(Id::GROUPS, s.groups).set(Id::TILES_W, s.tiles_w);
-    spec.set(Id::ORIGIN_H, s.origin_h).set(Id::ORIGIN_W, s.origin_w);
+    spec.set(Id::ORIGIN_H, s.origin_h).set(Id::ORIGIN_W, s.origin_w).set(Id::TENSOR_TYPE, element_constant(s.type));
     desc.specialization = spec.values();
     const int64_t tiles = chunk.tiles() * s.tiles_w;
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{v, true}};
@@ -108,14 +110,14 @@ void record_products(ContextImpl& context, CommandStream& stream, const Winograd
 void record_output_transform(ContextImpl& context, CommandStream& stream, const WinogradShape& s,
                              const WinogradChunk& chunk, const BufferRange& m, const Window& y, const Window& z,
                              const Window& bias, bool has_bias, const FusedEpilogue& epilogue) {
-    PipelineDesc desc = storage_desc(variant("winograd_output", s.m), 4, sizeof(OutputPush));
+    PipelineDesc desc = storage_desc(variant(context, "winograd_output", s.m, s.type), 4, sizeof(OutputPush));
     using Id = contract::winograd_output::spec;
     Specialization<contract::winograd_output> spec;
     spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::NHWC, s.nhwc);
     spec.set(Id::K, s.out_c).set(Id::P, s.out_h).set(Id::Q, s.out_w).set(Id::KG, s.out_g);
     spec.set(Id::GROUPS, s.groups).set(Id::TILES_W, s.tiles_w).set(Id::HAS_BIAS, has_bias);
     spec.set(Id::ACTIVATION, activation_constant(epilogue.activation)).set(Id::HAS_RESIDUAL, epilogue.has_residual());
-    spec.set(Id::KG4, s.out_g4);
+    spec.set(Id::KG4, s.out_g4).set(Id::TENSOR_TYPE, element_constant(s.type));
     desc.specialization = spec.values();
     const int64_t tiles = chunk.tiles() * s.tiles_w;
     const std::array<Binding, 4> bindings{Binding{m, false}, Binding{bias.range, false}, Binding{y.range, true},
