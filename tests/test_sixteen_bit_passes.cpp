@@ -119,7 +119,7 @@ std::vector<std::vector<float>> check_passes(vkconv::Context& context, const Con
 }
 
 // The algorithms that run 16-bit tensors in every pass.
-const Algorithm kSixteenBit[] = {Algorithm::Direct, Algorithm::Depthwise, Algorithm::Im2col};
+const Algorithm kSixteenBit[] = {Algorithm::Direct, Algorithm::Depthwise, Algorithm::Im2col, Algorithm::ImplicitGemm};
 
 // Depthwise shapes on and off its vec4 paths (NCHW rows W % 4, Q % 4; NHWC channels C % 4 with one filter a
 // channel), with multipliers, strides, dilation and a 7x7 filter.
@@ -278,6 +278,44 @@ TEST_CASE("the fused epilogue on 16-bit tensors, with a residual of its own and 
     }
 }
 
+TEST_CASE("a 16-bit dw summed over chunks or reduction pieces adds up in fp32 and is rounded once",
+          "[types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const auto pool = context->pool_stats();
+    uint32_t seed = 1500;
+    for (DataType type : {DataType::F16, DataType::BF16}) {
+        // im2col backward-filter in chunks of one image (two images' col would not fit a binding): dw adds up
+        // chunk by chunk.
+        ConvProblem chunked = vkt::problem().batch(3).channels(4).image(11, 9).filters(5).kernel(3, 3).pad(1);
+        chunked.data_type = type;
+        vkconv::PassOptions one_image;
+        one_image.max_binding_bytes = uint64_t(chunked.P() * chunked.Q() * chunked.R * chunked.S * chunked.C) * 2 * 3 / 2;
+        auto [x, xv] = upload(*context, chunked.input_shape(), vkt::random_values(size_t(chunked.input_elements()), ++seed), type);
+        auto [dy, dyv] = upload(*context, chunked.output_shape(), vkt::random_values(size_t(chunked.output_elements()), ++seed), type);
+        Tensor dw = Tensor::from_host(*context, chunked.filter_shape(), vkt::poison(chunked.filter_elements()), type);
+        const auto stats = vkconv::backward_filter(*context, chunked, x, dy, dw, nullptr, Algorithm::Im2col, one_image);
+        CHECK(stats.chunks == 3);
+        CHECK(stats.workspace_bytes ==
+              vkconv::backward_filter_workspace_bytes(*context, chunked, Algorithm::Im2col, one_image));
+        check_16bit(dw.download(), vkconv::reference::backward_filter(chunked, xv, dyv),
+                    vkconv::reference::backward_filter(chunked, vkt::absolute(xv), vkt::absolute(dyv)),
+                    chunked.N * chunked.P() * chunked.Q(), type, "im2col backward-filter in chunks");
+        // implicit-gemm over 90,000 positions, past one dispatch's loop cap, with no room for partial products:
+        // pieces in order, adding into dw's fp32 copy.
+        ConvProblem long_sum = vkt::problem().batch(1).channels(2).image(300, 300).filters(2).kernel(3, 3).pad(1);
+        long_sum.data_type = type;
+        vkconv::PassOptions no_partials;
+        no_partials.workspace_limit = pool.rounded(uint64_t(long_sum.filter_elements()) * 4);
+        Tensor lx(*context, long_sum.input_shape(), type), ldy(*context, long_sum.output_shape(), type);
+        Tensor ldw(*context, long_sum.filter_shape(), type);
+        const auto long_stats =
+            vkconv::backward_filter(*context, long_sum, lx, ldy, ldw, nullptr, Algorithm::ImplicitGemm, no_partials);
+        CHECK(long_stats.partial_products == 0);
+        CHECK(long_stats.workspace_bytes == no_partials.workspace_limit);
+        check_passes(*context, long_sum, Algorithm::ImplicitGemm, seed += 10, no_partials);
+    }
+}
+
 TEST_CASE("find measures and verifies the algorithms that run a 16-bit problem, on tensors of its type",
           "[types][find][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
@@ -304,7 +342,7 @@ TEST_CASE("what does not run 16-bit tensors yet refuses them by name", "[types][
     p.data_type = DataType::F16;
     Tensor x(*context, p.input_shape(), DataType::F16), w(*context, p.filter_shape(), DataType::F16);
     Tensor y(*context, p.output_shape(), DataType::F16), y32(*context, p.output_shape());
-    for (Algorithm a : {Algorithm::Mec, Algorithm::ImplicitGemm}) {
+    for (Algorithm a : {Algorithm::Mec}) {
         const auto e = vkt::thrown_error([&] { vkconv::forward(*context, p, x, w, nullptr, y, a); });
         CHECK(e.category() == vkconv::ErrorCategory::Unsupported);
         CHECK_THAT(std::string(e.what()), Catch::Contains("does not run forward on f16 tensors"));

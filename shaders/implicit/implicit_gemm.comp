@@ -27,12 +27,14 @@
 //   13 PASS, 14 HAS_BIAS, 15 ACTIVATION, 16 HAS_RESIDUAL (forward's epilogue), 17 BK
 //   18 C, 19 H, 20 W, 21 K, 22 P, 23 Q, 24 GROUPS (sizes but the batch, so index divisions fold)
 //   25 A_K_FAST, 26 B_N_FAST  staging order
+//   27 TENSOR_TYPE, 28 OUT_TYPE  element types (../common/elements.glsl) of what the pass reads and of what
+//                     it writes (16-bit builds; products and sums fp32, each written value rounded once)
 // Bindings: 0 x, 1 w, 2 dy (read only; what a pass does not read is bound to any buffer), 3 bias, 4 the
 //   residual z (may be y's own memory), 5 out: what the pass writes (y, dx, dw, or dw's partial products).
 //   Built with FOUR_BINDINGS (the variant for devices that allow 4 storage buffers per stage): 0 x, 1 w,
 //   2 dy in the backward passes and the bias in forward (which never reads dy), 3 out; the host has copied
 //   the residual z into y, where forward's first piece reads it.
-// Push constants: first_x, first_w, first_y, first_bias, first_z, first_out (element 0 of each binding, in floats),
+// Push constants: first_x, first_w, first_y, first_bias, first_z, first_out (element 0 of each binding, in its elements),
 //   N, col_base (the dispatch's first column: grids past the workgroup-count limit), k_begin, k_end, piece
 //   (the reduction this dispatch covers, and each slice's share of it), slice_floats (backward-filter:
 //   floats between slices' partial products; 0 writes dw itself), accumulate (add to what the output
@@ -47,6 +49,7 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/epilogue.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 0) const uint WG_N = 16;
@@ -81,20 +84,23 @@ layout(constant_id = 23) const uint Q = 1;
 layout(constant_id = 24) const uint GROUPS = 1;
 layout(constant_id = 25) const bool A_K_FAST = true;
 layout(constant_id = 26) const bool B_N_FAST = true;
+layout(constant_id = 27) const uint TENSOR_TYPE = 0;  // x, w, dy, the bias and z (../common/elements.glsl)
+layout(constant_id = 28) const uint OUT_TYPE = 0;     // what the pass writes (dw's partial products: fp32)
 
-layout(std430, binding = 0) readonly buffer XBuffer { float x[]; };
-layout(std430, binding = 1) readonly buffer WBuffer { float w[]; };
-layout(std430, binding = 2) readonly buffer YBuffer { float y[]; };
+layout(std430, binding = 0) readonly buffer XBuffer { ELEMENT_WORD x[]; };
+layout(std430, binding = 1) readonly buffer WBuffer { ELEMENT_WORD w[]; };
+layout(std430, binding = 2) readonly buffer YBuffer { ELEMENT_WORD y[]; };
 #ifndef FOUR_BINDINGS
-layout(std430, binding = 3) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
-layout(std430, binding = 5) buffer OutBuffer { float out_values[]; };
-#define RESIDUAL_AT(i) residual[pc.first_z + (i)]
+layout(std430, binding = 3) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 4) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
+layout(std430, binding = 5) buffer OutBuffer { ELEMENT_WORD out_values[]; };
+#define RESIDUAL_AT(i) ELEMENT_AT(residual, TENSOR_TYPE, pc.first_z + (i))
 #else
-layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 3) buffer OutBuffer { float out_values[]; };
-#define RESIDUAL_AT(i) out_values[pc.first_out + (i)]
+layout(std430, binding = 2) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 3) buffer OutBuffer { ELEMENT_WORD out_values[]; };
+#define RESIDUAL_AT(i) ELEMENT_AT(out_values, OUT_TYPE, pc.first_out + (i))
 #endif
+#define OUT_AT(i) ELEMENT_AT(out_values, OUT_TYPE, i)
 
 layout(push_constant) uniform Params {
     uint first_x, first_w, first_y, first_bias, first_z, first_out;
@@ -134,7 +140,7 @@ uint tap_index(uint c, uint r, uint s) {
 float x_at(uint g, uint n, uint c, uint p, uint q, uint r, uint s) {
     const int ih = tap_input(p, r, STRIDE_H, PAD_H, DIL_H), iw = tap_input(q, s, STRIDE_W, PAD_W, DIL_W);
     if (!in_range(ih, H) || !in_range(iw, W)) return 0.0;
-    return x[pc.first_x + tensor_offset(NHWC, n, g * CG + c, uint(ih), uint(iw), C, H, W)];
+    return ELEMENT_AT(x, TENSOR_TYPE, pc.first_x + tensor_offset(NHWC, n, g * CG + c, uint(ih), uint(iw), C, H, W));
 }
 
 uint columns() {
@@ -142,13 +148,13 @@ uint columns() {
 }
 
 float load_a(uint g, uint m, uint red) {
-    if (PASS == 0) return w[pc.first_w + (g * KG + m) * TAPS + red];
+    if (PASS == 0) return ELEMENT_AT(w, TENSOR_TYPE, pc.first_w + (g * KG + m) * TAPS + red);
     if (PASS == 1) {
         const uint k = red / RS, rs = red % RS;
-        return w[pc.first_w + (g * KG + k) * TAPS + tap_index(m, rs / S, rs % S)];
+        return ELEMENT_AT(w, TENSOR_TYPE, pc.first_w + (g * KG + k) * TAPS + tap_index(m, rs / S, rs % S));
     }
     const uint n = red / (P * Q), pq = red % (P * Q);
-    return y[pc.first_y + tensor_offset(NHWC, n, g * KG + m, pq / Q, pq % Q, K, P, Q)];
+    return ELEMENT_AT(y, TENSOR_TYPE, pc.first_y + tensor_offset(NHWC, n, g * KG + m, pq / Q, pq % Q, K, P, Q));
 }
 
 float load_b(uint g, uint red, uint col) {
@@ -164,7 +170,7 @@ float load_b(uint g, uint red, uint col) {
         uint p, q;
         if (!tap_output(h, r, STRIDE_H, PAD_H, DIL_H, p) || p >= P) return 0.0;
         if (!tap_output(wc, s, STRIDE_W, PAD_W, DIL_W, q) || q >= Q) return 0.0;
-        return y[pc.first_y + tensor_offset(NHWC, n, g * KG + k, p, q, K, P, Q)];
+        return ELEMENT_AT(y, TENSOR_TYPE, pc.first_y + tensor_offset(NHWC, n, g * KG + k, p, q, K, P, Q));
     }
     uint c, r, s;
     tap_coords(col, c, r, s);
@@ -178,20 +184,21 @@ void store(uint g, uint slice, uint m, uint col, float value) {
         const uint index = tensor_offset(NHWC, n, g * KG + m, pq / Q, pq % Q, K, P, Q);
         float start;
         if (pc.accumulate != 0) {
-            start = out_values[pc.first_out + index];
+            start = OUT_AT(pc.first_out + index);
         } else {
-            start = HAS_BIAS ? bias[pc.first_bias + g * KG + m] : 0.0;
+            start = HAS_BIAS ? ELEMENT_AT(bias, TENSOR_TYPE, pc.first_bias + g * KG + m) : 0.0;
             if (HAS_RESIDUAL) start += pc.beta * RESIDUAL_AT(index);
         }
         const float result = start + pc.alpha * value;
-        out_values[pc.first_out + index] = pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result;
+        STORE_ELEMENT(out_values, OUT_TYPE, pc.first_out + index,
+                      pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result);
     } else if (PASS == 1) {
         const uint n = col / (H * W), hw = col % (H * W);
         const uint index = pc.first_out + tensor_offset(NHWC, n, g * CG + m, hw / W, hw % W, C, H, W);
-        out_values[index] = pc.accumulate != 0 ? out_values[index] + value : value;
+        STORE_ELEMENT(out_values, OUT_TYPE, index, pc.accumulate != 0 ? OUT_AT(index) + value : value);
     } else {
         const uint index = pc.first_out + slice * pc.slice_floats + (g * KG + m) * TAPS + col;
-        out_values[index] = pc.accumulate != 0 ? out_values[index] + value : value;
+        STORE_ELEMENT(out_values, OUT_TYPE, index, pc.accumulate != 0 ? OUT_AT(index) + value : value);
     }
 }
 

@@ -31,12 +31,15 @@
 // Without them every tap of x is its own load: in NCHW a step's taps lie H*W or a row apart.
 //   27 UNPADDED        every window lies inside the image (no pad reaches a window): forward skips the
 //                      bounds checks
+//   28 TENSOR_TYPE, 29 OUT_TYPE  element types (../common/elements.glsl) of what the pass reads and of what it
+//                      writes; the 16-bit builds (storage buffers, ELEMENTS_16 or ELEMENTS_PACKED) read the
+//                      vec4 views from the scalar bindings
 // Bindings: 0 x, 1 w (backward-filter: dy) (storage buffers, or with ACCESS_UNIFORM_TEXEL uniform texel
 //   buffers of r32f: the cheaper load path on lavapipe), 2 bias, 3 the residual z (read only; any buffer
 //   where unused; z may be y's own memory), 4 what the pass writes: y, dw or dw's partial products, 5 binding
 //   1 again as vec4s (rgba32f with ACCESS_UNIFORM_TEXEL; read with W_VEC4 or DY_VEC4), 6 x again as vec4s
 //   (read with X_VEC4).
-// Push constants: first_x, first_w, first_bias, first_z, first_y (element 0 of each binding, in floats), N,
+// Push constants: first_x, first_w, first_bias, first_z, first_y (element 0 of each binding, in its elements), N,
 //   col_base (the dispatch's first column), k_begin, k_end (the reduction this dispatch covers), accumulate
 //   (add to the output: a later piece), last (apply the activation), alpha, beta, negative_slope, piece
 //   (backward-filter: each slice's share of the reduction), slice_floats (floats between slices' partial
@@ -49,6 +52,7 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/epilogue.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 2) const uint TM = 8;
@@ -77,6 +81,8 @@ layout(constant_id = 24) const uint PASS = 0;
 layout(constant_id = 25) const bool X_VEC4 = false;
 layout(constant_id = 26) const bool DY_VEC4 = false;
 layout(constant_id = 27) const bool UNPADDED = false;
+layout(constant_id = 28) const uint TENSOR_TYPE = 0;  // x, w, dy, the bias and z (16-bit builds)
+layout(constant_id = 29) const uint OUT_TYPE = 0;     // y, dw or dw's partial products
 
 #ifdef ACCESS_UNIFORM_TEXEL
 layout(binding = 0) uniform samplerBuffer x_texels;
@@ -87,6 +93,14 @@ layout(binding = 6) uniform samplerBuffer x4_texels;
 #define LOAD_W(i) texelFetch(w_texels, int(i)).x
 #define LOAD_W4(i) texelFetch(w4_texels, int(i))
 #define LOAD_X4(i) texelFetch(x4_texels, int(i))
+#elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
+// (The vec4 views read 4 elements from a multiple of 4 of the scalar views, bound to the same memory.)
+layout(std430, binding = 0) readonly buffer XBuffer { ELEMENT_WORD x[]; };
+layout(std430, binding = 1) readonly buffer WBuffer { ELEMENT_WORD w[]; };
+#define LOAD_X(i) ELEMENT_AT(x, TENSOR_TYPE, i)
+#define LOAD_W(i) ELEMENT_AT(w, TENSOR_TYPE, i)
+#define LOAD_W4(i) ELEMENT_AT4(w, TENSOR_TYPE, i)
+#define LOAD_X4(i) ELEMENT_AT4(x, TENSOR_TYPE, i)
 #else
 layout(std430, binding = 0) readonly buffer XBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer WBuffer { float w[]; };
@@ -97,9 +111,9 @@ layout(std430, binding = 6) readonly buffer X4Buffer { vec4 x4[]; };
 #define LOAD_W4(i) w4[i]
 #define LOAD_X4(i) x4[i]
 #endif
-layout(std430, binding = 2) readonly buffer BiasBuffer { float bias[]; };
-layout(std430, binding = 3) readonly buffer ResidualBuffer { float residual[]; };
-layout(std430, binding = 4) buffer YBuffer { float y[]; };
+layout(std430, binding = 2) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
+layout(std430, binding = 3) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
+layout(std430, binding = 4) buffer YBuffer { ELEMENT_WORD y[]; };
 
 layout(push_constant) uniform Params {
     uint first_x, first_w, first_bias, first_z, first_y;
@@ -187,13 +201,14 @@ void forward_main() {
             const uint index = tensor_offset(NHWC, n, g * KG + m, pq / Q, pq % Q, K, P, Q);
             float start;
             if (pc.accumulate != 0) {
-                start = y[pc.first_y + index];
+                start = ELEMENT_AT(y, OUT_TYPE, pc.first_y + index);
             } else {
-                start = HAS_BIAS ? bias[pc.first_bias + g * KG + m] : 0.0;
-                if (HAS_RESIDUAL) start += pc.beta * residual[pc.first_z + index];
+                start = HAS_BIAS ? ELEMENT_AT(bias, TENSOR_TYPE, pc.first_bias + g * KG + m) : 0.0;
+                if (HAS_RESIDUAL) start += pc.beta * ELEMENT_AT(residual, TENSOR_TYPE, pc.first_z + index);
             }
             const float result = start + pc.alpha * acc[(i * TN + j) / 4][j % 4];
-            y[pc.first_y + index] = pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result;
+            STORE_ELEMENT(y, OUT_TYPE, pc.first_y + index,
+                          pc.last != 0 ? activate(ACTIVATION, result, pc.negative_slope) : result);
         }
     }
 }
@@ -288,7 +303,7 @@ void filter_main() {
             if (t >= TAPS) break;
             const uint index = pc.first_y + slice * pc.slice_floats + (g * KG + m) * TAPS + t;
             const float value = acc[(i * TN + j) / 4][j % 4];
-            y[index] = pc.accumulate != 0 ? y[index] + value : value;
+            STORE_ELEMENT(y, OUT_TYPE, index, pc.accumulate != 0 ? ELEMENT_AT(y, OUT_TYPE, index) + value : value);
         }
     }
 }

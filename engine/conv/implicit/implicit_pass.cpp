@@ -6,9 +6,11 @@
 #include <span>
 #include <string>
 
+#include "context/element_build.hpp"
 #include "conv/algorithm_plan.hpp"
 #include "conv/epilogue.hpp"
 #include "conv/implicit/implicit.hpp"
+#include "conv/shared/wide_output.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
 #include "gemm/tuning.hpp"
@@ -68,6 +70,7 @@ uint64_t iterations_per_step(const GemmConfig& c) {
 // Whether x, w and dy fit uniform texel views (the register kernel's texel path), each from its offset
 // alignment.
 bool texel_views_fit(ContextImpl& context, const ConvProblem& p) {
+    if (p.data_type != DataType::F32) return false;  // (r32f views: 16-bit tensors are read as storage buffers)
     const uint64_t most = context.device->limits().maxTexelBufferElements;
     const uint64_t slack = context.pool->alignment() / 4;
     return uint64_t(p.input_elements()) + slack <= most && uint64_t(p.filter_elements()) + slack <= most &&
@@ -130,9 +133,9 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     for (const auto& [elements, role] : {std::pair{p.input_elements(), "input"},
                                          {p.filter_elements(), "filter"},
                                          {p.output_elements(), "output"}})
-        if (uint64_t(elements) * 4 > range)
+        if (uint64_t(elements) * element_bytes(p.data_type) > range)
             return unsupported("implicit-gemm binds whole tensors, and the " + std::string(role) + "-shaped one (" +
-                               std::to_string(uint64_t(elements) * 4) + " bytes) exceeds the device's " +
+                               std::to_string(uint64_t(elements) * element_bytes(p.data_type)) + " bytes) exceeds the device's " +
                                "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + p.str());
     AlgorithmPlan plan;
     plan.pass = pass;
@@ -163,6 +166,11 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     auto round_piece = [&](uint64_t pieces) { return ceil_div(ceil_div(product.reduction, pieces), step) * step; };
     if (pass != Pass::BackwardFilter) {
         ip.piece = round_piece(ceil_div(product.reduction, longest));
+        // Pieces add into the output: a 16-bit one would be rounded once a piece.
+        if (p.data_type != DataType::F32 && ip.piece < product.reduction)
+            return unsupported("implicit-gemm: a reduction of " + std::to_string(product.reduction) +
+                               " runs in pieces, each rounding the output, on " + to_string(p.data_type) +
+                               " tensors (" + p.str() + ")");
         return plan;
     }
     // Backward-filter: slices of the N*P*Q reduction until the tiles fill the device, each a partial product
@@ -189,7 +197,32 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     }
     if (ip.partials) plan.slot(Slot::Partials) = uint64_t(ip.slices) * filter_floats;
     plan.partial_products = ip.partials ? ip.slices : 0;
+    // A 16-bit dw summed piece by piece: into an fp32 copy, rounded once at the end.
+    if (p.data_type != DataType::F32 && !ip.partials && ip.piece < product.reduction) {
+        plan.slot(Slot::WideOutput) = filter_floats;
+        if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit)
+            return unsupported("implicit-gemm: a " + std::string(to_string(p.data_type)) +
+                               " dw summed in pieces needs an fp32 copy of " +
+                               std::to_string(workspace_bytes_of(context, plan.slots)) +
+                               " bytes, above the workspace limit of " + std::to_string(options.workspace_limit) +
+                               " bytes (" + p.str() + ")");
+    }
     return plan;
+}
+
+// What a pass's kernel writes, in which type, and where partial products are summed: dw's partial products
+// (fp32) summed into dw; a 16-bit dw summed piece by piece into its fp32 copy (Slot::WideOutput, rounded
+// into dw at the end); else the output itself.
+struct OutputOf {
+    Window window;
+    DataType type;
+    Window sum_into;
+};
+OutputOf output_of(const ConvProblem& p, const Operand& output, bool partials, Workspace workspace) {
+    const Operand& wide = workspace[Slot::WideOutput];
+    if (partials) return {workspace[Slot::Partials].whole(), DataType::F32, output.whole()};
+    if (wide) return {wide.whole(), DataType::F32, wide.whole()};
+    return {output.whole(), p.data_type, output.whole()};
 }
 
 // What both kernels do once their pipeline and bindings are set: the dispatches of the pass's reduction,
@@ -228,7 +261,7 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
         push.accumulate = 0, push.last = 1;
         dispatch_columns(ip.slices);
         record_splitk_reduce(context, stream, partials.range, dw.range, dw.delta, uint64_t(p.filter_elements()),
-                             int64_t(ip.slices), false);
+                             int64_t(ip.slices), false, p.data_type);
         return;
     }
     for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {
@@ -268,12 +301,15 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     const FusedEpilogue& epilogue = ops.epilogue;
     const Window x = ops.input.whole(), w = ops.filter.whole(), y = ops.output.whole();
     const bool partials = !forward && ip.partials;
-    // Forward reads w and writes y; backward-filter reads dy in w's place and writes dw or its partials.
+    // Forward reads w and writes y; backward-filter reads dy in w's place and writes dw, its partials or its
+    // fp32 copy.
     const Window a_operand = forward ? w : y;
-    const Window out = forward ? y : partials ? workspace[Slot::Partials].whole() : w;
+    const OutputOf written = output_of(p, forward ? ops.output : ops.filter, partials, workspace);
+    const Window out = written.window;
     // An application's buffer is never viewed as texels (its usage may not allow it): read it as storage.
+    // Nor is a 16-bit tensor (the views are r32f).
     const bool texel = config.access == GemmAccess::UniformTexel && !context.device->foreign_buffer(x.range.buffer) &&
-                       !context.device->foreign_buffer(a_operand.range.buffer);
+                       !context.device->foreign_buffer(a_operand.range.buffer) && p.data_type == DataType::F32;
     // Whole vec4s of taps (forward): every filter's taps a multiple of 4 long, w's element 0 on a 4-float
     // boundary, and every piece starting on a multiple of 4 taps (pieces are whole steps of 4).
     const bool w_vec4 =
@@ -299,8 +335,9 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
                           (p.P() - 1) * p.stride_h + (p.R - 1) * p.dilation_h < p.H &&
                           (p.Q() - 1) * p.stride_w + (p.S - 1) * p.dilation_w < p.W;
     spec.set(Id::X_VEC4, x_vec4).set(Id::DY_VEC4, dy_vec4).set(Id::UNPADDED, unpadded);
+    spec.set(Id::TENSOR_TYPE, element_constant(p.data_type)).set(Id::OUT_TYPE, element_constant(written.type));
     PipelineDesc desc;
-    desc.shader = registers_shader(texel);
+    desc.shader = registers_shader(texel) + element_build(context, p.data_type);
     desc.bindings.assign(7, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     if (texel)
         desc.bindings[0] = desc.bindings[1] = desc.bindings[5] = desc.bindings[6] =
@@ -323,7 +360,9 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, w);
+    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into);
+    round_wide_output(context, stream, workspace[Slot::WideOutput], ops.filter, uint64_t(p.filter_elements()),
+                      p.data_type);
 }
 
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
@@ -354,9 +393,13 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     const bool a_k_fast = pass == Pass::Forward ? true : pass == Pass::BackwardData ? !nhwc : !nhwc;
     const bool b_n_fast = pass == Pass::BackwardFilter ? nhwc : !nhwc;
     spec.set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
+    const bool partials = pass == Pass::BackwardFilter && ip.partials;
+    const Operand& output = forward ? ops.output : pass == Pass::BackwardData ? ops.input : ops.filter;
+    const OutputOf written = output_of(p, output, partials, workspace);
+    spec.set(Id::TENSOR_TYPE, element_constant(p.data_type)).set(Id::OUT_TYPE, element_constant(written.type));
     const bool four = four_bindings(context);
     PipelineDesc desc;
-    desc.shader = implicit_shader(context, config);
+    desc.shader = implicit_shader(context, config) + element_build(context, p.data_type);
     desc.bindings.assign(four ? 4 : 6, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(ImplicitPush);
     desc.specialization = spec.values();
@@ -365,8 +408,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     // What the pass reads, and what it writes (bound once, as `out`); a binding it does not read is bound to
     // the filter (read only).
     const Window x = ops.input.whole(), w = ops.filter.whole(), y = ops.output.whole();
-    const bool partials = pass == Pass::BackwardFilter && ip.partials;
-    const Window out = forward ? y : pass == Pass::BackwardData ? x : partials ? workspace[Slot::Partials].whole() : w;
+    const Window out = written.window;
     const Window x_read = pass == Pass::BackwardData ? w : x, w_read = pass == Pass::BackwardFilter ? x : w;
     const Window y_read = forward ? w : y;
     const Window b = forward && p.has_bias ? ops.bias.whole() : w;
@@ -391,7 +433,9 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, w);
+    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into);
+    round_wide_output(context, stream, workspace[Slot::WideOutput], ops.filter, uint64_t(p.filter_elements()),
+                      p.data_type);
 }
 
 }  // namespace
@@ -410,6 +454,7 @@ bool implicit_candidate(ContextImpl& context, Pass pass, const GemmConfig& c, co
     return c.kernel == GemmKernel::Shared && c.access == GemmAccess::StorageBuffer && c.stages == 1 && !c.vec4_shared;
 }
 
-extern const AlgorithmEntry implicit_gemm_algorithm{.plan = plan_implicit_pass, .record = record_implicit_pass};
+extern const AlgorithmEntry implicit_gemm_algorithm{
+    .plan = plan_implicit_pass, .record = record_implicit_pass, .passes_16bit = kConvPasses};
 
 }  // namespace vkconv::detail

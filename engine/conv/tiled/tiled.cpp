@@ -121,16 +121,17 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 
 bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const PassOptions& options) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
+    const uint64_t bytes = element_bytes(p.data_type);
     if (algorithm == Algorithm::Direct || algorithm == Algorithm::ImplicitGemm) {
         // Direct and implicit-gemm bind whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
         // time within the (possibly lowered) binding limit.
         const uint64_t range = context.device->limits().maxStorageBufferRange;
-        const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * 4;
-        return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * 4 > range ||
+        const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * bytes;
+        return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * bytes > range ||
                (p.has_bias && dy_image + align > storage_binding_limit(context, options));
     }
-    const uint64_t image = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * 4;
-    return image + align > limit || uint64_t(p.filter_elements()) * 4 > limit;
+    const uint64_t image = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * bytes;
+    return image + align > limit || uint64_t(p.filter_elements()) * bytes > limit;
 }
 
 namespace {
@@ -570,7 +571,7 @@ ConvProblem bias_tile(const ConvProblem& p, int64_t channels, int64_t rows) {
 
 bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
     const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
-    return uint64_t(p.K * p.P() * p.Q()) * 4 + align > limit;
+    return uint64_t(p.K * p.P() * p.Q()) * element_bytes(p.data_type) + align > limit;
 }
 
 Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
