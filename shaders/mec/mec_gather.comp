@@ -9,7 +9,7 @@
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 S, 2 STRIDE_W, 3 PAD_H, 4 PAD_W, 5 DIL_W, 6 NHWC,
 //   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk),
-//   14 CHANNEL_BLOCK (NCHW only). 1..13 are declared in ../common/mec_spec_geometry.glsl, shared with
+//   14 CHANNEL_BLOCK (NCHW only), 15 DX_TYPE. 1..13 are declared in ../common/mec_spec_geometry.glsl, shared with
 //   mec_lower.
 // Bindings: 0 dL (readonly), 1 dx (the chunk's window; read when accumulating, written).
 // Push constants: h0 (first padded row of dL), dx_offset (floats from the binding's start to the chunk's
@@ -27,12 +27,14 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/mec_spec_geometry.glsl"  // specialization constants 1..13: S .. IMAGES
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 14) const uint CHANNEL_BLOCK = 16;
+layout(constant_id = 15) const uint DX_TYPE = 0;  // dx's element type (dL is fp32: each dx value rounded once)
 
 layout(std430, binding = 0) readonly buffer LoweredGrad { float dl[]; };
-layout(std430, binding = 1) buffer GradInput { float dx[]; };
+layout(std430, binding = 1) buffer GradInput { ELEMENT_WORD dx[]; };
 
 layout(push_constant) uniform Params {
     uint h0;
@@ -71,5 +73,5 @@ void main() {
         }
     }
     const uint di = pc.dx_offset + tensor_offset(NHWC, n, c, ih, x, C, H, W);
-    dx[di] = pc.accumulate != 0 ? dx[di] + acc : acc;
+    STORE_ELEMENT(dx, DX_TYPE, di, pc.accumulate != 0 ? ELEMENT_AT(dx, DX_TYPE, di) + acc : acc);
 }

@@ -9,7 +9,8 @@
 //
 // Specialization constants: 0 WORKGROUP_SIZE, 1 S, 2 STRIDE_W, 3 PAD_H, 4 PAD_W, 5 DIL_W, 6 NHWC,
 //   7 C, 8 H, 9 W, 10 CG (channels per group), 11 Q, 12 HL (lowered rows), 13 IMAGES (in the chunk), all
-//   declared in ../common/mec_spec_geometry.glsl, shared with mec_gather.
+//   declared in ../common/mec_spec_geometry.glsl, shared with mec_gather; 14 X_TYPE and 15 L_TYPE (element
+//   types, ../common/elements.glsl).
 //   Sizes are constants so the index arithmetic divides by constants (multiplications), which matters on
 //   CPU implementations where integer division is not vectorised; a problem needs at most two pipelines
 //   (full and last chunk).
@@ -22,11 +23,18 @@
 #include "../common/tensor_index.glsl"
 #include "../common/conv_geometry.glsl"
 #include "../common/mec_spec_geometry.glsl"  // specialization constants 1..13: S .. IMAGES
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
+layout(constant_id = 14) const uint X_TYPE = 0;  // x's element type (../common/elements.glsl)
+layout(constant_id = 15) const uint L_TYPE = 0;  // L's: a 16-bit x lowers into a 16-bit L
 
-layout(std430, binding = 0) readonly buffer InputBuffer { float x[]; };
-layout(std430, binding = 1) writeonly buffer LoweredBuffer { float lowered[]; };
+layout(std430, binding = 0) readonly buffer InputBuffer { ELEMENT_WORD x[]; };
+#ifdef ELEMENTS_PACKED
+layout(std430, binding = 1) buffer LoweredBuffer { ELEMENT_WORD lowered[]; };  // (half-word stores are atomics)
+#else
+layout(std430, binding = 1) writeonly buffer LoweredBuffer { ELEMENT_WORD lowered[]; };
+#endif
 
 layout(push_constant) uniform Params {
     uint h0;
@@ -51,7 +59,7 @@ void main() {
     float value = 0.0;
     if (in_range(ih, H) && in_range(iw, W)) {
         const uint xi = tensor_offset(NHWC, n, channel, uint(ih), uint(iw), C, H, W);
-        value = x[pc.x_offset + xi];
+        value = ELEMENT_AT(x, X_TYPE, pc.x_offset + xi);
     }
-    lowered[index] = value;
+    STORE_ELEMENT(lowered, L_TYPE, index, value);
 }

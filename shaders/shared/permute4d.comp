@@ -8,7 +8,8 @@
 // Specialization constants: 0 WORKGROUP_SIZE, 1 D1, 2 D2, 3 D3 (output extents; d0 follows from the
 //   count). Constant extents turn the index arithmetic's divisions into multiplications, which matters on
 //   CPU implementations where integer division is not vectorised. 4 ACTIVATION (../common/epilogue.glsl),
-//   5 HAS_RESIDUAL (add beta * z[residual_offset + index] before the activation).
+//   5 HAS_RESIDUAL (add beta * z[residual_offset + index] before the activation), 6 SRC_TYPE and 7 DST_TYPE
+//   (element types, ../common/elements.glsl: a copy between equal types is exact; fp32 into 16 bits rounds once).
 // Bindings: 0 in (readonly), 1 out (write), 2 the residual z (readonly; any buffer without HAS_RESIDUAL).
 // Push constants: input strides s0..s3 of the output's dimensions, in_offset and out_offset (floats),
 //   beta and negative_slope, residual_offset (floats from binding 2's start to the z element of output
@@ -17,6 +18,7 @@
 
 #extension GL_GOOGLE_include_directive : require
 #include "../common/epilogue.glsl"
+#include "../common/elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint D1 = 1;
@@ -24,10 +26,16 @@ layout(constant_id = 2) const uint D2 = 1;
 layout(constant_id = 3) const uint D3 = 1;
 layout(constant_id = 4) const uint ACTIVATION = 0;
 layout(constant_id = 5) const bool HAS_RESIDUAL = false;
+layout(constant_id = 6) const uint SRC_TYPE = 0;
+layout(constant_id = 7) const uint DST_TYPE = 0;  // and the residual's
 
-layout(std430, binding = 0) readonly buffer InBuffer { float src[]; };
-layout(std430, binding = 1) writeonly buffer OutBuffer { float dst[]; };
-layout(std430, binding = 2) readonly buffer ResidualBuffer { float residual[]; };
+layout(std430, binding = 0) readonly buffer InBuffer { ELEMENT_WORD src[]; };
+#ifdef ELEMENTS_PACKED
+layout(std430, binding = 1) buffer OutBuffer { ELEMENT_WORD dst[]; };  // (half-word stores are atomics)
+#else
+layout(std430, binding = 1) writeonly buffer OutBuffer { ELEMENT_WORD dst[]; };
+#endif
+layout(std430, binding = 2) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
 
 layout(push_constant) uniform Params {
     uint s0, s1, s2, s3;
@@ -46,7 +54,7 @@ void main() {
     const uint i2 = t % D2; t /= D2;
     const uint i1 = t % D1;
     const uint i0 = t / D1;
-    float value = src[pc.in_offset + i0 * pc.s0 + i1 * pc.s1 + i2 * pc.s2 + i3 * pc.s3];
-    if (HAS_RESIDUAL) value += pc.beta * residual[pc.residual_offset + index];
-    dst[pc.out_offset + index] = activate(ACTIVATION, value, pc.negative_slope);
+    float value = ELEMENT_AT(src, SRC_TYPE, pc.in_offset + i0 * pc.s0 + i1 * pc.s1 + i2 * pc.s2 + i3 * pc.s3);
+    if (HAS_RESIDUAL) value += pc.beta * ELEMENT_AT(residual, DST_TYPE, pc.residual_offset + index);
+    STORE_ELEMENT(dst, DST_TYPE, pc.out_offset + index, activate(ACTIVATION, value, pc.negative_slope));
 }

@@ -2,6 +2,7 @@
 odd shapes in both layouts, workspace queries, find, recordings, errors as Python exceptions, and NumPy
 arrays read and written in place. Run: PYTHONPATH=<build>/python python3 -m unittest tests/python/test_module.py"""
 
+import itertools
 import pickle
 import unittest
 
@@ -257,23 +258,26 @@ class Arrays(unittest.TestCase):
             vkconv.forward(ctx, problem, x, w, None, y)
         self.assertIn("input tensor is f16", str(raised.exception))
 
-    def test_direct_runs_sixteen_bit_problems(self):
+    def test_sixteen_bit_problems_run_within_the_stated_bound(self):
         ctx = context()
         rng = np.random.default_rng(16)
-        for dtype, eps in ((vkconv.DataType.F16, 2.0 ** -11), (vkconv.DataType.BF16, 2.0 ** -8)):
+        types = ((vkconv.DataType.F16, 2.0 ** -11), (vkconv.DataType.BF16, 2.0 ** -8))
+        algorithms = ("auto", "direct", "im2col", "mec", "implicit-gemm")
+        for (dtype, eps), algorithm in itertools.product(types, algorithms):
             problem = vkconv.ConvProblem(N=2, C=3, H=7, W=6, K=4, R=3, S=3, pad_h=1, pad_w=1, data_type=dtype)
             self.assertEqual(pickle.loads(pickle.dumps(problem)).data_type, dtype)
             x = vkconv.Tensor.from_host(ctx, random_array(rng, problem.input_shape()), dtype)
             w = vkconv.Tensor.from_host(ctx, random_array(rng, problem.filter_shape()), dtype)
             y = vkconv.Tensor.from_host(ctx, np.full(problem.output_shape(), np.nan, np.float32), dtype)
-            self.assertEqual(vkconv.forward(ctx, problem, x, w, None, y).algorithm, vkconv.Algorithm.Direct)
+            stats = vkconv.forward(ctx, problem, x, w, None, y, algorithm)
+            self.assertNotEqual(stats.algorithm, vkconv.Algorithm.Auto)
             xv, wv = x.download(), w.download()  # the 16-bit values the pass read, widened
             exact = vkconv.reference.forward(problem, xv, wv)
             magnitude = vkconv.reference.forward(problem, np.abs(xv), np.abs(wv))
             # The stated bound (docs/algorithms.md, "Element types"), n = 3 * 9 taps.
             e = (27 + 2) * 2.0 ** -24 * magnitude
             bound = (1 + eps) * e + eps * np.abs(exact) + (2.0 ** -25 if dtype == vkconv.DataType.F16 else 0)
-            self.assertTrue(np.all(np.abs(y.download() - exact) <= bound), str(dtype))
+            self.assertTrue(np.all(np.abs(y.download() - exact) <= bound), f"{dtype} {algorithm}")
 
     def test_a_pass_with_mismatched_tensors_writes_nothing(self):
         ctx = context()

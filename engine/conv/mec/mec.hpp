@@ -21,7 +21,8 @@ struct MecLowered {
     uint64_t group_floats = 0;  // L[g] of the chunk's images
     BufferRange range;          // all groups
 };
-MecLowered mec_lowered(const ConvProblem& problem, const Chunk& chunk, const Operand& scratch);
+// `l_type`: its elements' (x's type where it holds a lowered x, fp32 for backward-data's dL).
+MecLowered mec_lowered(const ConvProblem& problem, const Chunk& chunk, const Operand& scratch, DataType l_type);
 // The constants mec_lower and mec_gather share, by name, for a chunk of `images` images whose lowered matrix
 // has `lowered_rows` rows.
 template <typename Shader>
@@ -63,6 +64,6 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
 void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                 const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                 const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
-                                const MecFilterSplit& split, const Operand& partials);
+                                const MecFilterSplit& split, const Operand& partials, const Operand& wide_filter);
 
 }  // namespace vkconv::detail

@@ -13,9 +13,11 @@
 #include <numeric>
 #include <vector>
 
+#include "context/element_build.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
+#include "conv/shared/wide_output.hpp"
 #include "gemm/gemm.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -45,10 +47,11 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
                        const Window& dx, int64_t p0, int64_t rows, int64_t images, int64_t row_first, int64_t row_count,
                        bool accumulate) {
     PipelineDesc desc;
-    desc.shader = "mec_gather";
+    desc.shader = "mec_gather" + element_build(context, p.data_type);
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(GatherPush);
     auto spec = mec_specialization<contract::mec_gather>(p, input_rows_read(p, rows), images);
+    spec.set(contract::mec_gather::spec::DX_TYPE, element_constant(p.data_type));
     desc.specialization = spec.set(contract::mec_gather::spec::CHANNEL_BLOCK, kChannelBlock).values();
     const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
     const int64_t channels = p.layout == Layout::NHWC ? p.C : (p.C + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
@@ -103,10 +106,10 @@ void record_reordered_filter(ContextImpl& context, CommandStream& stream, const 
             const uint64_t out = uint64_t((g * R + order.position[size_t(rr)]) * Kg * S * Cg);
             if (p.layout == Layout::NHWC)
                 record_permute(context, stream, w.range, w.delta + uint64_t(g * Kg * taps + r * S * Cg), reordered, out,
-                               {1, Kg, S, Cg}, {0, taps, Cg, 1});
+                               {1, Kg, S, Cg}, {0, taps, Cg, 1}, {}, p.data_type, p.data_type);
             else
                 record_permute(context, stream, w.range, w.delta + uint64_t(g * Kg * taps + r * S), reordered, out,
-                               {1, Kg, S, Cg}, {0, taps, 1, R * S});
+                               {1, Kg, S, Cg}, {0, taps, 1, R * S}, {}, p.data_type, p.data_type);
         }
     }
 }
@@ -148,12 +151,12 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
                 gp.M = u(images * Q), gp.N = u(int64_t(row_floats)), gp.K = u(count * Kg);
                 // A = dy from the first tap's row: rows (image, q), one row of dy per batch entry.
                 const OutputMatrix v = output_matrix(p, dy.delta, g, first_row, 1);
-                gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, dy_row, 0};
+                gp.a = {dy.range, v.offset, v.row_stride, v.col_stride, dy_row, 0, p.data_type};
                 // k = (tap, filter): each tap one segment of Kg filters.
                 gp.a_k_segment = u(Kg), gp.a_k_segment_stride = u(tap_rows * int64_t(dy_row));
                 if (images > 1) gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(int64_t(y_image));
                 const int64_t block = count ? order.position[size_t(first)] : 0;
-                gp.b = {reordered, uint64_t((g * R + block) * Kg) * row_floats, row_floats, 1, 0, 0};
+                gp.b = {reordered, uint64_t((g * R + block) * Kg) * row_floats, row_floats, 1, 0, 0, p.data_type};
                 // C = dL rows h0, h0 + sh, ...: one row per batch entry, a window_step apart.
                 gp.c = {l.range,
                         uint64_t(g) * l.group_floats + uint64_t(h0) * row_floats,
@@ -179,7 +182,7 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
     const BufferRange reordered = filter_copy.whole().range;
     record_reordered_filter(context, stream, p, order, filter, reordered);
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
-        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const MecLowered l = mec_lowered(p, chunk, scratch, DataType::F32);  // dL: fp32 sums, summed again
         record_dl_gather(context, stream, p, order, chunk, l, reordered);
         record_dx_from_dl(context, stream, p, chunk, l.range);
     });
@@ -230,13 +233,14 @@ GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowe
             1,
             window.column,
             window.image,
-            uint64_t(split.piece_rows) * window.window_step};
+            uint64_t(split.piece_rows) * window.window_step,
+            p.data_type};
     gp.a_k_segment = u(Q), gp.a_k_segment_stride = u(window.window_step);
     if (!window.taps_contiguous()) gp.a_m_segment = u(window.row), gp.a_m_segment_stride = u(window.tap_step);
     // B = dy(p, q; k) of the group: batch i steps images, batch j a piece of output rows.
     const OutputMatrix v = output_matrix(p, dy.delta, g, p0, chunk.rows);
     gp.b = {dy.range,     v.offset,       v.row_stride,
-            v.col_stride, v.image_stride, uint64_t(split.piece_rows * Q) * v.row_stride};
+            v.col_stride, v.image_stride, uint64_t(split.piece_rows * Q) * v.row_stride, p.data_type};
     return gp;
 }
 
@@ -254,10 +258,10 @@ void record_images_in_order(ContextImpl& context, CommandStream& stream, const C
     }
 }
 
-// Partial products in slots [image][piece], summed in that order into group g of dw.
+// Partial products in slots [image][piece], summed in that order into group g of dw (of `dw_type`).
 void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, const ConvProblem& p, GemmProblem at,
-                               const MecFilterSplit& split, const Operand& partials, const Window& dw, int64_t g,
-                               int64_t rows, int64_t count, bool first) {
+                               const MecFilterSplit& split, const Operand& partials, const Window& dw,
+                               DataType dw_type, int64_t g, int64_t rows, int64_t count, bool first) {
     const int64_t Q = p.Q();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
@@ -279,19 +283,19 @@ void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, cons
         record_gemm(context, stream, last);
     }
     record_splitk_reduce(context, stream, partials.whole().range, dw.range, dw.delta + uint64_t(g) * product, product,
-                         count * pieces, !first);
+                         count * pieces, !first, dw_type);
 }
 
 // Group g of dw from one lowered chunk, split.images_at_once images at a time.
 void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
                               const MecLowered& l, const MecFilterSplit& split, const Operand& partials,
-                              const Window& dw, int64_t g) {
+                              const Window& dw, DataType dw_type, int64_t g) {
     const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
     const int64_t images = chunk.images;
     const GemmProblem gp = window_by_dy(p, chunk, l, split, g);
-    const GemmMatrix target{dw.range, dw.delta + uint64_t(g) * product, 1, k_red, 0, 0};
+    const GemmMatrix target{dw.range, dw.delta + uint64_t(g) * product, 1, k_red, 0, 0, dw_type};
     for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
         const int64_t count = std::min(split.images_at_once, images - i0);
         const bool first = chunk.first && i0 == 0;
@@ -301,7 +305,7 @@ void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const
         if (!split.slots)
             record_images_in_order(context, stream, p, at, target, chunk.rows, count, l.image_floats, first);
         else
-            record_pieces_then_reduce(context, stream, p, at, split, partials, dw, g, chunk.rows, count, first);
+            record_pieces_then_reduce(context, stream, p, at, split, partials, dw, dw_type, g, chunk.rows, count, first);
     }
 }
 
@@ -310,22 +314,27 @@ void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const
 void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Operand& input,
                                 const Operand& grad_output, const Operand& grad_filter, const LoweredPlan& plan,
                                 const Operand& scratch, const Operand& filter_copy, const MecFilterSplit& split,
-                                const Operand& partials) {
+                                const Operand& partials, const Operand& wide_filter) {
     const bool nhwc = p.layout == Layout::NHWC;
     const int64_t Cg = p.channels_per_group(), R = p.R, S = p.S;
     const uint64_t k_red = uint64_t(R * S * Cg);
-    // dw is produced in L's (r, s, c) tap order: into OHWI directly, into a copy permuted to OIHW at the end.
-    const Window dw = nhwc ? grad_filter.whole() : filter_copy.whole();
+    // dw is produced in L's (r, s, c) tap order: into OHWI directly (a 16-bit one into its fp32 copy), into an
+    // fp32 copy permuted to OIHW at the end (rounding a 16-bit dw once).
+    const SumTarget target =
+        nhwc ? sum_target(grad_filter, wide_filter, p.data_type) : SumTarget{filter_copy.whole(), DataType::F32};
+    const Window& dw = target.window;
 
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
-        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const MecLowered l = mec_lowered(p, chunk, scratch, p.data_type);
         record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, chunk.images);
         for (int64_t g = 0; g < p.groups; ++g)
-            record_group_filter_grad(context, stream, p, chunk, l, split, partials, dw, g);
+            record_group_filter_grad(context, stream, p, chunk, l, split, partials, dw, target.type, g);
     });
     if (!nhwc)
         record_permute(context, stream, dw.range, dw.delta, grad_filter.whole().range, grad_filter.whole().delta,
-                       {p.K, Cg, R, S}, {int64_t(k_red), 1, int64_t(S * Cg), Cg});
+                       {p.K, Cg, R, S}, {int64_t(k_red), 1, int64_t(S * Cg), Cg}, {}, DataType::F32, p.data_type);
+    else
+        round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()), p.data_type);
 }
 
 }  // namespace vkconv::detail

@@ -11,6 +11,7 @@
 // (One NHWC image needs no permute: its GEMM writes y in place and applies all of it.)
 #include <array>
 
+#include "context/element_build.hpp"
 #include "conv/epilogue.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
@@ -36,13 +37,15 @@ uint32_t u(int64_t v) {
 
 }  // namespace
 
-MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch) {
+MecLowered mec_lowered(const ConvProblem& p, const Chunk& chunk, const Operand& scratch, DataType l_type) {
     MecLowered l;
     l.rows = input_rows_read(p, chunk.rows);
     l.windows = mec_windows(p, l.rows);
     l.image_floats = l.windows.image;
     l.group_floats = uint64_t(chunk.images) * l.image_floats;
-    l.range = {scratch.allocation.buffer, scratch.allocation.offset, l.group_floats * uint64_t(p.groups) * 4};
+    // L holds x's elements for the lowering (forward, backward-filter), fp32 sums for backward-data's dL.
+    l.range = {scratch.allocation.buffer, scratch.allocation.offset,
+               whole_words(l.group_floats * uint64_t(p.groups) * element_bytes(l_type))};
     return l;
 }
 
@@ -50,10 +53,13 @@ void record_mec_lowering(ContextImpl& context, CommandStream& stream, const Conv
                          const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images) {
     const int64_t lowered_rows = input_rows_read(p, rows);
     PipelineDesc desc;
-    desc.shader = "mec_lower";
+    desc.shader = "mec_lower" + element_build(context, p.data_type);
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(LowerPush);
-    desc.specialization = mec_specialization<contract::mec_lower>(p, lowered_rows, images).values();
+    using Id = contract::mec_lower::spec;
+    auto spec = mec_specialization<contract::mec_lower>(p, lowered_rows, images);
+    spec.set(Id::X_TYPE, element_constant(p.data_type)).set(Id::L_TYPE, element_constant(p.data_type));
+    desc.specialization = spec.values();
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{lowered, true}};
     const uint64_t floats = uint64_t(p.groups * images * p.Q() * lowered_rows * p.S * p.channels_per_group());
     dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0 * p.stride_h), u(x.delta), 0, 0},
@@ -71,7 +77,7 @@ Window filter_in_tap_order(ContextImpl& context, CommandStream& stream, const Co
         filter = filter_copy.whole();
         const int64_t R = p.R, S = p.S, Cg = p.channels_per_group();
         record_permute(context, stream, given.range, given.delta, filter.range, filter.delta, {p.K, R, S, Cg},
-                       {Cg * R * S, S, 1, R * S});
+                       {Cg * R * S, S, 1, R * S}, {}, p.data_type, p.data_type);
     }
     return filter;
 }
@@ -105,12 +111,13 @@ GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
     // A = the windows: rows q a column apart, the next output row's window a window_step on.
     const uint64_t lda = window.column, window_step = window.window_step;
     if (!window.taps_contiguous()) gp.a_k_segment = u(window.row), gp.a_k_segment_stride = u(window.tap_step);
-    gp.b = {c.filter.range, c.filter.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0};
-    if (c.has_bias) gp.bias = c.bias.range, gp.bias_offset = c.bias.delta + uint64_t(g * Kg);
+    const DataType type = p.data_type;  // of L, the filter (and its copy), the bias and y
+    gp.b = {c.filter.range, c.filter.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0, type};
+    if (c.has_bias) gp.bias = c.bias.range, gp.bias_offset = c.bias.delta + uint64_t(g * Kg), gp.bias_type = type;
     if (c.solution_a) {
         // Rows m = (image, q) are uniformly strided because L[g][n][q] is contiguous in (n, q).
         gp.M = u(images * Q), gp.batch_i = u(rows);
-        gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, window_step, 0};
+        gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, window_step, 0, type};
         if (images == 1) {
             // One image: the P row products are Q rows each; stacking them as row segments of one
             // product fills the tiles, and (P, 1, Q, K) order is unchanged.
@@ -118,7 +125,7 @@ GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
             gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
         }
         // (p0 > 0 only for a band of one NHWC image, where (P, N, Q, K) order is already the final one.)
-        gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K), 0};
+        gp.c = {y.range, y.delta + uint64_t(p0 * Q * p.K + g * Kg), uint64_t(p.K), 1, uint64_t(images * Q * p.K), 0, type};
         // Parked in place, the residual is at the value's own position (z moved there above); one NHWC
         // image writes y's own order, the residual's too.
         set_gemm_epilogue(gp, c.epilogue, y, c.permuted ? y : c.z);
@@ -128,9 +135,9 @@ GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
         // with a handful of output columns still fill whole tiles.
         gp.M = u(rows * Q), gp.batch_i = u(images);
         gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
-        gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, c.l.image_floats, 0};
+        gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, c.l.image_floats, 0, type};
         const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
-        gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0};
+        gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0, type};
         set_gemm_epilogue(gp, c.epilogue, y, c.z);
     }
     return gp;
@@ -180,7 +187,7 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
     for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images;
         const Window& y = chunk.output;
-        const MecLowered l = mec_lowered(p, chunk, scratch);
+        const MecLowered l = mec_lowered(p, chunk, scratch, p.data_type);
         const Window z = residual_window(ops.epilogue, uint64_t(chunk.n0) * y_image, uint64_t(images) * y_image,
                                          context.pool->alignment(), y);
         const bool solution_a = plan.schedule == MecSchedule::A;

@@ -1,6 +1,8 @@
 // MEC: forward in Solution A or B, the backward passes on Solution B's chunks with a reordered filter
 // copy, backward-filter with its split reduction.
 // Its entry in the algorithm table (conv/algorithm_plan.hpp).
+#include <string>
+
 #include "conv/algorithm_plan.hpp"
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
@@ -15,30 +17,57 @@ struct MecPlan {
     MecFilterSplit split;
 };
 
+// Floats (of the workspace's slots) that `elements` values of `type` take.
+uint64_t floats_of(uint64_t elements, DataType type) {
+    return (elements * element_bytes(type) + 3) / 4;
+}
+
+// A 16-bit forward runs Solution B: A parks its result in y and moves it into place, rounding it twice
+// where the move applies the residual.
+Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem& p, const PassOptions& options) {
+    const bool sixteen = p.data_type != DataType::F32;
+    if (sixteen && options.variant == to_string(MecSchedule::A))
+        return unsupported("mec: Solution A parks its result in y, rounding it twice, on " +
+                           std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
+    PassOptions own_options = options;
+    if (sixteen) own_options.variant = to_string(MecSchedule::B);
+    auto lowered = plan_lowered(context, p, Algorithm::Mec, own_options, 0, element_bytes(p.data_type));
+    if (!lowered) return lowered.refusal();
+    AlgorithmPlan plan = lowered_pass_plan(Pass::Forward, *lowered);
+    // The OIHW filter's OHWI copy holds the filter's own values, in its type.
+    if (lowered->filter_floats) plan.slot(Slot::FilterCopy) = floats_of(uint64_t(p.filter_elements()), p.data_type);
+    plan.own = MecPlan{*lowered};
+    plan.variant = to_string(lowered->schedule);
+    return plan;
+}
+
 Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                      const PassOptions& options) {
-    if (pass == Pass::Forward) {
-        auto lowered = plan_lowered(context, p, Algorithm::Mec, options);
-        if (!lowered) return lowered.refusal();
-        AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
-        plan.own = MecPlan{*lowered};
-        plan.variant = to_string(lowered->schedule);
-        return plan;
-    }
+    if (pass == Pass::Forward) return plan_mec_forward(context, p, options);
     // Backward runs Solution B's chunks: the lowered buffer holds L (or dL) and nothing else.
-    const bool filter = pass == Pass::BackwardFilter;
+    const bool filter = pass == Pass::BackwardFilter, sixteen = p.data_type != DataType::F32;
     PassOptions b = options;
     b.variant = to_string(MecSchedule::B);
-    // Backward-data's reordered filter copy is workspace besides L in NHWC too.
-    const uint64_t data_copy =
-        !filter && p.layout == Layout::NHWC ? context.pool->round(uint64_t(p.filter_elements()) * 4) : 0;
-    auto lowered = plan_lowered(context, p, Algorithm::Mec, b, data_copy);
+    // Backward-data's reordered filter copy (the filter's values, in its type) is workspace besides L in NHWC
+    // too; a 16-bit NHWC dw sums into an fp32 copy (OIHW's is the OHWI copy, fp32 already).
+    const uint64_t data_copy_floats = floats_of(uint64_t(p.filter_elements()), p.data_type);
+    const uint64_t wide_floats = filter && sixteen && p.layout == Layout::NHWC ? uint64_t(p.filter_elements()) : 0;
+    const uint64_t fixed = !filter && p.layout == Layout::NHWC ? context.pool->round(data_copy_floats * 4)
+                           : wide_floats                       ? context.pool->round(wide_floats * 4)
+                                                               : 0;
+    // L holds x's values; backward-data's dL fp32 sums (added again by mec_gather).
+    const uint32_t lowered_bytes = filter ? element_bytes(p.data_type) : 4;
+    auto lowered = plan_lowered(context, p, Algorithm::Mec, b, fixed, lowered_bytes);
     if (!lowered) return lowered.refusal();
+    if (!filter && sixteen && lowered->rows < p.P())
+        return unsupported("mec: backward-data in bands of output rows adds each band into dx, on " +
+                           std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     MecPlan& own = plan.own.emplace<MecPlan>(MecPlan{*lowered});
     // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter builds
     // an OIHW gradient in OHWI order first.
-    plan.slot(Slot::FilterCopy) = filter ? own.lowered.filter_floats : uint64_t(p.filter_elements());
+    plan.slot(Slot::FilterCopy) = filter ? own.lowered.filter_floats : data_copy_floats;
+    plan.slot(Slot::WideOutput) = wide_floats;
     if (filter) {
         own.split = mec_backward_filter_split(context, p, own.lowered, storage_binding_limit(context, options));
         plan.slot(Slot::Partials) = own.split.slots * uint64_t(group_filter_floats(p));
@@ -67,7 +96,7 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
         case Pass::BackwardFilter:
             record_mec_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,
                                        workspace[Slot::Lowered], workspace[Slot::FilterCopy], split,
-                                       workspace[Slot::Partials]);
+                                       workspace[Slot::Partials], workspace[Slot::WideOutput]);
             break;
         case Pass::BackwardBias:
             break;
@@ -79,6 +108,7 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
 extern const AlgorithmEntry mec_algorithm{.plan = plan_mec_pass,
                                           .record = record_mec_pass,
                                           .variants = {"A", "B"},
-                                          .variant_passes = pass_bit(Pass::Forward)};
+                                          .variant_passes = pass_bit(Pass::Forward),
+                                          .passes_16bit = kConvPasses};
 
 }  // namespace vkconv::detail

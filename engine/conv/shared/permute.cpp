@@ -1,5 +1,6 @@
 #include "conv/shared/permute.hpp"
 
+#include "context/element_build.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
@@ -27,16 +28,17 @@ uint32_t u(int64_t v) {
 
 void record_permute(ContextImpl& context, CommandStream& stream, const BufferRange& in, uint64_t in_offset,
                     const BufferRange& out, uint64_t out_offset, std::array<int64_t, 4> d, std::array<int64_t, 4> s,
-                    const PermuteEpilogue& epilogue) {
+                    const PermuteEpilogue& epilogue, DataType in_type, DataType out_type) {
     const FusedEpilogue& e = epilogue.epilogue;
     PipelineDesc desc;
-    desc.shader = "permute4d";
+    desc.shader = "permute4d" + element_build(context, in_type == DataType::F32 ? out_type : in_type);
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(PermutePush);
     using Id = contract::permute4d::spec;
     Specialization<contract::permute4d> spec;
     spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::D1, d[1]).set(Id::D2, d[2]).set(Id::D3, d[3]);
     spec.set(Id::ACTIVATION, activation_constant(e.activation)).set(Id::HAS_RESIDUAL, e.has_residual());
+    spec.set(Id::SRC_TYPE, element_constant(in_type)).set(Id::DST_TYPE, element_constant(out_type));
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     // Without a residual the shader never reads binding 2, but it must be bound: the input stands in.

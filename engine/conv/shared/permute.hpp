@@ -20,9 +20,12 @@ struct PermuteEpilogue {
     Window residual;
 };
 
-// out[i0][i1][i2][i3] (contiguous from out_offset, extents d) = in[in_offset + sum(i * s)], through `epilogue`.
+// out[i0][i1][i2][i3] (contiguous from out_offset, extents d) = in[in_offset + sum(i * s)], through `epilogue`. Offsets and
+// strides count elements of `in_type` and `out_type` (the residual's is out_type): a copy between equal types
+// is exact, an fp32 source into a 16-bit output is rounded once.
 void record_permute(ContextImpl& context, CommandStream& stream, const BufferRange& in, uint64_t in_offset,
                     const BufferRange& out, uint64_t out_offset, std::array<int64_t, 4> d, std::array<int64_t, 4> s,
-                    const PermuteEpilogue& epilogue = {});
+                    const PermuteEpilogue& epilogue = {}, DataType in_type = DataType::F32,
+                    DataType out_type = DataType::F32);
 
 }  // namespace vkconv::detail
