@@ -313,7 +313,7 @@ TEST_CASE("gemm: a product too small to fill the device is split along K, determ
 }
 
 // C = alpha·op(A)·op(B) + beta·C with each operand fp32, fp16 or bf16, on every configuration (texel ones run
-// as their storage-buffer twins), odd sizes and transposes, and a product split along K: every value of C
+// as their storage-buffer twins; each with one combination of types, in turn), odd sizes and transposes, and a product split along K: every value of C
 // within the fp32 product's bound E = (K + 4)·u·(|alpha|·Σ|a||b| + |beta·c|) plus one rounding to C's type,
 // |ĉ − c| ≤ (1 + u_c)·E + u_c·|c| + η (docs/algorithms.md, "Element types"), on the values the tensors hold.
 TEST_CASE("gemm: fp16 and bf16 operands, fp32 sums, each value of C rounded once", "[gemm][types][gpu]") {
@@ -325,45 +325,51 @@ TEST_CASE("gemm: fp16 and bf16 operands, fp32 sums, each value of C rounded once
                                                          {DataType::F32, DataType::BF16, DataType::F16}};
     const std::vector<std::array<int64_t, 4>> shapes = {{1, 3, 17, 63}, {2, 65, 7, 17}, {1, 9, 7, 2051}};
     uint32_t seed = 500;
-    for (const std::string& name : vkconv::gemm_configurations(*context))
-        for (const auto& [ta_type, tb_type, tc_type] : types)
-            for (const auto& [batch, M, N, K] : shapes)
-                for (bool transposed : {false, true}) {
-                    INFO(name << " " << vkconv::to_string(ta_type) << "·" << vkconv::to_string(tb_type) << " into "
-                              << vkconv::to_string(tc_type) << ", " << batch << "x" << M << "x" << N << "x" << K
-                              << (transposed ? " A^T B^T" : ""));
-                    const vkconv::Shape a_shape = transposed ? vkconv::Shape{batch, K, M} : vkconv::Shape{batch, M, K};
-                    const vkconv::Shape b_shape = transposed ? vkconv::Shape{batch, N, K} : vkconv::Shape{batch, K, N};
-                    auto a = vkconv::Tensor::from_host(*context, a_shape, vkt::random_values(size_t(batch * M * K), seed++), ta_type);
-                    auto b = vkconv::Tensor::from_host(*context, b_shape, vkt::random_values(size_t(batch * K * N), seed++), tb_type);
-                    const auto c0 = vkconv::Tensor::from_host(*context, {batch * M * N}, vkt::random_values(size_t(batch * M * N), seed++), tc_type).download();
-                    auto c = vkconv::Tensor::from_host(*context, {batch, M, N}, c0, tc_type);
-                    vkconv::GemmOptions options;
-                    options.transpose_a = options.transpose_b = transposed;
-                    options.alpha = 0.75f, options.beta = -0.5f;
-                    options.configuration = name;
-                    vkconv::gemm(*context, a, b, c, options);
-                    const auto av = a.download(), bv = b.download(), result = c.download();
-                    const double u = std::ldexp(1.0, -24);
-                    const double uc = tc_type == DataType::F16 ? std::ldexp(1.0, -11) : tc_type == DataType::BF16 ? std::ldexp(1.0, -8) : 0;
-                    const double eta = tc_type == DataType::F16 ? std::ldexp(1.0, -25) : 0;
-                    size_t bad = 0;
-                    for (int64_t bi = 0; bi < batch; ++bi)
-                        for (int64_t m = 0; m < M; ++m)
-                            for (int64_t n = 0; n < N; ++n) {
-                                double sum = 0, mag = 0;
-                                for (int64_t k = 0; k < K; ++k) {
-                                    const size_t ai = size_t(bi * M * K + (transposed ? k * M + m : m * K + k));
-                                    const size_t bj = size_t(bi * K * N + (transposed ? n * K + k : k * N + n));
-                                    const double t = double(av[ai]) * bv[bj];
-                                    sum += t, mag += std::fabs(t);
-                                }
-                                const size_t i = size_t((bi * M + m) * N + n);
-                                const double expected = 0.75 * sum - 0.5 * c0[i];
-                                const double e = double(K + 4) * u * (0.75 * mag + 0.5 * std::fabs(c0[i]));
-                                if (!(std::fabs(result[i] - expected) <= (1 + uc) * e + uc * std::fabs(expected) + eta + 1e-30))
-                                    ++bad;
+    size_t turn = 0;
+    // Each configuration with one of the type combinations, in turn (the configurations outnumber them); the
+    // product split along K (the last shape) with the first of each combination.
+    for (const std::string& name : vkconv::gemm_configurations(*context)) {
+        const auto& [ta_type, tb_type, tc_type] = types[turn % types.size()];
+        const size_t shape_count = turn++ < types.size() ? shapes.size() : shapes.size() - 1;
+        for (size_t shape = 0; shape < shape_count; ++shape)
+            for (bool transposed : {false, true}) {
+                const auto& [batch, M, N, K] = shapes[shape];
+                INFO(name << " " << vkconv::to_string(ta_type) << "·" << vkconv::to_string(tb_type) << " into "
+                          << vkconv::to_string(tc_type) << ", " << batch << "x" << M << "x" << N << "x" << K
+                          << (transposed ? " A^T B^T" : ""));
+                const vkconv::Shape a_shape = transposed ? vkconv::Shape{batch, K, M} : vkconv::Shape{batch, M, K};
+                const vkconv::Shape b_shape = transposed ? vkconv::Shape{batch, N, K} : vkconv::Shape{batch, K, N};
+                auto a = vkconv::Tensor::from_host(*context, a_shape, vkt::random_values(size_t(batch * M * K), seed++), ta_type);
+                auto b = vkconv::Tensor::from_host(*context, b_shape, vkt::random_values(size_t(batch * K * N), seed++), tb_type);
+                const auto c0 = vkconv::Tensor::from_host(*context, {batch * M * N}, vkt::random_values(size_t(batch * M * N), seed++), tc_type).download();
+                auto c = vkconv::Tensor::from_host(*context, {batch, M, N}, c0, tc_type);
+                vkconv::GemmOptions options;
+                options.transpose_a = options.transpose_b = transposed;
+                options.alpha = 0.75f, options.beta = -0.5f;
+                options.configuration = name;
+                vkconv::gemm(*context, a, b, c, options);
+                const auto av = a.download(), bv = b.download(), result = c.download();
+                const double u = std::ldexp(1.0, -24);
+                const double uc = tc_type == DataType::F16 ? std::ldexp(1.0, -11) : tc_type == DataType::BF16 ? std::ldexp(1.0, -8) : 0;
+                const double eta = tc_type == DataType::F16 ? std::ldexp(1.0, -25) : 0;
+                size_t bad = 0;
+                for (int64_t bi = 0; bi < batch; ++bi)
+                    for (int64_t m = 0; m < M; ++m)
+                        for (int64_t n = 0; n < N; ++n) {
+                            double sum = 0, mag = 0;
+                            for (int64_t k = 0; k < K; ++k) {
+                                const size_t ai = size_t(bi * M * K + (transposed ? k * M + m : m * K + k));
+                                const size_t bj = size_t(bi * K * N + (transposed ? n * K + k : k * N + n));
+                                const double t = double(av[ai]) * bv[bj];
+                                sum += t, mag += std::fabs(t);
                             }
-                    CHECK(bad == 0);
-                }
+                            const size_t i = size_t((bi * M + m) * N + n);
+                            const double expected = 0.75 * sum - 0.5 * c0[i];
+                            const double e = double(K + 4) * u * (0.75 * mag + 0.5 * std::fabs(c0[i]));
+                            if (!(std::fabs(result[i] - expected) <= (1 + uc) * e + uc * std::fabs(expected) + eta + 1e-30))
+                                ++bad;
+                        }
+                CHECK(bad == 0);
+            }
+    }
 }

@@ -167,7 +167,10 @@ void CommandStream::scramble_writes(std::span<const Binding> bindings) {
 }
 
 VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format) {
-    const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 4;
+    const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16
+                           : format == VK_FORMAT_R16G16B16A16_UINT ? 8
+                           : format == VK_FORMAT_R16_UINT          ? 2
+                                                                   : 4;
     // Rounded up: a range shorter than one rgba32f texel still gets a view (never read, but bound). Pool
     // allocations are whole multiples of an alignment >= 16 bytes, so the last texel stays inside one.
     const uint64_t texels = (range.size + texel - 1) / texel;

@@ -37,8 +37,9 @@ bool has(const std::vector<std::string>& extensions, const char* name) {
     return false;
 }
 
-bool buffer_feature(const InstanceFunctions& vk, VkPhysicalDevice device, VkFormatFeatureFlags feature) {
-    for (VkFormat format : {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
+bool buffer_feature(const InstanceFunctions& vk, VkPhysicalDevice device, VkFormatFeatureFlags feature,
+                    std::initializer_list<VkFormat> formats = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32G32B32A32_SFLOAT}) {
+    for (VkFormat format : formats) {
         VkFormatProperties props{};
         vk.vkGetPhysicalDeviceFormatProperties(device, format, &props);
         if ((props.bufferFeatures & feature) != feature) return false;
@@ -233,6 +234,8 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
                       chained.has_maintenance3 ? chained.maintenance3.maxMemoryAllocationSize : 0);
     model.storage_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
     model.uniform_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
+    model.uniform_texel_16bit = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT,
+                                               {VK_FORMAT_R16_UINT, VK_FORMAT_R16G16B16A16_UINT});
     return model;
 }
 

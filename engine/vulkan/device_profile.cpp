@@ -163,9 +163,10 @@ uint32_t api_version(const json& value, const std::string& origin) {
 
 // Whether the profile's formats give both float formats the buffer feature (required by the spec, so a
 // profile without a formats section has it).
-bool buffer_feature(const json& formats, const char* feature) {
+bool buffer_feature(const json& formats, const char* feature,
+                    std::initializer_list<const char*> names = {"VK_FORMAT_R32_SFLOAT", "VK_FORMAT_R32G32B32A32_SFLOAT"}) {
     if (!formats.is_object()) return true;
-    for (const char* format : {"VK_FORMAT_R32_SFLOAT", "VK_FORMAT_R32G32B32A32_SFLOAT"}) {
+    for (const char* format : names) {
         auto it = formats.find(format);
         if (it == formats.end()) return false;
         const json props = it->value("VkFormatProperties", json::object());
@@ -383,6 +384,8 @@ DeviceModel model_of(const json& document, const std::string& origin) {
     // profile imposed on a device for tests makes tensors of a few MiB too large for one buffer that way.
     model.storage_texel_buffers = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
     model.uniform_texel_buffers = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
+    model.uniform_texel_16bit = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT",
+                                               {"VK_FORMAT_R16_UINT", "VK_FORMAT_R16G16B16A16_UINT"});
     return model;
 }
 

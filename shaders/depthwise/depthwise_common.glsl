@@ -57,22 +57,26 @@ const uint LANE_CHANNELS = 4;  // channels per invocation
 const uint LANE_CHANNELS = 1;
 #endif
 
-#if defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
-// The 16-bit builds (storage buffers only): every tensor binding is an array of ELEMENT_WORD holding
+#if (defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)) && defined(ACCESS_TEXEL)
+// The 16-bit builds reading through texel views of the 16-bit bits (R16_UINT and R16G16B16A16_UINT: the
+// cheaper load path on lavapipe, as r32f views are for fp32), widened as elements.glsl widens them; outputs
+// are ELEMENT_WORD storage buffers.
+#define SIXTEEN_BIT_BUILD
+#define DECLARE_READ4(b, name) layout(binding = b) uniform usamplerBuffer name;
+#define DECLARE_READ1(b, name) layout(binding = b) uniform usamplerBuffer name;
+#define READ4(name, i) decode16x4(TENSOR_TYPE, texelFetch(name, int(i)))
+#define READ1(name, i) decode16(TENSOR_TYPE, texelFetch(name, int(i)).x)
+vec4 decode16x4(uint type, uvec4 bits) {
+    return vec4(decode16(type, bits.x), decode16(type, bits.y), decode16(type, bits.z), decode16(type, bits.w));
+}
+#elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
+// The 16-bit builds reading storage buffers: every tensor binding is an array of ELEMENT_WORD holding
 // TENSOR_TYPE elements (../common/elements.glsl); a vec4 view reads 4 elements from a multiple of 4.
 #define SIXTEEN_BIT_BUILD
 #define DECLARE_READ4(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
 #define DECLARE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
 #define READ4(name, i) ELEMENT_AT4(name, TENSOR_TYPE, i)
 #define READ1(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
-// Storage-buffer outputs (DECLARE_OUTPUT*, WRITE*, OUTPUT_AT to read one): also read (the packed build's half-word stores are atomics, and the 4-binding forward reads the
-// residual from y).
-#define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
-#define DECLARE_OUTPUT1(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
-#define WRITE4(name, q, v) STORE_ELEMENT4(name, TENSOR_TYPE, q, v)
-#define WRITE1(name, i, v) STORE_ELEMENT(name, TENSOR_TYPE, i, v)
-#define OUTPUT_AT(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
-#define DECLARE_STORAGE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
 #elif defined(ACCESS_TEXEL)
 #define DECLARE_READ4(b, name) layout(binding = b) uniform samplerBuffer name;
 #define DECLARE_READ1(b, name) layout(binding = b) uniform samplerBuffer name;
@@ -86,7 +90,16 @@ const uint LANE_CHANNELS = 1;
 #else
 #error "define one of ACCESS_TEXEL, ACCESS_SSBO"
 #endif
-#ifndef SIXTEEN_BIT_BUILD
+#ifdef SIXTEEN_BIT_BUILD
+// Storage-buffer outputs (DECLARE_OUTPUT*, WRITE*, OUTPUT_AT to read one): also read (the packed build's
+// half-word stores are atomics, and the 4-binding forward reads the residual from y).
+#define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
+#define DECLARE_OUTPUT1(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
+#define WRITE4(name, q, v) STORE_ELEMENT4(name, TENSOR_TYPE, q, v)
+#define WRITE1(name, i, v) STORE_ELEMENT(name, TENSOR_TYPE, i, v)
+#define OUTPUT_AT(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
+#define DECLARE_STORAGE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
+#else
 #define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) qualifier buffer name##_block { vec4 name[]; };
 #define DECLARE_OUTPUT1(b, name, qualifier) layout(std430, binding = b) qualifier buffer name##_block { float name[]; };
 #define WRITE4(name, q, v) name[q] = (v)

@@ -120,8 +120,8 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
         uint64_t(p.C / tiles.lane_channels()) * ceil_div(p.H, tiles.tile_h) * ceil_div(p.W, tiles.tile_w);
     const Window w = filter.whole();
     for_each_image_chunk(context, p, plan, grad_input, grad_output, [&](const ImageChunk& chunk) {
-        const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
-                                              read1(w.range, plan.texel), Binding{chunk.x.range, true}};
+        const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel, p.data_type), read1(chunk.y.range, plan.texel, p.data_type),
+                                              read1(w.range, plan.texel, p.data_type), Binding{chunk.x.range, true}};
         const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), u32(w.delta), 0, 0};
         const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);
         dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks,
@@ -159,8 +159,8 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         const uint64_t pieces = ceil_div(units, per_piece);
         const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset + accumulator_bytes,
                                    pieces * filter_floats * 4};
-        const std::array<Binding, 5> all{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
-                                         read4(chunk.y.range, plan.texel), read1(chunk.y.range, plan.texel),
+        const std::array<Binding, 5> all{read4(chunk.x.range, plan.texel, p.data_type), read1(chunk.x.range, plan.texel, p.data_type),
+                                         read4(chunk.y.range, plan.texel, p.data_type), read1(chunk.y.range, plan.texel, p.data_type),
                                          Binding{partials, true}};
         const std::array<Binding, 3> compact{Binding{chunk.x.range, false}, Binding{chunk.y.range, false},
                                              Binding{partials, true}};

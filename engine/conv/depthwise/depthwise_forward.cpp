@@ -87,11 +87,11 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
     // plain storage-buffer path, and so does a chunk too large for texel views (maxTexelBufferElements
     // decides the path, never the chunks).
     const uint64_t chunk_binding = uint64_t(plan.images) * image + align;
-    // (Texel views are fp32 formats: 16-bit tensors read storage buffers.)
-    plan.texel = p.data_type == DataType::F32 && context.device->info().type == "CPU" &&
-                 context.device->model().uniform_texel_buffers &&
-                 chunk_binding <= texel_binding_limit(context, options) &&
-                 filter <= texel_binding_limit(context, options);
+    // (16-bit tensors through views of their 16-bit bits.)
+    const bool views = p.data_type == DataType::F32 ? context.device->model().uniform_texel_buffers
+                                                    : context.device->model().uniform_texel_16bit;
+    const uint64_t texel_limit = texel_binding_limit(context, options, uint32_t(element));
+    plan.texel = context.device->info().type == "CPU" && views && chunk_binding <= texel_limit && filter <= texel_limit;
     return plan;
 }
 
@@ -157,8 +157,8 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
     for_each_image_chunk(context, p, plan, ops.input, ops.output, [&](const ImageChunk& chunk) {
         const Window z = residual_window(epilogue, uint64_t(chunk.n0) * y_image, uint64_t(chunk.images) * y_image,
                                          context.pool->alignment(), chunk.y);
-        const std::array<Binding, 6> all{read4(chunk.x.range, plan.texel), read1(chunk.x.range, plan.texel),
-                                         read1(w.range, plan.texel),       read1(b.range, plan.texel),
+        const std::array<Binding, 6> all{read4(chunk.x.range, plan.texel, p.data_type), read1(chunk.x.range, plan.texel, p.data_type),
+                                         read1(w.range, plan.texel, p.data_type),       read1(b.range, plan.texel, p.data_type),
                                          Binding{chunk.y.range, true},     Binding{z.range, false}};
         const std::array<Binding, 4> compact{Binding{chunk.x.range, false}, Binding{w.range, false},
                                              Binding{b.range, false}, Binding{chunk.y.range, true}};

@@ -83,11 +83,14 @@ inline VkDescriptorType read_descriptor(bool texel) {
     return texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
 }
 // A read-only operand bound as vec4 (rgba32f view) or as float (r32f view); plain ranges without texels.
-inline Binding read4(const BufferRange& range, bool texel) {
-    return {range, false, texel ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED};
+// (16-bit elements: views of their bits, R16G16B16A16_UINT and R16_UINT, which the kernels widen.)
+inline Binding read4(const BufferRange& range, bool texel, DataType type) {
+    const VkFormat format = type == DataType::F32 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R16G16B16A16_UINT;
+    return {range, false, texel ? format : VK_FORMAT_UNDEFINED};
 }
-inline Binding read1(const BufferRange& range, bool texel) {
-    return {range, false, texel ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_UNDEFINED};
+inline Binding read1(const BufferRange& range, bool texel, DataType type) {
+    const VkFormat format = type == DataType::F32 ? VK_FORMAT_R32_SFLOAT : VK_FORMAT_R16_UINT;
+    return {range, false, texel ? format : VK_FORMAT_UNDEFINED};
 }
 
 inline uint64_t ceil_div(int64_t a, int64_t b) {

@@ -31,31 +31,40 @@ std::optional<Refusal> refusal_16bit(const ConvProblem& p, Pass pass, const Lowe
     return std::nullopt;
 }
 
+// A 16-bit dw sums into an fp32 copy (Slot::WideOutput) where it would otherwise be rounded more than once:
+// added up over several chunks, or written by a GEMM whose reduction runs in pieces (one chunk, no split).
+bool needs_wide_filter(const ConvProblem& p, const LoweredPlan& lowered, uint32_t splits) {
+    if (p.data_type == DataType::F32) return false;
+    const int64_t positions = lowered.images * lowered.rows * p.Q();
+    return lowered.chunks > 1 || (splits <= 1 && positions > int64_t(kMaxLoopIterations));
+}
+
 Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                         const PassOptions& options) {
     // A 16-bit x lowers into a 16-bit col; backward-data's dcol is a GEMM's output summed again: fp32.
-    const bool sixteen = p.data_type != DataType::F32;
+    const bool sixteen = p.data_type != DataType::F32, filter = pass == Pass::BackwardFilter;
     const uint32_t lowered_bytes = sixteen && pass != Pass::BackwardData ? element_bytes(p.data_type) : 4;
-    // (A 16-bit dw sums into an fp32 copy: workspace the chunks must leave room for.)
-    const uint64_t wide_floats = sixteen && pass == Pass::BackwardFilter ? uint64_t(p.filter_elements()) : 0;
-    const uint64_t wide_bytes = wide_floats ? context.pool->round(wide_floats * 4) : 0;
-    auto lowered = plan_lowered(context, p, Algorithm::Im2col, options, wide_bytes, lowered_bytes);
+    const uint64_t wide_floats = uint64_t(p.filter_elements());
+    auto lowered = plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
+    // In several chunks a 16-bit dw needs its fp32 copy: chunks that leave room for it.
+    if (lowered && filter && sixteen && lowered->chunks > 1)
+        lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(wide_floats * 4),
+                               lowered_bytes);
     if (!lowered) return lowered.refusal();
     if (auto refusal = refusal_16bit(p, pass, *lowered)) return *refusal;
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
-    plan.slot(Slot::WideOutput) = wide_floats;
     Im2colPlan& own = plan.own.emplace<Im2colPlan>(Im2colPlan{*lowered});
-    if (pass == Pass::BackwardFilter) {
-        own.splits = backward_filter_splits(context, p, own.lowered, storage_binding_limit(context, options));
+    if (!filter) return plan;
+    own.splits = backward_filter_splits(context, p, own.lowered, storage_binding_limit(context, options));
+    if (needs_wide_filter(p, own.lowered, own.splits)) plan.slot(Slot::WideOutput) = wide_floats;
+    plan.slot(Slot::Partials) = backward_filter_partial_floats(p, own.splits);
+    // Under a workspace limit, fewer split pieces (down to none).
+    while (options.workspace_limit && own.splits > 1 && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
+        --own.splits;
         plan.slot(Slot::Partials) = backward_filter_partial_floats(p, own.splits);
-        // Under a workspace limit, fewer split pieces (down to none).
-        while (options.workspace_limit && own.splits > 1 &&
-               workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
-            --own.splits;
-            plan.slot(Slot::Partials) = backward_filter_partial_floats(p, own.splits);
-        }
-        plan.partial_products = own.splits > 1 ? own.splits : 0;
+        if (needs_wide_filter(p, own.lowered, own.splits)) plan.slot(Slot::WideOutput) = wide_floats;
     }
+    plan.partial_products = own.splits > 1 ? own.splits : 0;
     return plan;
 }
 

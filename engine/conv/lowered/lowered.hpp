@@ -66,7 +66,8 @@ void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alig
 uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& options);
 // The same, also readable through an r32f texel view (4 * maxTexelBufferElements): what a kernel reading
 // through texel views may bind (the depthwise kernels choose that path only where their chunks fit it).
-uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options);
+// (Views of 16-bit elements: element_bytes 2.)
+uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options, uint32_t element_bytes = 4);
 
 // The chunks, as large as the binding limit allows. Under options.workspace_limit they shrink until the
 // plan's workspace plus `fixed_workspace_bytes` (what the pass needs besides the lowered matrix and MEC's

@@ -23,9 +23,9 @@ uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& op
     return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
 }
 
-uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options) {
+uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options, uint32_t element_bytes) {
     return std::min(storage_binding_limit(context, options),
-                    uint64_t{context.device->limits().maxTexelBufferElements} * 4);
+                    uint64_t{context.device->limits().maxTexelBufferElements} * element_bytes);
 }
 
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& p, Algorithm algorithm) {
@@ -134,6 +134,22 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
     if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW) plan.schedule = MecSchedule::B;
 }
 
+// A 16-bit problem runs the chunks its fp32 twin would (where the twin plans), not larger ones: the chunks
+// are as large as the bindings allow, and 16-bit elements would otherwise fill the freed half with more
+// images rather than halve the workspace. (The twin's GEMMs are as large, and so as fast.)
+void same_chunks_as_fp32(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
+                         uint64_t fixed_workspace_bytes, LoweredPlan& plan) {
+    ConvProblem twin = p;
+    twin.data_type = DataType::F32;
+    PassOptions twin_options = options;
+    twin_options.variant = plan.algorithm == Algorithm::Mec ? to_string(plan.schedule) : options.variant;
+    auto fp32 = plan_lowered(context, twin, plan.algorithm, twin_options, fixed_workspace_bytes);
+    if (!fp32 || fp32->images > plan.images || (fp32->images == plan.images && fp32->rows >= plan.rows)) return;
+    plan.images = fp32->images;
+    plan.rows = fp32->rows;
+    plan.chunks = fp32->chunks;
+}
+
 }  // namespace
 
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
@@ -159,6 +175,7 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
         if (auto refusal = smallest_chunk_refusal(fit)) return *refusal;
         plan_row_bands(fit, plan);
     }
+    if (p.data_type != DataType::F32) same_chunks_as_fp32(context, p, options, fixed_workspace_bytes, plan);
     plan.lowered_floats = lowered_floats(p, algorithm, plan.images, plan.rows);
     plan.scratch_floats = fit.scratch_for(plan.images, plan.rows);
     if (algorithm == Algorithm::Im2col) {
