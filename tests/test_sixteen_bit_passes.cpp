@@ -325,6 +325,23 @@ TEST_CASE("a 16-bit dw summed over chunks or reduction pieces adds up in fp32 an
             vkconv::backward_filter(*context, long_sum, lx, ldy, ldw, nullptr, Algorithm::ImplicitGemm, no_partials);
         CHECK(long_stats.partial_products == 0);
         CHECK(long_stats.workspace_bytes == no_partials.workspace_limit);
+        // The layer step shares one workspace between its passes: backward-data must not take the fp32 dw
+        // copy for its own output, nor round it into the filter it reads.
+        {
+            auto [w, wv] = upload(*context, long_sum.filter_shape(), vkt::random_values(size_t(long_sum.filter_elements()), ++seed), type);
+            auto [g, gv] = upload(*context, long_sum.output_shape(), vkt::random_values(size_t(long_sum.output_elements()), ++seed), type);
+            auto [x, xv] = upload(*context, long_sum.input_shape(), vkt::random_values(size_t(long_sum.input_elements()), ++seed), type);
+            Tensor dx = Tensor::from_host(*context, long_sum.input_shape(), vkt::poison(long_sum.input_elements()), type);
+            Tensor dw = Tensor::from_host(*context, long_sum.filter_shape(), vkt::poison(long_sum.filter_elements()), type);
+            vkconv::layer_backward(*context, long_sum, x, w, g, dx, dw, nullptr, Algorithm::ImplicitGemm, no_partials);
+            CHECK(w.download() == wv);
+            check_16bit(dx.download(), vkconv::reference::backward_data(long_sum, gv, wv),
+                        vkconv::reference::backward_data(long_sum, vkt::absolute(gv), vkt::absolute(wv)),
+                        long_sum.filters_per_group() * long_sum.R * long_sum.S, type, "layer step dx");
+            check_16bit(dw.download(), vkconv::reference::backward_filter(long_sum, xv, gv),
+                        vkconv::reference::backward_filter(long_sum, vkt::absolute(xv), vkt::absolute(gv)),
+                        long_sum.N * long_sum.P() * long_sum.Q(), type, "layer step dw");
+        }
         check_passes(*context, long_sum, Algorithm::ImplicitGemm, seed += 10, no_partials);
     }
 }
@@ -360,6 +377,16 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
         [&] { vkconv::forward(*context, p, x, w, nullptr, y, Algorithm::Mec, vkconv::PassOptions{.variant = "A"}); });
     CHECK(parked.category() == vkconv::ErrorCategory::Unsupported);
     CHECK_THAT(std::string(parked.what()), Catch::Contains("Solution A") && Catch::Contains("f16"));
+    // A reduction whose GEMM would run in pieces, each adding into y (7x7 taps of 512 channels).
+    ConvProblem deep = vkt::problem().batch(1).channels(512).image(8, 8).filters(2).kernel(7, 7).pad(3);
+    deep.data_type = DataType::F16;
+    Tensor dx_(*context, deep.input_shape(), DataType::F16), dw_(*context, deep.filter_shape(), DataType::F16);
+    Tensor dy_(*context, deep.output_shape(), DataType::F16);
+    for (Algorithm a : {Algorithm::Im2col, Algorithm::Mec}) {
+        const auto pieces = vkt::thrown_error([&] { vkconv::forward(*context, deep, dx_, dw_, nullptr, dy_, a); });
+        CHECK(pieces.category() == vkconv::ErrorCategory::Unsupported);
+        CHECK_THAT(std::string(pieces.what()), Catch::Contains("runs in pieces"));
+    }
     // Tensors too large to bind (an image of 1,152 bytes, bindings of 600) run in tiles, not 16-bit yet.
     ConvProblem large = vkt::problem().batch(1).channels(4).image(12, 12).filters(4).kernel(3, 3).pad(1);
     large.data_type = DataType::F16;

@@ -20,13 +20,15 @@ namespace {
 // Distinct stand-in buffers for a plan's operands: never bound, only told apart (barriers, aliasing).
 class FakeBuffers {
 public:
-    Operand operand(uint64_t floats) {
+    // `elements` of `element_bytes` each (a tensor of a 16-bit problem: 2; workspaces: 4).
+    Operand operand(uint64_t elements, uint32_t element_bytes = 4) {
         Operand op;
-        if (floats == 0) return op;
+        if (elements == 0) return op;
         op.allocation.buffer = reinterpret_cast<VkBuffer>(static_cast<uintptr_t>(0x1000 * ++next_));
         op.allocation.offset = 0;
-        op.allocation.size = floats * 4;
-        op.floats = floats;
+        op.allocation.size = whole_words(elements * element_bytes);
+        op.floats = elements;
+        op.element_bytes = element_bytes;
         return op;
     }
 
@@ -87,12 +89,13 @@ Plan plan_pass(const DeviceProfile& device, const ConvProblem& problem, Pass pas
     detail::FakeBuffers buffers;
     detail::ConvOperands ops;
     const bool data = pass == Pass::BackwardData, filter_pass = pass == Pass::BackwardFilter;
+    const uint32_t bytes = element_bytes(problem.data_type);
     if (pass != Pass::BackwardBias) {
-        ops.input = buffers.operand(detail::elements(problem.input_shape()));
-        ops.filter = buffers.operand(detail::elements(problem.filter_shape()));
+        ops.input = buffers.operand(detail::elements(problem.input_shape()), bytes);
+        ops.filter = buffers.operand(detail::elements(problem.filter_shape()), bytes);
     }
-    ops.output = buffers.operand(detail::elements(problem.output_shape()));
-    if (problem.has_bias && !data) ops.bias = buffers.operand(uint64_t(problem.K));
+    ops.output = buffers.operand(detail::elements(problem.output_shape()), bytes);
+    if (problem.has_bias && !data) ops.bias = buffers.operand(uint64_t(problem.K), bytes);
     (void)filter_pass;
     std::vector<detail::Operand> workspace;
     for (uint64_t floats : planned.slots()) workspace.push_back(buffers.operand(floats));

@@ -41,8 +41,8 @@ inline uint32_t activation_constant(Activation activation) {
 // True when the residual is the output's own memory (an in-place residual add).
 inline bool residual_in_place(const FusedEpilogue& epilogue, const Operand& output) {
     return epilogue.has_residual() && epilogue.residual.allocation.buffer == output.allocation.buffer &&
-           epilogue.residual.allocation.offset + epilogue.residual.first * 4 ==
-               output.allocation.offset + output.first * 4;
+           epilogue.residual.allocation.offset + epilogue.residual.first * epilogue.residual.element_bytes ==
+               output.allocation.offset + output.first * output.element_bytes;
 }
 
 // The residual's window over elements [first, first + count), the same elements as an output window; without

@@ -128,7 +128,8 @@ bool record_in_k_pieces(ContextImpl& context, CommandStream& stream, const GemmP
     const uint32_t k_piece = std::max(k_unit, kMaxLoopIterations / k_unit * k_unit);
     if (!(p.K > kMaxLoopIterations && k_piece < p.K)) return false;
     // Each piece after the first adds into C: a 16-bit C would be rounded once a piece. The passes plan fp32
-    // outputs (or refuse) for reductions this long (gemm_reduction_fits_16bit).
+    // outputs (or refuse) for reductions this long; the public gemm splits them along K (fp32 partial
+    // products) where it can, and refuses here where it cannot.
     if (p.c.type != DataType::F32)
         throw Error(ErrorCategory::Unsupported, "a GEMM with a 16-bit C and a reduction of " + std::to_string(p.K) +
                                                     " runs in pieces, each rounding C");

@@ -46,7 +46,8 @@ struct GemmOptions {
 // workspace_bytes, from the pool for the call; 0 when it runs whole. a, b and c may each be fp32, fp16 or
 // bf16 (Tensor::data_type): values are widened as read, products and sums are fp32, and each value of a
 // 16-bit c is rounded once, to nearest even (a configuration that reads texel views then runs as its
-// storage-buffer twin).
+// storage-buffer twin). A 16-bit c over a reduction longer than one dispatch may loop (16,384 steps) that is
+// not split along K is refused as Unsupported: its pieces would each round c.
 RunStats gemm(Target target, const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& options = {});
 
 // Names of the GEMM tile configurations valid on the context's device, preferred ones first.

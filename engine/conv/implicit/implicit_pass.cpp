@@ -218,11 +218,21 @@ struct OutputOf {
     DataType type;
     Window sum_into;
 };
-OutputOf output_of(const ConvProblem& p, const Operand& output, bool partials, Workspace workspace) {
+// (A layer step's shared workspace gives backward-data backward-filter's slots too: only backward-filter
+// writes the fp32 copy.)
+OutputOf output_of(const ConvProblem& p, Pass pass, const Operand& output, bool partials, Workspace workspace) {
     const Operand& wide = workspace[Slot::WideOutput];
     if (partials) return {workspace[Slot::Partials].whole(), DataType::F32, output.whole()};
-    if (wide) return {wide.whole(), DataType::F32, wide.whole()};
+    if (wide && pass == Pass::BackwardFilter) return {wide.whole(), DataType::F32, wide.whole()};
     return {output.whole(), p.data_type, output.whole()};
+}
+
+// A backward-filter's fp32 dw copy rounded into dw, where it has one.
+void round_filter_copy(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
+                       const ConvOperands& ops, Workspace workspace) {
+    if (pass == Pass::BackwardFilter)
+        round_wide_output(context, stream, workspace[Slot::WideOutput], ops.filter, uint64_t(p.filter_elements()),
+                          p.data_type);
 }
 
 // What both kernels do once their pipeline and bindings are set: the dispatches of the pass's reduction,
@@ -304,7 +314,7 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     // Forward reads w and writes y; backward-filter reads dy in w's place and writes dw, its partials or its
     // fp32 copy.
     const Window a_operand = forward ? w : y;
-    const OutputOf written = output_of(p, forward ? ops.output : ops.filter, partials, workspace);
+    const OutputOf written = output_of(p, pass, forward ? ops.output : ops.filter, partials, workspace);
     const Window out = written.window;
     // An application's buffer is never viewed as texels (its usage may not allow it): read it as storage.
     // Nor is a 16-bit tensor (the views are r32f).
@@ -361,8 +371,7 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
     record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into);
-    round_wide_output(context, stream, workspace[Slot::WideOutput], ops.filter, uint64_t(p.filter_elements()),
-                      p.data_type);
+    round_filter_copy(context, stream, p, pass, ops, workspace);
 }
 
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
@@ -395,7 +404,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     spec.set(Id::A_K_FAST, a_k_fast).set(Id::B_N_FAST, b_n_fast);
     const bool partials = pass == Pass::BackwardFilter && ip.partials;
     const Operand& output = forward ? ops.output : pass == Pass::BackwardData ? ops.input : ops.filter;
-    const OutputOf written = output_of(p, output, partials, workspace);
+    const OutputOf written = output_of(p, pass, output, partials, workspace);
     spec.set(Id::TENSOR_TYPE, element_constant(p.data_type)).set(Id::OUT_TYPE, element_constant(written.type));
     const bool four = four_bindings(context);
     PipelineDesc desc;
@@ -434,8 +443,7 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
     record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into);
-    round_wide_output(context, stream, workspace[Slot::WideOutput], ops.filter, uint64_t(p.filter_elements()),
-                      p.data_type);
+    round_filter_copy(context, stream, p, pass, ops, workspace);
 }
 
 }  // namespace

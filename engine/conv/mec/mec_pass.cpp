@@ -7,6 +7,7 @@
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
+#include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
 namespace {
@@ -28,6 +29,10 @@ Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem&
     const bool sixteen = p.data_type != DataType::F32;
     if (sixteen && options.variant == to_string(MecSchedule::A))
         return unsupported("mec: Solution A parks its result in y, rounding it twice, on " +
+                           std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
+    // The GEMM's reduction in pieces would add each into y.
+    if (sixteen && filter_taps(p) > kMaxLoopIterations)
+        return unsupported("mec: a reduction of " + std::to_string(filter_taps(p)) + " runs in pieces, each rounding y, on " +
                            std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
     PassOptions own_options = options;
     if (sixteen) own_options.variant = to_string(MecSchedule::B);
