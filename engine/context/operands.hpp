@@ -23,6 +23,12 @@ inline uint64_t whole_words(uint64_t bytes) {
     return (bytes + 3) / 4 * 4;
 }
 
+// Floats that hold `count` fp32 values followed by padding to the next `alignment` bytes: room for an fp32
+// sum at a workspace's start with another binding (which must start aligned) after it.
+inline uint64_t aligned_floats(uint64_t count, uint64_t alignment) {
+    return (count * 4 + alignment - 1) / alignment * alignment / 4;
+}
+
 struct Window {
     BufferRange range;
     uint64_t delta = 0;  // elements from range.offset to the window's first element

@@ -30,6 +30,10 @@ enum class Slot : size_t {
 };
 constexpr size_t kSlots = 5;
 using WorkspaceSlots = std::array<uint64_t, kSlots>;  // floats per slot
+// The floats of a slot that holds `elements` values of `element_bytes` each (16-bit ones two to a float).
+inline uint64_t slot_floats(uint64_t elements, uint32_t element_bytes) {
+    return (elements * element_bytes + 3) / 4;
+}
 
 // The buffers of a pass's slots, as the pass's recording reads them.
 struct Workspace {

@@ -73,8 +73,7 @@ DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProb
 // sums' binding starts). Its floats, 0 where dw is written straight from each chunk.
 inline uint64_t depthwise_accumulator_floats(const ContextImpl& context, const ConvProblem& p, uint32_t chunks) {
     if (p.data_type == DataType::F32 || chunks < 2) return 0;
-    const uint64_t align = context.pool->alignment();
-    return (uint64_t(p.filter_elements()) * 4 + align - 1) / align * align / 4;
+    return aligned_floats(uint64_t(p.filter_elements()), context.pool->alignment());
 }
 // Loop iterations backward-filter spends on one unit (its strips, plus the unit's own).
 uint64_t depthwise_filter_unit_iterations(const ConvProblem& p, uint32_t column_parts);

@@ -84,7 +84,7 @@ uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& pro
 inline AlgorithmPlan lowered_pass_plan(Pass pass, const LoweredPlan& lowered) {
     AlgorithmPlan plan{.pass = pass, .algorithm = lowered.algorithm};
     plan.chunks = lowered.chunks;
-    plan.slot(Slot::Lowered) = (lowered.scratch_floats * lowered.lowered_bytes + 3) / 4;
+    plan.slot(Slot::Lowered) = slot_floats(lowered.scratch_floats, lowered.lowered_bytes);
     plan.slot(Slot::FilterCopy) = lowered.filter_floats;
     return plan;
 }

@@ -18,11 +18,6 @@ struct MecPlan {
     MecFilterSplit split;
 };
 
-// Floats (of the workspace's slots) that `elements` values of `type` take.
-uint64_t floats_of(uint64_t elements, DataType type) {
-    return (elements * element_bytes(type) + 3) / 4;
-}
-
 // A 16-bit forward runs Solution B: A parks its result in y and moves it into place, rounding it twice
 // where the move applies the residual.
 Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem& p, const PassOptions& options) {
@@ -40,7 +35,8 @@ Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem&
     if (!lowered) return lowered.refusal();
     AlgorithmPlan plan = lowered_pass_plan(Pass::Forward, *lowered);
     // The OIHW filter's OHWI copy holds the filter's own values, in its type.
-    if (lowered->filter_floats) plan.slot(Slot::FilterCopy) = floats_of(uint64_t(p.filter_elements()), p.data_type);
+    if (lowered->filter_floats)
+        plan.slot(Slot::FilterCopy) = slot_floats(uint64_t(p.filter_elements()), element_bytes(p.data_type));
     plan.own = MecPlan{*lowered};
     plan.variant = to_string(lowered->schedule);
     return plan;
@@ -55,7 +51,7 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     b.variant = to_string(MecSchedule::B);
     // Backward-data's reordered filter copy (the filter's values, in its type) is workspace besides L in NHWC
     // too; a 16-bit NHWC dw sums into an fp32 copy (OIHW's is the OHWI copy, fp32 already).
-    const uint64_t data_copy_floats = floats_of(uint64_t(p.filter_elements()), p.data_type);
+    const uint64_t data_copy_floats = slot_floats(uint64_t(p.filter_elements()), element_bytes(p.data_type));
     const uint64_t wide_floats = filter && sixteen && p.layout == Layout::NHWC ? uint64_t(p.filter_elements()) : 0;
     const uint64_t fixed = !filter && p.layout == Layout::NHWC ? context.pool->round(data_copy_floats * 4)
                            : wide_floats                       ? context.pool->round(wide_floats * 4)

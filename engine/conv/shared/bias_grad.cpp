@@ -54,7 +54,7 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
     plan.partial_floats = plan.pieces > 1 || sixteen ? uint64_t(plan.pieces * p.K) : 0;
     // A 16-bit db is rounded once: fp32 partial sums always, and over several chunks an fp32 sum of the
     // chunks ahead of them (padded to the alignment, where the partial sums' binding starts).
-    if (sixteen && plan.images < p.N) plan.accumulator_floats = (uint64_t(p.K) * 4 + align - 1) / align * align / 4;
+    if (sixteen && plan.images < p.N) plan.accumulator_floats = aligned_floats(uint64_t(p.K), align);
     plan.partial_floats += plan.accumulator_floats;
     return plan;
 }
