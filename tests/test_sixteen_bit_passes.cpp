@@ -35,7 +35,9 @@ void check_16bit(std::span<const float> gpu, std::span<const double> reference, 
                  int64_t reduction, DataType type, const std::string& what) {
     INFO(what);
     REQUIRE(gpu.size() == reference.size());
-    const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == DataType::F16 ? -11 : -8);
+    // (F32: an output stored as the fp32 sum it is, with no rounding of its own.)
+    const double u = std::ldexp(1.0, -24);
+    const double ut = type == DataType::F32 ? 0.0 : std::ldexp(1.0, type == DataType::F16 ? -11 : -8);
     const double eta = type == DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
     size_t bad = gpu.size();
     double worst = 0;
@@ -346,6 +348,107 @@ TEST_CASE("a 16-bit dw summed over chunks or reduction pieces adds up in fp32 an
     }
 }
 
+// Backward-filter (and the bias gradient, and the layer step) of a 16-bit problem with fp32_weight_gradients:
+// dw and db in fp32 within the fp32 accumulation's bound, with no rounding of their own; rounded to the
+// problem's type they are the 16-bit pass's dw and db bit for bit (the same fp32 sums, rounded once), and
+// they take no fp32 copy of dw in the workspace.
+// (`refused_in_16bit`: the 16-bit pass refuses the problem, which would round dw once a piece; fp32 runs it.)
+void check_fp32_gradients(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm, uint32_t seed,
+                          const vkconv::PassOptions& options = {}, bool refused_in_16bit = false) {
+    ConvProblem wide = p;
+    wide.fp32_weight_gradients = true;
+    INFO(vkconv::to_string(algorithm) << " " << wide.str());
+    const DataType type = p.data_type;
+    auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
+    auto [w, wv] = upload(context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), seed + 1), type);
+    auto [dy, dyv] = upload(context, p.output_shape(), vkt::random_values(size_t(p.output_elements()), seed + 2), type);
+    Tensor dw = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()));
+    Tensor db = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
+    Tensor* db_or_none = p.has_bias ? &db : nullptr;
+    const auto stats = vkconv::backward_filter(context, wide, x, dy, dw, db_or_none, algorithm, options);
+    CHECK(stats.workspace_bytes == vkconv::backward_filter_workspace_bytes(context, wide, algorithm, options));
+    if (!refused_in_16bit)
+        CHECK(stats.workspace_bytes <= vkconv::backward_filter_workspace_bytes(context, p, algorithm, options));
+    ConvProblem plain = p;
+    plain.has_bias = false;
+    const int64_t positions = p.N * p.P() * p.Q();
+    const std::vector<float> dw32 = dw.download();
+    check_16bit(dw32, vkconv::reference::backward_filter(plain, xv, dyv),
+                vkconv::reference::backward_filter(plain, vkt::absolute(xv), vkt::absolute(dyv)), positions,
+                DataType::F32, "fp32 dw");
+    // The 16-bit pass's dw is these sums rounded.
+    Tensor dw16(context, p.filter_shape(), type), db16(context, p.bias_shape(), type);
+    if (refused_in_16bit) {
+        CHECK(vkt::thrown_error([&] { vkconv::backward_filter(context, p, x, dy, dw16, nullptr, algorithm, options); })
+                  .category() == vkconv::ErrorCategory::Unsupported);
+        REQUIRE_FALSE(p.has_bias);
+        return;
+    }
+    vkconv::backward_filter(context, p, x, dy, dw16, p.has_bias ? &db16 : nullptr, algorithm, options);
+    const std::vector<float> rounded = Tensor::from_host(context, p.filter_shape(), dw32, type).download();
+    CHECK(std::memcmp(dw16.download().data(), rounded.data(), rounded.size() * 4) == 0);
+    if (!p.has_bias) return;
+    const std::vector<float> db32 = db.download();
+    check_16bit(db32, vkconv::reference::backward_bias(p, dyv), vkconv::reference::backward_bias(p, vkt::absolute(dyv)),
+                positions, DataType::F32, "fp32 db");
+    CHECK(db16.download() == Tensor::from_host(context, p.bias_shape(), db32, type).download());
+    // backward_bias alone and the layer step: the same bits. (Under a binding limit im2col's backward-data
+    // would run in bands of rows, which 16-bit dx refuses.)
+    Tensor db_alone = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
+    vkconv::backward_bias(context, wide, dy, db_alone, options);
+    CHECK(std::memcmp(db_alone.download().data(), db32.data(), db32.size() * 4) == 0);
+    if (options.max_binding_bytes) return;
+    Tensor dx(context, p.input_shape(), type);
+    Tensor dw2 = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()));
+    Tensor db2 = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
+    vkconv::layer_backward(context, wide, x, w, dy, dx, dw2, &db2, algorithm, options);
+    CHECK(std::memcmp(dw2.download().data(), dw32.data(), dw32.size() * 4) == 0);
+    CHECK(std::memcmp(db2.download().data(), db32.data(), db32.size() * 4) == 0);
+}
+
+TEST_CASE("backward-filter of a 16-bit problem writes dw and db in fp32 where asked, unrounded",
+          "[types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 1700;
+    size_t turn = 0;
+    std::vector<vkt::NamedProblem> problems = vkt::odd_problems();
+    problems.resize(std::min<size_t>(problems.size(), 4));
+    problems.push_back(depthwise_problems()[2]);
+    for (const auto& named : problems) {
+        ConvProblem p = named.problem;
+        p.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
+        p.layout = turn / 2 % 2 ? Layout::NHWC : Layout::NCHW;
+        p.has_bias = true;
+        ++turn;
+        for (Algorithm algorithm : kSixteenBit)
+            if (vkt::runs_every_pass(algorithm, p)) check_fp32_gradients(*context, p, algorithm, seed += 5);
+    }
+    // Summed over chunks (im2col, depthwise) and over pieces past one dispatch's loop cap (implicit-gemm,
+    // direct): into the fp32 dw itself.
+    ConvProblem chunked = vkt::problem().batch(3).channels(4).image(11, 9).filters(5).kernel(3, 3).pad(1).bias();
+    chunked.data_type = DataType::F16;
+    vkconv::PassOptions one_image;
+    one_image.max_binding_bytes = uint64_t(chunked.P() * chunked.Q() * chunked.R * chunked.S * chunked.C) * 2 * 3 / 2;
+    check_fp32_gradients(*context, chunked, Algorithm::Im2col, seed += 5, one_image);
+    ConvProblem dw_chunks = vkt::problem().batch(5).channels(8).depthwise(1).image(12, 16).kernel(3, 3).pad(1).bias();
+    dw_chunks.data_type = DataType::BF16;
+    check_fp32_gradients(*context, dw_chunks, Algorithm::Depthwise, seed += 5,
+                         vkconv::PassOptions{.max_binding_bytes = 2 * uint64_t(8 * 12 * 16) * 2 + 1024});
+    ConvProblem long_sum = vkt::problem().batch(1).channels(2).image(150, 120).filters(2).kernel(3, 3).pad(1);
+    long_sum.data_type = DataType::BF16;
+    const uint64_t filter_bytes = context->pool_stats().rounded(uint64_t(long_sum.filter_elements()) * 4);
+    check_fp32_gradients(*context, long_sum, Algorithm::ImplicitGemm, seed += 5,
+                         vkconv::PassOptions{.workspace_limit = filter_bytes});
+    check_fp32_gradients(*context, long_sum, Algorithm::Direct, seed += 5, {}, true);
+    // A dw of the problem's 16-bit type where fp32 is asked for: InvalidArgument naming it.
+    ConvProblem wide = long_sum;
+    wide.fp32_weight_gradients = true;
+    Tensor x(*context, wide.input_shape(), wide.data_type), dy(*context, wide.output_shape(), wide.data_type);
+    Tensor dw16(*context, wide.filter_shape(), wide.data_type);
+    CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::backward_filter(*context, wide, x, dy, dw16, nullptr); }),
+               Catch::Contains("grad_filter tensor is bf16") && Catch::Contains("grad_filter is f32"));
+}
+
 TEST_CASE("find measures and verifies the algorithms that run a 16-bit problem, on tensors of its type",
           "[types][find][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
@@ -401,7 +504,7 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
     CHECK(std::find(std::begin(kSixteenBit), std::end(kSixteenBit), chosen) != std::end(kSixteenBit));
     // A tensor of another type than the problem's: InvalidArgument naming it.
     CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::forward(*context, p, x, w, nullptr, y32); }),
-               Catch::Contains("output tensor is f32") && Catch::Contains("data_type f16"));
+               Catch::Contains("output tensor is f32") && Catch::Contains("problem's output is f16"));
     // A 16-bit db is rounded once, from fp32 partial sums: a workspace limit without room for them refuses it.
     ConvProblem with_bias = p;
     with_bias.has_bias = true;

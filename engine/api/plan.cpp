@@ -90,13 +90,16 @@ Plan plan_pass(const DeviceProfile& device, const ConvProblem& problem, Pass pas
     detail::ConvOperands ops;
     const bool data = pass == Pass::BackwardData, filter_pass = pass == Pass::BackwardFilter;
     const uint32_t bytes = element_bytes(problem.data_type);
+    // dw and db in their own type (ConvProblem::weight_gradient_type), every other tensor in data_type.
+    const uint32_t gradient_bytes = element_bytes(problem.weight_gradient_type());
+    const bool writes_gradients = filter_pass || pass == Pass::BackwardBias;
     if (pass != Pass::BackwardBias) {
         ops.input = buffers.operand(detail::elements(problem.input_shape()), bytes);
-        ops.filter = buffers.operand(detail::elements(problem.filter_shape()), bytes);
+        ops.filter = buffers.operand(detail::elements(problem.filter_shape()), filter_pass ? gradient_bytes : bytes);
     }
     ops.output = buffers.operand(detail::elements(problem.output_shape()), bytes);
-    if (problem.has_bias && !data) ops.bias = buffers.operand(uint64_t(problem.K), bytes);
-    (void)filter_pass;
+    if (problem.has_bias && !data)
+        ops.bias = buffers.operand(uint64_t(problem.K), writes_gradients ? gradient_bytes : bytes);
     std::vector<detail::Operand> workspace;
     for (uint64_t floats : planned.slots()) workspace.push_back(buffers.operand(floats));
 

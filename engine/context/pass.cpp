@@ -16,7 +16,8 @@ Operand tensor_operand(ContextImpl& context, const Tensor& tensor, std::string_v
     ConvProblem::check_shape(role, tensor.shape(), expected);
     if (tensor.data_type() != type)
         throw Error(ErrorCategory::InvalidArgument, std::string(role) + " tensor is " + to_string(tensor.data_type()) +
-                                                        ", the problem's data_type " + to_string(type));
+                                                        ", but the problem's " + std::string(role) + " is " +
+                                                        to_string(type));
     const uint64_t alignment = context.pool->alignment();
     const uint32_t bytes = element_bytes(type);
     const std::vector<TensorPiece> pieces = pieces_of(tensor);

@@ -49,7 +49,7 @@ Planned<BiasPlan> plan_bias(ContextImpl& context, const ConvProblem& p, const Pa
     plan.bias = *bias;
     plan.slot(Slot::BiasPartials) = plan.bias.partial_floats;
     if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
-        if (p.data_type != DataType::F32)  // a 16-bit db is rounded once, from fp32 partial sums
+        if (p.weight_gradient_type() != DataType::F32)  // a 16-bit db is rounded once, from fp32 partial sums
             return unsupported("the bias gradient of a " + std::string(to_string(p.data_type)) + " problem needs " +
                                std::to_string(workspace_bytes_of(context, plan.slots)) +
                                " bytes of workspace with its fp32 partial sums, above the workspace limit of " +

@@ -144,7 +144,8 @@ uint64_t pass_key(const ConvProblem& p, const PassPlan& plan) {
     for (int64_t v : {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.groups})
         mix(uint64_t(v));
     for (int64_t pad : {p.pad_top(), p.pad_bottom(), p.pad_left(), p.pad_right()}) mix(uint64_t(pad));
-    mix(uint64_t(p.layout)), mix(p.has_bias), mix(uint64_t(p.data_type)), mix(uint64_t(plan.pass));
+    mix(uint64_t(p.layout)), mix(p.has_bias), mix(uint64_t(p.data_type)), mix(uint64_t(p.weight_gradient_type()));
+    mix(uint64_t(plan.pass));
     mix(uint64_t(plan.algorithm()));
     mix(plan.how.index());
     for (uint64_t floats : plan.slots()) mix(floats);

@@ -313,7 +313,8 @@ std::string ConvProblem::str() const {
                       " dilation=" + pair(dilation_h, dilation_w) + " groups=" + std::to_string(groups) + " " +
                       to_string(layout);
     if (has_bias) out += " bias";
-    return data_type == DataType::F32 ? out : out + " " + to_string(data_type);
+    if (data_type == DataType::F32) return out;
+    return out + " " + to_string(data_type) + (fp32_weight_gradients ? " dw-f32" : "");
 }
 
 }  // namespace vkconv

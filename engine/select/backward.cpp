@@ -34,9 +34,10 @@ detail::ConvOperands filter_operands(detail::ContextImpl& impl, const ConvProble
     detail::ConvOperands ops;
     ops.input = detail::tensor_operand(impl, input, "input", p.input_shape(), p.data_type);
     ops.output = detail::tensor_operand(impl, grad_output, "grad_output", p.output_shape(), p.data_type);
-    ops.filter = detail::tensor_operand(impl, grad_filter, "grad_filter", p.filter_shape(), p.data_type);
+    ops.filter =
+        detail::tensor_operand(impl, grad_filter, "grad_filter", p.filter_shape(), p.weight_gradient_type());
     if (grad_bias) {
-        ops.bias = detail::tensor_operand(impl, *grad_bias, "grad_bias", p.bias_shape(), p.data_type);
+        ops.bias = detail::tensor_operand(impl, *grad_bias, "grad_bias", p.bias_shape(), p.weight_gradient_type());
         if (detail::overlaps(*grad_bias, grad_filter))
             throw Error(ErrorCategory::InvalidArgument, "grad_bias and grad_filter must be different tensors");
         detail::check_not_aliased(*grad_bias, "grad_bias", {&input, &grad_output});
@@ -86,7 +87,8 @@ RunStats backward_bias_to(detail::CallTarget call, const ConvProblem& problem, c
     detail::ContextImpl& impl = detail::impl_of(call.context);
     detail::ConvOperands ops;
     ops.output = detail::tensor_operand(impl, grad_output, "grad_output", problem.output_shape(), problem.data_type);
-    ops.bias = detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape(), problem.data_type);
+    ops.bias =
+        detail::tensor_operand(impl, grad_bias, "grad_bias", problem.bias_shape(), problem.weight_gradient_type());
     detail::check_not_aliased(grad_bias, "grad_bias", {&grad_output});
     const detail::PassCall pass{Pass::BackwardBias, problem, ops, {&grad_output, &grad_bias}, Algorithm::Direct};
     return detail::run_call(call.context, call.target, pass, options);

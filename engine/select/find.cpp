@@ -48,13 +48,15 @@ struct Bench {
         ta = Tensor::from_host(ctx, a_shape, synthetic_values(shape_elements(a_shape), 1), type);
         tb = Tensor::from_host(ctx, b_shape, synthetic_values(shape_elements(b_shape), 2), type);
         a = ta.download(), b = tb.download();
-        result = Tensor(ctx, result_shape, type);
+        // (dw and db in the weight-gradient type: fp32 with ConvProblem::fp32_weight_gradients.)
+        const DataType gradient_type = p.weight_gradient_type();
+        result = Tensor(ctx, result_shape, pass == Pass::BackwardFilter ? gradient_type : type);
         if (p.has_bias && pass == Pass::Forward) {
             tbias = Tensor::from_host(ctx, p.bias_shape(), synthetic_values(p.K, 3), type);
             bias = tbias.download();
         }
         // Backward-filter with a bias computes db in the same pass, as a training step would ask for it.
-        if (p.has_bias && pass == Pass::BackwardFilter) grad_bias = Tensor(ctx, p.bias_shape(), type);
+        if (p.has_bias && pass == Pass::BackwardFilter) grad_bias = Tensor(ctx, p.bias_shape(), gradient_type);
     }
 
     RunStats run(Algorithm algorithm, const PassOptions& options) {

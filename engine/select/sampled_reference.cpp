@@ -86,11 +86,14 @@ double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const
             break;
     }
     const double factor = double(reduction + 2) * std::ldexp(1.0, -24);
-    // A 16-bit result is the fp32 one rounded once more (docs/algorithms.md, "Element types").
-    const double rounding = p.data_type == DataType::F16    ? std::ldexp(1.0, -11)
-                            : p.data_type == DataType::BF16 ? std::ldexp(1.0, -8)
-                                                            : 0.0;
-    const double eta = p.data_type == DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+    // A 16-bit result is the fp32 one rounded once more (docs/algorithms.md, "Element types"); dw and db are
+    // in the weight-gradient type.
+    const bool gradient = pass == Pass::BackwardFilter || pass == Pass::BackwardBias;
+    const DataType type = gradient ? p.weight_gradient_type() : p.data_type;
+    const double rounding = type == DataType::F16    ? std::ldexp(1.0, -11)
+                            : type == DataType::BF16 ? std::ldexp(1.0, -8)
+                                                     : 0.0;
+    const double eta = type == DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
     const uint64_t total = result.size();
     samples = std::max<size_t>(1, std::min<size_t>(samples, total));
     double worst = 0;

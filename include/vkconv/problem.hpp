@@ -67,6 +67,12 @@ struct ConvProblem {
     // and sums are fp32 whatever it is, and each output is rounded to it once. A pass refuses tensors of
     // another type; algorithms that do not take 16-bit tensors yet refuse F16 and BF16 as Unsupported.
     DataType data_type = DataType::F32;
+    // With a 16-bit data_type: backward-filter writes dw and db, and backward-bias db, in fp32 (a training loop
+    // that keeps fp32 master weights adds them in as they are); their fp32 sums are stored without rounding.
+    // Every other tensor stays in data_type. No effect on an F32 problem.
+    bool fp32_weight_gradients = false;
+    // The element type of dw and db: F32 where fp32_weight_gradients is set, else data_type.
+    DataType weight_gradient_type() const { return fp32_weight_gradients ? DataType::F32 : data_type; }
 
     // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding, a
     // pad larger than the dilated kernel (dilation*(taps-1)+1: rows beyond it would see padding only),
@@ -110,7 +116,8 @@ struct ConvProblem {
     static void check_shape(std::string_view role, const Shape& given, const Shape& expected);
 
     // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=1,1 stride=1,1 dilation=1,1 groups=1 nchw bias"; with
-    // asymmetric padding "pad=top,bottom,left,right" ("pad=0,1,0,1"), and a 16-bit type at the end ("f16").
+    // asymmetric padding "pad=top,bottom,left,right" ("pad=0,1,0,1"), and a 16-bit type at the end ("f16", or
+    // "f16 dw-f32" with fp32_weight_gradients).
     std::string str() const;
 };
 

@@ -103,13 +103,14 @@ void bind_choice_enums(py::module_& module) {
 // A ConvProblem's pickled state: every field, in declaration order.
 py::tuple conv_problem_state(const ConvProblem& p) {
     return py::make_tuple(p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.pad_h, p.pad_w, p.pad_h_end, p.pad_w_end, p.stride_h,
-                          p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout, p.has_bias, p.data_type);
+                          p.stride_w, p.dilation_h, p.dilation_w, p.groups, p.layout, p.has_bias, p.data_type,
+                          p.fp32_weight_gradients);
 }
 
 ConvProblem conv_problem_from_state(const py::tuple& t) {
     ConvProblem p;
-    // 19 fields; 18 from before data_type (then F32).
-    if (t.size() != 18 && t.size() != 19) throw py::value_error("ConvProblem: bad pickled state");
+    // 20 fields; 18 from before data_type (then F32), 19 from before fp32_weight_gradients (then false).
+    if (t.size() < 18 || t.size() > 20) throw py::value_error("ConvProblem: bad pickled state");
     p.N = t[0].cast<int64_t>(), p.C = t[1].cast<int64_t>(), p.H = t[2].cast<int64_t>();
     p.W = t[3].cast<int64_t>(), p.K = t[4].cast<int64_t>(), p.R = t[5].cast<int64_t>();
     p.S = t[6].cast<int64_t>(), p.pad_h = t[7].cast<int64_t>(), p.pad_w = t[8].cast<int64_t>();
@@ -119,7 +120,8 @@ ConvProblem conv_problem_from_state(const py::tuple& t) {
     p.dilation_h = t[13].cast<int64_t>(), p.dilation_w = t[14].cast<int64_t>();
     p.groups = t[15].cast<int64_t>(), p.layout = t[16].cast<Layout>();
     p.has_bias = t[17].cast<bool>();
-    if (t.size() == 19) p.data_type = t[18].cast<DataType>();
+    if (t.size() >= 19) p.data_type = t[18].cast<DataType>();
+    if (t.size() == 20) p.fp32_weight_gradients = t[19].cast<bool>();
     return p;
 }
 
@@ -147,8 +149,10 @@ void bind_conv_problem(py::module_& module) {
         .def_readwrite("groups", &ConvProblem::groups)
         .def_readwrite("layout", &ConvProblem::layout)
         .def_readwrite("has_bias", &ConvProblem::has_bias)
-        .def_readwrite("data_type", &ConvProblem::data_type);
+        .def_readwrite("data_type", &ConvProblem::data_type)
+        .def_readwrite("fp32_weight_gradients", &ConvProblem::fp32_weight_gradients);
     problem.def("validate", &ConvProblem::validate)
+        .def("weight_gradient_type", &ConvProblem::weight_gradient_type)
         .def("pad_top", &ConvProblem::pad_top)
         .def("pad_bottom", &ConvProblem::pad_bottom)
         .def("pad_left", &ConvProblem::pad_left)

@@ -279,6 +279,26 @@ class Arrays(unittest.TestCase):
             bound = (1 + eps) * e + eps * np.abs(exact) + (2.0 ** -25 if dtype == vkconv.DataType.F16 else 0)
             self.assertTrue(np.all(np.abs(y.download() - exact) <= bound), f"{dtype} {algorithm}")
 
+    def test_fp32_weight_gradients_of_a_sixteen_bit_problem(self):
+        ctx = context()
+        rng = np.random.default_rng(17)
+        problem = vkconv.ConvProblem(N=2, C=3, H=7, W=6, K=4, R=3, S=3, pad_h=1, pad_w=1, has_bias=True,
+                                     data_type=vkconv.DataType.BF16, fp32_weight_gradients=True)
+        self.assertEqual(problem.weight_gradient_type(), vkconv.DataType.F32)
+        self.assertTrue(pickle.loads(pickle.dumps(problem)).fp32_weight_gradients)
+        x = vkconv.Tensor.from_host(ctx, random_array(rng, problem.input_shape()), vkconv.DataType.BF16)
+        dy = vkconv.Tensor.from_host(ctx, random_array(rng, problem.output_shape()), vkconv.DataType.BF16)
+        dw, db = poisoned(ctx, problem.filter_shape()), poisoned(ctx, [problem.K])
+        vkconv.backward_filter(ctx, problem, x, dy, dw, db, "im2col")
+        xv, dyv = x.download(), dy.download()
+        plain = pickle.loads(pickle.dumps(problem))
+        plain.has_bias = False
+        exact = vkconv.reference.backward_filter(plain, xv, dyv)
+        magnitude = vkconv.reference.backward_filter(plain, np.abs(xv), np.abs(dyv))
+        # fp32 sums stored as they are: the fp32 accumulation's bound alone, n = 2 * 7 * 6 positions.
+        self.assertTrue(np.all(np.abs(dw.download() - exact) <= (84 + 2) * 2.0 ** -24 * magnitude))
+        np.testing.assert_allclose(db.download(), dyv.sum(axis=(0, 2, 3)), rtol=1e-5, atol=1e-5)
+
     def test_a_pass_with_mismatched_tensors_writes_nothing(self):
         ctx = context()
         problem = vkconv.ConvProblem(N=1, C=2, H=4, W=4, K=3, R=3, S=3)

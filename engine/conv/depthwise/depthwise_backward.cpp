@@ -173,14 +173,15 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         if (!accumulator.size) {
             const Window dw = grad_filter.whole();
             record_splitk_reduce(context, stream, partials, dw.range, dw.delta, filter_floats, int64_t(pieces),
-                                 !chunk.first, p.data_type);
+                                 !chunk.first, p.weight_gradient_type());
         } else {
             record_splitk_reduce(context, stream, partials, accumulator, 0, filter_floats, int64_t(pieces), !chunk.first);
         }
     });
     if (accumulator.size) {
         const Window dw = grad_filter.whole();
-        record_splitk_reduce(context, stream, accumulator, dw.range, dw.delta, filter_floats, 1, false, p.data_type);
+        record_splitk_reduce(context, stream, accumulator, dw.range, dw.delta, filter_floats, 1, false,
+                             p.weight_gradient_type());
     }
 }
 

@@ -68,11 +68,11 @@ struct DepthwiseFilterSplit {
 };
 DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProblem& p, int64_t images,
                                             uint64_t limit);
-// Backward-filter of a 16-bit problem in several chunks of images: dw is rounded once, so the chunks' sums
+// Backward-filter of a 16-bit dw in several chunks of images: dw is rounded once, so the chunks' sums
 // add up in an fp32 copy of dw at the workspace's start, padded to the pool alignment (where the partial
 // sums' binding starts). Its floats, 0 where dw is written straight from each chunk.
 inline uint64_t depthwise_accumulator_floats(const ContextImpl& context, const ConvProblem& p, uint32_t chunks) {
-    if (p.data_type == DataType::F32 || chunks < 2) return 0;
+    if (p.weight_gradient_type() == DataType::F32 || chunks < 2) return 0;
     return aligned_floats(uint64_t(p.filter_elements()), context.pool->alignment());
 }
 // Loop iterations backward-filter spends on one unit (its strips, plus the unit's own).

@@ -11,19 +11,6 @@
 
 namespace vkconv::detail {
 
-std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const ConvProblem& problem) {
-    const uint64_t range = context.device->limits().maxStorageBufferRange;
-    for (const auto& [elements, role] : {std::pair{problem.input_elements(), "input"},
-                                         {problem.filter_elements(), "filter"},
-                                         {problem.output_elements(), "output"}})
-        if (uint64_t(elements) * element_bytes(problem.data_type) > range)
-            return unsupported("direct binds whole tensors, and the " + std::string(role) + "-shaped one (" +
-                               std::to_string(uint64_t(elements) * element_bytes(problem.data_type)) +
-                               " bytes) exceeds the device's " +
-                               "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + problem.str());
-    return std::nullopt;
-}
-
 DirectReduction direct_reduction(const ConvProblem& p, Pass pass) {
     const uint64_t taps = uint64_t(p.R * p.S);
     if (pass == Pass::Forward) return {uint64_t(p.channels_per_group()), taps};

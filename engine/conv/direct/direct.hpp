@@ -10,10 +10,6 @@
 
 namespace vkconv::detail {
 
-// Why direct cannot run the problem, naming the tensor, when one of its tensors exceeds
-// maxStorageBufferRange: direct binds whole tensors (the passes then run it in tiles, tiled/tiled.hpp).
-std::optional<Refusal> direct_binding_refusal(const ContextImpl& context, const ConvProblem& problem);
-
 // A direct pass's reduction per output: [0, extent) in units that each cost `unit_iterations` loop iterations
 // (forward: the group's channels of R·S taps; backward-data: the group's filters of R·S taps; backward-filter:
 // the N·P·Q output positions, one each). Past kMaxLoopIterations in all it runs in pieces (dispatch_direct).

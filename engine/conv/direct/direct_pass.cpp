@@ -5,6 +5,7 @@
 
 #include "conv/algorithm_plan.hpp"
 #include "conv/direct/direct.hpp"
+#include "conv/shared/whole_tensors.hpp"
 #include "context/element_build.hpp"
 
 namespace vkconv::detail {
@@ -21,7 +22,9 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
     Specialization<Shader> spec;
     set_geometry(spec, p);
     const uint32_t type = element_constant(p.data_type);
-    spec.set(Shader::spec::A_TYPE, type).set(Shader::spec::B_TYPE, type).set(Shader::spec::OUT_TYPE, type);
+    const DataType out_type = pass == Pass::BackwardFilter ? p.weight_gradient_type() : p.data_type;
+    spec.set(Shader::spec::A_TYPE, type).set(Shader::spec::B_TYPE, type).set(Shader::spec::OUT_TYPE,
+                                                                             element_constant(out_type));
     desc.specialization = spec.values();
     const Window a_all = a.whole(), b_all = b.whole(), out_all = out.whole();
     const std::array<Binding, 3> bindings{Binding{a_all.range, false}, Binding{b_all.range, false},
@@ -36,15 +39,16 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
 // A 16-bit output would be rounded once per piece where the reduction runs in pieces (dispatch_direct).
 std::optional<Refusal> pieces_refusal_16bit(const ConvProblem& p, Pass pass) {
     const DirectReduction reduction = direct_reduction(p, pass);
-    if (p.data_type == DataType::F32 || !reduction.in_pieces()) return std::nullopt;
+    const DataType out_type = pass == Pass::BackwardFilter ? p.weight_gradient_type() : p.data_type;
+    if (out_type == DataType::F32 || !reduction.in_pieces()) return std::nullopt;
     return unsupported("direct: a " + std::string(to_string(pass)) + " reduction of " +
                        std::to_string(reduction.extent * reduction.unit_iterations) +
-                       " terms runs in pieces, which would round a " + to_string(p.data_type) +
+                       " terms runs in pieces, which would round a " + to_string(out_type) +
                        " output more than once (" + p.str() + ")");
 }
 
 Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions&) {
-    if (auto refusal = direct_binding_refusal(context, p)) return *refusal;
+    if (auto refusal = whole_tensors_refusal(context, p, "direct")) return *refusal;
     if (auto refusal = pieces_refusal_16bit(p, pass)) return *refusal;
     // The forward kernel binds x, w, the bias and y (and the epilogue's residual where the device allows
     // more than 4 storage buffers; else it reads z from y); the backward ones three.

@@ -105,7 +105,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
     const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const DataType type = p.data_type;  // x, dy and col
-    const SumTarget dw_all = sum_target(grad_filter, wide_filter, type);
+    const SumTarget dw_all = sum_target(grad_filter, wide_filter, p.weight_gradient_type());
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
         const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
         const bool first = chunk.first;
@@ -163,7 +163,7 @@ void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, 
                                  full + (rest > 0), !first, dw.type);
         }
     });
-    round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()), type);
+    round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()), p.weight_gradient_type());
 }
 
 }  // namespace vkconv::detail

@@ -34,7 +34,7 @@ std::optional<Refusal> refusal_16bit(const ConvProblem& p, Pass pass, const Lowe
 // A 16-bit dw sums into an fp32 copy (Slot::WideOutput) where it would otherwise be rounded more than once:
 // added up over several chunks, or written by a GEMM whose reduction runs in pieces (one chunk, no split).
 bool needs_wide_filter(const ConvProblem& p, const LoweredPlan& lowered, uint32_t splits) {
-    if (p.data_type == DataType::F32) return false;
+    if (p.weight_gradient_type() == DataType::F32) return false;
     const int64_t positions = lowered.images * lowered.rows * p.Q();
     return lowered.chunks > 1 || (splits <= 1 && positions > int64_t(kMaxLoopIterations));
 }
@@ -47,7 +47,7 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
     const uint64_t wide_floats = uint64_t(p.filter_elements());
     auto lowered = plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
     // In several chunks a 16-bit dw needs its fp32 copy: chunks that leave room for it.
-    if (lowered && filter && sixteen && lowered->chunks > 1)
+    if (lowered && filter && p.weight_gradient_type() != DataType::F32 && lowered->chunks > 1)
         lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(wide_floats * 4),
                                lowered_bytes);
     if (!lowered) return lowered.refusal();

@@ -10,6 +10,7 @@
 #include "conv/algorithm_plan.hpp"
 #include "conv/epilogue.hpp"
 #include "conv/implicit/implicit.hpp"
+#include "conv/shared/whole_tensors.hpp"
 #include "conv/shared/wide_output.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
@@ -129,14 +130,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     if (auto refusal = descriptor_refusal(storage_buffer_shortfall(
             *context.device, "implicit-gemm", registers_kernel(context, pass) ? 7 : four_bindings(context) ? 4 : 6)))
         return *refusal;
-    const uint64_t range = context.device->limits().maxStorageBufferRange;
-    for (const auto& [elements, role] : {std::pair{p.input_elements(), "input"},
-                                         {p.filter_elements(), "filter"},
-                                         {p.output_elements(), "output"}})
-        if (uint64_t(elements) * element_bytes(p.data_type) > range)
-            return unsupported("implicit-gemm binds whole tensors, and the " + std::string(role) + "-shaped one (" +
-                               std::to_string(uint64_t(elements) * element_bytes(p.data_type)) + " bytes) exceeds the device's " +
-                               "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + p.str());
+    if (auto refusal = whole_tensors_refusal(context, p, "implicit-gemm")) return *refusal;
     AlgorithmPlan plan;
     plan.pass = pass;
     plan.algorithm = Algorithm::ImplicitGemm;
@@ -182,6 +176,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     // At least 8 K steps a slice; within the binding limit, the grid's z limit and the workspace limit.
     slices = std::min(slices, std::max<uint64_t>(needed, ceil_div(product.reduction, 8 * uint64_t(config.bk))));
 
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
     while (slices > 1 && slices * filter_floats * 4 > range) --slices;
     auto bytes = [&](uint64_t s) { return context.pool->round(s * filter_floats * 4); };
     while (options.workspace_limit && slices > 1 && bytes(slices) > options.workspace_limit) --slices;
@@ -198,7 +193,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     if (ip.partials) plan.slot(Slot::Partials) = uint64_t(ip.slices) * filter_floats;
     plan.partial_products = ip.partials ? ip.slices : 0;
     // A 16-bit dw summed piece by piece: into an fp32 copy, rounded once at the end.
-    if (p.data_type != DataType::F32 && !ip.partials && ip.piece < product.reduction) {
+    if (p.weight_gradient_type() != DataType::F32 && !ip.partials && ip.piece < product.reduction) {
         plan.slot(Slot::WideOutput) = filter_floats;
         if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit)
             return unsupported("implicit-gemm: a " + std::string(to_string(p.data_type)) +
@@ -224,7 +219,8 @@ OutputOf output_of(const ConvProblem& p, Pass pass, const Operand& output, bool 
     const Operand& wide = workspace[Slot::WideOutput];
     if (partials) return {workspace[Slot::Partials].whole(), DataType::F32, output.whole()};
     if (wide && pass == Pass::BackwardFilter) return {wide.whole(), DataType::F32, wide.whole()};
-    return {output.whole(), p.data_type, output.whole()};
+    const DataType type = pass == Pass::BackwardFilter ? p.weight_gradient_type() : p.data_type;
+    return {output.whole(), type, output.whole()};
 }
 
 // A backward-filter's fp32 dw copy rounded into dw, where it has one.
@@ -232,7 +228,7 @@ void round_filter_copy(ContextImpl& context, CommandStream& stream, const ConvPr
                        const ConvOperands& ops, Workspace workspace) {
     if (pass == Pass::BackwardFilter)
         round_wide_output(context, stream, workspace[Slot::WideOutput], ops.filter, uint64_t(p.filter_elements()),
-                          p.data_type);
+                          p.weight_gradient_type());
 }
 
 // What both kernels do once their pipeline and bindings are set: the dispatches of the pass's reduction,
@@ -271,7 +267,7 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
         push.accumulate = 0, push.last = 1;
         dispatch_columns(ip.slices);
         record_splitk_reduce(context, stream, partials.range, dw.range, dw.delta, uint64_t(p.filter_elements()),
-                             int64_t(ip.slices), false, p.data_type);
+                             int64_t(ip.slices), false, p.weight_gradient_type());
         return;
     }
     for (uint64_t k0 = 0; k0 < product.reduction; k0 += ip.piece) {

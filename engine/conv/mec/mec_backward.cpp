@@ -321,7 +321,7 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
     // dw is produced in L's (r, s, c) tap order: into OHWI directly (a 16-bit one into its fp32 copy), into an
     // fp32 copy permuted to OIHW at the end (rounding a 16-bit dw once).
     const SumTarget target =
-        nhwc ? sum_target(grad_filter, wide_filter, p.data_type) : SumTarget{filter_copy.whole(), DataType::F32};
+        nhwc ? sum_target(grad_filter, wide_filter, p.weight_gradient_type()) : SumTarget{filter_copy.whole(), DataType::F32};
     const Window& dw = target.window;
 
     for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
@@ -332,9 +332,11 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
     });
     if (!nhwc)
         record_permute(context, stream, dw.range, dw.delta, grad_filter.whole().range, grad_filter.whole().delta,
-                       {p.K, Cg, R, S}, {int64_t(k_red), 1, int64_t(S * Cg), Cg}, {}, DataType::F32, p.data_type);
+                       {p.K, Cg, R, S}, {int64_t(k_red), 1, int64_t(S * Cg), Cg}, {}, DataType::F32,
+                       p.weight_gradient_type());
     else
-        round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()), p.data_type);
+        round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()),
+                          p.weight_gradient_type());
 }
 
 }  // namespace vkconv::detail

@@ -52,7 +52,8 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     // Backward-data's reordered filter copy (the filter's values, in its type) is workspace besides L in NHWC
     // too; a 16-bit NHWC dw sums into an fp32 copy (OIHW's is the OHWI copy, fp32 already).
     const uint64_t data_copy_floats = slot_floats(uint64_t(p.filter_elements()), element_bytes(p.data_type));
-    const uint64_t wide_floats = filter && sixteen && p.layout == Layout::NHWC ? uint64_t(p.filter_elements()) : 0;
+    const bool sixteen_dw = p.weight_gradient_type() != DataType::F32;
+    const uint64_t wide_floats = filter && sixteen_dw && p.layout == Layout::NHWC ? uint64_t(p.filter_elements()) : 0;
     const uint64_t fixed = !filter && p.layout == Layout::NHWC ? context.pool->round(data_copy_floats * 4)
                            : wide_floats                       ? context.pool->round(wide_floats * 4)
                                                                : 0;

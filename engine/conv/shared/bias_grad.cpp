@@ -41,7 +41,7 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
                            " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");
     BiasPlan plan;
     plan.images = std::max<int64_t>(1, std::min<int64_t>(p.N, int64_t((limit - align) / image_bytes)));
-    const bool sixteen = p.data_type != DataType::F32;
+    const bool sixteen = p.weight_gradient_type() != DataType::F32;  // db rounded to 16 bits (once)
     // Enough (piece, channel) invocations to keep the device's loads in flight (a memory-bound sum; on a CPU
     // device four workgroups per thread: measured on lavapipe, fewer leave the long per-invocation sums
     // latency-bound), each summing at least 256 positions.
@@ -62,10 +62,14 @@ Planned<BiasPlan> plan_bias_grad(ContextImpl& context, const ConvProblem& p, uin
 void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BiasPlan& plan,
                       const Operand& dy, const Operand& db, const Operand& partials) {
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q()), align = context.pool->alignment();
-    const bool sixteen = p.data_type != DataType::F32;  // partial sums, then one rounding (plan_bias_grad)
+    // A 16-bit db: partial sums, then one rounding (plan_bias_grad). An fp32 one (of an fp32 problem, or
+    // ConvProblem::fp32_weight_gradients) is summed into in place.
+    const DataType db_type = p.weight_gradient_type();
+    const bool sixteen = db_type != DataType::F32;
     // Every chunk's window starts a whole number of images in, so K % 4 == 0 keeps its delta vec4-aligned
-    // (with dy's element 0 on a 4-float boundary: a view may start mid-vec4).
-    const bool channels4 = !sixteen && p.layout == Layout::NHWC && p.K % 4 == 0 && dy.first % 4 == 0;
+    // (with dy's element 0 on a 4-float boundary: a view may start mid-vec4). fp32 dy only.
+    const bool channels4 =
+        p.data_type == DataType::F32 && p.layout == Layout::NHWC && p.K % 4 == 0 && dy.first % 4 == 0;
     // The kernel writing out of `out_type`: db's, or fp32 partial sums.
     auto pipeline_for = [&](DataType out_type) -> const Pipeline& {
         PipelineDesc desc;
@@ -84,7 +88,7 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
                                   .values();
         return context.pipelines->get(desc);
     };
-    const Pipeline& pipeline = pipeline_for(p.data_type);
+    const Pipeline& pipeline = pipeline_for(db_type);
     const Pipeline& partial_pipeline = sixteen ? pipeline_for(DataType::F32) : pipeline;
     const uint64_t lanes = channels4 ? uint64_t(p.K / 4) : uint64_t(p.K);
     const Window db_all = db.whole();
@@ -128,13 +132,13 @@ void record_bias_grad(ContextImpl& context, CommandStream& stream, const ConvPro
                                      uint64_t(p.K), pieces, n0 > 0);
             else
                 record_splitk_reduce(context, stream, sums, db_all.range, db_all.delta, uint64_t(p.K), pieces, n0 > 0,
-                                     p.data_type);
+                                     db_type);
         }
     }
     if (plan.accumulator_floats) {
         const BufferRange all = partials.whole().range;
         record_splitk_reduce(context, stream, {all.buffer, all.offset, uint64_t(p.K) * 4}, db_all.range, db_all.delta,
-                             uint64_t(p.K), 1, false, p.data_type);
+                             uint64_t(p.K), 1, false, db_type);
     }
 }
 }  // namespace vkconv::detail
