@@ -99,6 +99,7 @@ int run_backward_data(const DataArgs& args) {
 
 struct FilterArgs {
     std::string input, grad_output, weight_shape, output, grad_bias;
+    bool fp32_gradients = false;
     ConvOptions conv;
 };
 
@@ -117,23 +118,25 @@ int run_backward_filter(const FilterArgs& args) {
     args.conv.apply_padding(p);
     p.has_bias = !args.grad_bias.empty();
     p.data_type = args.conv.data_type(x);
+    p.fp32_weight_gradients = args.fp32_gradients;
     p.validate();
     check_grad_output(p, dy, args.grad_output, "--input of shape", x.shape);
 
     vkconv::Context context(args.conv.context_options());
     auto tx = vkconv::Tensor::from_host(context, p.input_shape(), x.data, p.data_type);
     auto tdy = vkconv::Tensor::from_host(context, p.output_shape(), dy.data, p.data_type);
-    vkconv::Tensor tdw(context, p.filter_shape(), p.data_type);
+    const vkconv::DataType gradient_type = p.weight_gradient_type();
+    vkconv::Tensor tdw(context, p.filter_shape(), gradient_type);
     vkconv::Tensor tdb;
-    if (p.has_bias) tdb = vkconv::Tensor(context, p.bias_shape(), p.data_type);
+    if (p.has_bias) tdb = vkconv::Tensor(context, p.bias_shape(), gradient_type);
     const auto stats = args.conv.run_pass([&] {
         return vkconv::backward_filter(context, p, tx, tdy, tdw, p.has_bias ? &tdb : nullptr, algorithm,
                                        args.conv.forward_options(context));
     });
     const auto dw = tdw.download();
     const auto db = p.has_bias ? tdb.download() : std::vector<float>{};
-    vkconv::write_npy(args.output, p.filter_shape(), dw, file_type(p.data_type));
-    if (p.has_bias) vkconv::write_npy(args.grad_bias, p.bias_shape(), db, file_type(p.data_type));
+    vkconv::write_npy(args.output, p.filter_shape(), dw, file_type(gradient_type));
+    if (p.has_bias) vkconv::write_npy(args.grad_bias, p.bias_shape(), db, file_type(gradient_type));
     if (args.conv.stats) print_stats("backward_filter", stats, context, p);
     return kSuccess;
 }
@@ -163,6 +166,8 @@ Action add_backward_filter_command(CLI::App& root) {
         ->check(shape_check("--weight-shape"));
     command->add_option("--output", args->output, "dw.npy, written only on success")->required();
     command->add_option("--grad-bias", args->grad_bias, "also write db.npy (K), the bias gradient");
+    command->add_flag("--fp32-grads", args->fp32_gradients,
+                      "with a 16-bit --dtype or input: write dw and db as float32, the unrounded fp32 sums");
     args->conv.add_to(*command);
     return [args] { return run_backward_filter(*args); };
 }

@@ -78,6 +78,32 @@ TEST_CASE("cli: backward-data and backward-filter write the reference gradients"
     }
 }
 
+TEST_CASE("cli: backward-filter --fp32-grads writes float32 dw and db from float16 files", "[cli][gpu][types]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvProblem p = vkt::problem().batch(2).channels(3).image(7, 6).filters(4).kernel(3, 3).pad(1);
+    TempDir dir;
+    vkconv::write_npy(dir.file("x.npy"), p.input_shape(), vkt::random_values(p.input_elements(), 40),
+                      vkconv::DataType::F16);
+    vkconv::write_npy(dir.file("dy.npy"), p.output_shape(), vkt::random_values(p.output_elements(), 41),
+                      vkconv::DataType::F16);
+    const auto x = vkconv::read_npy(dir.file("x.npy")).data, dy = vkconv::read_npy(dir.file("dy.npy")).data;
+    const auto r = run_cli(dir, {"backward-filter", "--input", dir.file("x.npy"), "--grad-output", dir.file("dy.npy"),
+                                 "--weight-shape", shape_arg(p.filter_shape()), "--output", dir.file("dw.npy"),
+                                 "--grad-bias", dir.file("db.npy"), "--padding", "1", "--fp32-grads"});
+    check_success(r);
+    REQUIRE(r.code == 0);
+    const auto dw = vkconv::read_npy(dir.file("dw.npy")), db = vkconv::read_npy(dir.file("db.npy"));
+    CHECK(dw.type == vkconv::DataType::F32);
+    CHECK(db.type == vkconv::DataType::F32);
+    // The fp32 sums as they are: fp32's bound on the values the f16 files hold.
+    const int64_t reduction = p.N * p.P() * p.Q();
+    p.has_bias = true;
+    vkt::check_close(dw.data, vkconv::reference::backward_filter(p, x, dy),
+                     vkconv::reference::backward_filter(p, absolute(x), absolute(dy)), reduction, "fp32 dw");
+    vkt::check_close(db.data, vkconv::reference::backward_bias(p, dy), vkconv::reference::backward_bias(p, absolute(dy)),
+                     reduction, "fp32 db");
+}
+
 TEST_CASE("cli: backward commands refuse bad input with exit 2 and write nothing", "[cli]") {
     TempDir dir;
     const vkconv::ConvProblem p = vkt::problem().batch(1).channels(3).image(5, 5).filters(2).kernel(3, 3);
