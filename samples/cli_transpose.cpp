@@ -71,19 +71,21 @@ int run_conv_transpose(const TransposeArgs& args) {
     const auto w = vkconv::read_npy(args.weight);
     vkconv::NpyArray b;
     if (!args.bias.empty()) b = vkconv::read_npy(args.bias);
-    const auto problem = problem_from(args, x, w, args.bias.empty() ? nullptr : &b);
+    auto problem = problem_from(args, x, w, args.bias.empty() ? nullptr : &b);
+    problem.data_type = args.conv.data_type(x);  // --dtype, or the input file's (float16: f16)
 
     vkconv::Context context(args.conv.context_options());
-    auto input = vkconv::Tensor::from_host(context, problem.input_shape(), x.data);
-    auto filter = vkconv::Tensor::from_host(context, problem.filter_shape(), w.data);
+    const vkconv::DataType type = problem.data_type;
+    auto input = vkconv::Tensor::from_host(context, problem.input_shape(), x.data, type);
+    auto filter = vkconv::Tensor::from_host(context, problem.filter_shape(), w.data, type);
     vkconv::Tensor bias;
-    if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data);
-    vkconv::Tensor output(context, problem.output_shape());
+    if (problem.has_bias) bias = vkconv::Tensor::from_host(context, problem.bias_shape(), b.data, type);
+    vkconv::Tensor output(context, problem.output_shape(), type);
     const auto stats = args.conv.run_pass([&] {
         return vkconv::conv_transpose(context, problem, input, filter, problem.has_bias ? &bias : nullptr, output,
                                       algorithm, args.conv.forward_options(context));
     });
-    vkconv::write_npy(args.output, problem.output_shape(), output.download());
+    vkconv::write_npy(args.output, problem.output_shape(), output.download(), file_type(type));
     if (args.conv.stats) {
         JsonObject o;
         o.add("pass", "conv_transpose").add("algorithm", vkconv::to_string(stats.algorithm));
@@ -105,7 +107,7 @@ int run_conv_transpose(const TransposeArgs& args) {
 Action add_conv_transpose_command(CLI::App& root) {
     auto args = std::make_shared<TransposeArgs>();
     auto* command = root.add_subcommand(
-        "conv-transpose", "y = conv_transpose(x, w) + b from .npy files, as ONNX ConvTranspose (float32, C order)");
+        "conv-transpose", "y = conv_transpose(x, w) + b from .npy files, as ONNX ConvTranspose (float32 or float16, C order)");
     command->add_option("--input", args->input, "input X.npy (N,C,H,W or N,H,W,C)")->required();
     command->add_option("--weight", args->weight, "filter W.npy (C,K/G,R,S or C,R,S,K/G)")->required();
     command->add_option("--bias", args->bias, "optional bias B.npy (K)");

@@ -111,6 +111,10 @@ std::vector<Case> cases() {
     cropped.stride_h = cropped.stride_w = 2, cropped.has_bias = true;
     cropped.pad_top = 4, cropped.pad_bottom = 0, cropped.pad_left = 1, cropped.pad_right = 5;
     out.push_back({"crops 4,0,1,5 beyond a 3x3 at stride 2, bias", cropped, 7, 3});  // 8+3-4, 6+3-6
+    auto winograd = base(2, 5, 6, 7, 6, 3, 3);  // 3x3, stride 1: Winograd's backward-data runs it
+    winograd.pad_top = 1, winograd.pad_bottom = 0, winograd.pad_left = 2, winograd.pad_right = 1;
+    winograd.has_bias = true;
+    out.push_back({"3x3 stride 1, pads 1,0,2,1, bias", winograd, 7, 6});  // 6+2-1, 7+2-3
     auto one_row = base(1, 2, 4, 4, 2, 3, 3);
     one_row.stride_h = one_row.stride_w = 2, one_row.output_size = std::array<int64_t, 2>{1, 9};
     out.push_back({"output_size of one row: crops 4 and 4 of a 3-row kernel", one_row, 1, 9});
@@ -181,6 +185,59 @@ TEST_CASE("conv_transpose: every backward-data algorithm matches ONNX's definiti
                 vkt::check_close(result, expected, magnitude, p.C / p.groups * p.R * p.S + 1,
                                  "conv_transpose " + c.name);
             }
+        }
+    }
+}
+
+// 16-bit tensors: every algorithm on the cases, one (type, layout) per case in turn, within the stated bound
+// (docs/algorithms.md, "Element types": the fp32 accumulation's E over Cg·R·S + 1 terms, the bias included,
+// then one rounding to the type) against the scatter on the same 16-bit values, widened. A bias added after
+// the output's rounding (a second rounding) fails it on bf16's 8 bits; reruns give the same bits.
+TEST_CASE("conv_transpose: every algorithm runs f16 and bf16 tensors, rounding each value once",
+          "[transpose][types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 4300;
+    size_t turn = 0;
+    for (const auto& c : cases()) {
+        ConvTransposeProblem p = c.p;
+        p.data_type = turn % 2 ? vkconv::DataType::BF16 : vkconv::DataType::F16;
+        p.layout = turn / 2 % 2 ? Layout::NHWC : Layout::NCHW;
+        ++turn;
+        const vkconv::DataType type = p.data_type;
+        auto x = vkconv::Tensor::from_host(
+            *context, p.input_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++), type);
+        auto w = vkconv::Tensor::from_host(
+            *context, p.filter_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++),
+            type);
+        // (A bias tensor only where the problem has one: the peak counts every live tensor.)
+        vkconv::Tensor b;
+        if (p.has_bias)
+            b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(size_t(p.K), seed++), type);
+        const auto xs = x.download(), ws = w.download();  // the values the passes read
+        const auto bs = p.has_bias ? b.download() : std::vector<float>(size_t(p.K));
+        const auto expected = scatter(p, xs, ws, bs, false);
+        const auto magnitude = scatter(p, vkt::absolute(xs), vkt::absolute(ws), vkt::absolute(bs), true);
+        const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
+        const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+        const int64_t n = p.C / p.groups * p.R * p.S + 1;
+        for (Algorithm algorithm : vkconv::all_algorithms()) {
+            if (!vkconv::algorithm_applies(algorithm, p.convolution(), vkconv::Pass::BackwardData)) continue;
+            INFO(c.name << ": " << p.str() << " " << vkconv::to_string(algorithm));
+            const int64_t count = p.N * p.K * p.P() * p.Q();
+            auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(count), type);
+            const auto stats = vkconv::conv_transpose(*context, p, x, w, p.has_bias ? &b : nullptr, y, algorithm);
+            CHECK(stats.workspace_bytes == vkconv::conv_transpose_workspace_bytes(*context, p, algorithm));
+            CHECK(stats.peak_bytes == stats.operand_bytes + stats.workspace_bytes);
+            const auto result = y.download();
+            size_t bad = result.size();
+            for (size_t i = 0; i < result.size(); ++i) {
+                const double bound = (1 + ut) * double(n + 2) * u * magnitude[i] + ut * std::fabs(expected[i]) + eta;
+                if (!(std::fabs(double(result[i]) - expected[i]) <= bound)) bad = std::min(bad, i);
+            }
+            if (bad != result.size())
+                FAIL("value " << bad << ": " << result[bad] << ", expected " << expected[bad] << " within the bound");
+            vkconv::conv_transpose(*context, p, x, w, p.has_bias ? &b : nullptr, y, algorithm);
+            CHECK(y.download() == result);
         }
     }
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "context/context_impl.hpp"
+#include "context/element_build.hpp"
 #include "vulkan/dispatch.hpp"
 
 namespace vkconv::detail {
@@ -40,22 +41,27 @@ void check_bindable(ContextImpl& context, const Window& window, const char* what
 }  // namespace
 
 void record_bias_add(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Operand& y,
-                     const Operand& bias) {
+                     const Operand& bias, bool overwrite) {
     const Window bw = bias.whole();
     PipelineDesc desc;
-    desc.shader = "add_bias";
+    desc.shader = std::string("add_bias") + element_build(context, problem.data_type);
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(BiasAddPush);
+    using Id = contract::add_bias::spec;
+    const uint32_t type = element_constant(problem.data_type);
     desc.specialization = Specialization<contract::add_bias>()
-                              .set(contract::add_bias::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
-                              .set(contract::add_bias::spec::NHWC, problem.layout == Layout::NHWC)
+                              .set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup)
+                              .set(Id::NHWC, problem.layout == Layout::NHWC)
+                              .set(Id::OVERWRITE, overwrite)
+                              .set(Id::BIAS_TYPE, type)
+                              .set(Id::Y_TYPE, type)
                               .values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     // In parts that each lie in one page of a paged output and fit one binding; the shader finds each
     // element's channel from its index in the tensor.
     const uint64_t align = context.pool->alignment();
     const uint64_t range = context.device->limits().maxStorageBufferRange;
-    const uint64_t most = range > 2 * align ? (range - align) / 4 : 1;
+    const uint64_t most = range > 2 * align ? (range - align) / element_bytes(problem.data_type) : 1;
     std::vector<std::pair<uint64_t, uint64_t>> pages;  // [begin, end) of y's elements
     if (y.paged())
         for (const OperandPage& page : *y.pages) pages.push_back({page.begin, page.end});
@@ -81,13 +87,14 @@ void record_place_output(ContextImpl& context, CommandStream& stream, const Plac
     check_bindable(context, yw, "placing the result");
     check_bindable(context, sw, "placing the result");
     PipelineDesc desc;
-    desc.shader = "place_output";
+    desc.shader = std::string("place_output") + element_build(context, placement.type);
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(PlacePush);
     desc.specialization = Specialization<contract::place_output>()
                               .set(contract::place_output::spec::LOCAL_SIZE_X, kElementwiseWorkgroup)
                               .set(contract::place_output::spec::NHWC, placement.layout == Layout::NHWC)
                               .set(contract::place_output::spec::HAS_BIAS, static_cast<bool>(bias))
+                              .set(contract::place_output::spec::TENSOR_TYPE, element_constant(placement.type))
                               .values();
     const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{bw.range, false}, Binding{yw.range, true}};
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };

@@ -19,6 +19,9 @@ namespace vkconv::detail {
 struct ConvOperands {
     Operand input, filter, bias, output;  // bias empty when the pass has none
     FusedEpilogue epilogue;               // forward: applied where y is written
+    // Backward-data: dx += the pass's result, its first write of each value reading what dx holds (a
+    // transposed convolution's bias, placed there first, so each value is rounded once).
+    bool add_into_dx = false;
     Window bias_or(const Operand& stand_in) const { return bias ? bias.whole() : stand_in.whole(); }
 };
 

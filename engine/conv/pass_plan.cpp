@@ -179,8 +179,19 @@ void record_pass(ContextImpl& context, CommandStream& stream, const ConvProblem&
                  const ConvOperands& operands, std::span<const Operand> workspace) {
     if (!stream.planning() && !context.device->modelled())
         prebuild_pipelines(context, problem, plan, operands, workspace);
+    // A backward-data pass with a bias is a transposed convolution's. An algorithm writes dx whole: the bias
+    // goes into dx first and the pass adds its sums to it, rounding each value once. Tiles and slices write
+    // dx in parts: the bias goes on once dx is whole (a sliced pass's slices each add it to their own images).
+    const bool bias_into_dx = plan.pass == Pass::BackwardData && operands.bias;
     std::visit(Overloaded{[&](const AlgorithmPlan& p) {
-                              record_algorithm(context, stream, problem, p, operands, Workspace{workspace});
+                              if (!bias_into_dx) {
+                                  record_algorithm(context, stream, problem, p, operands, Workspace{workspace});
+                                  return;
+                              }
+                              record_bias_add(context, stream, problem, operands.input, operands.bias, true);
+                              ConvOperands adding = operands;
+                              adding.add_into_dx = true;
+                              record_algorithm(context, stream, problem, p, adding, Workspace{workspace});
                           },
                           [&](const TiledPlan& p) { record_tiled(context, stream, problem, p, operands, workspace); },
                           [&](const TiledBiasPlan& p) {
@@ -188,9 +199,7 @@ void record_pass(ContextImpl& context, CommandStream& stream, const ConvProblem&
                           },
                           [&](const SlicedPlan& p) { record_sliced(context, stream, problem, p, operands, workspace); }},
                plan.how);
-    // A backward-data pass with a bias is a transposed convolution's: the bias goes on once dx is whole
-    // (a sliced pass's slices each add it to their own images).
-    if (plan.pass == Pass::BackwardData && operands.bias && !plan.sliced())
+    if (bias_into_dx && plan.tiled() && !plan.sliced())
         record_bias_add(context, stream, problem, operands.input, operands.bias);
 }
 

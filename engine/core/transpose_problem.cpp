@@ -123,6 +123,8 @@ void ConvTransposeProblem::validate() const {
         require_positive(name, value);
     if (C % groups != 0) invalid(named("C", C) + " is not divisible by " + named("groups", groups));
     if (K % groups != 0) invalid(named("K", K) + " is not divisible by " + named("groups", groups));
+    if (data_type != DataType::F32 && data_type != DataType::F16 && data_type != DataType::BF16)
+        invalid("data_type " + std::to_string(static_cast<int>(data_type)) + " is not F32, F16 or BF16");
     const bool explicit_pads = pad_top || pad_bottom || pad_left || pad_right;
     if (explicit_pads && auto_pad && *auto_pad != AutoPad::Valid)
         invalid(std::string("auto_pad ") + to_string(*auto_pad) + " and explicit pads cannot be combined");
@@ -164,7 +166,7 @@ ConvProblem ConvTransposeProblem::convolution() const {
     ConvProblem q;
     q.N = N, q.C = K, q.H = h.rows(), q.W = w.rows(), q.K = C, q.R = R, q.S = S;
     q.stride_h = stride_h, q.stride_w = stride_w, q.dilation_h = dilation_h, q.dilation_w = dilation_w;
-    q.groups = groups, q.layout = layout;
+    q.groups = groups, q.layout = layout, q.data_type = data_type;
     // Begin pads as given (none where the output starts before the full result); end pads the fewest that
     // make the convolution's output exactly H x W.
     auto pads = [](const Axis& a) {
@@ -195,7 +197,8 @@ std::string ConvTransposeProblem::str() const {
                       " output_padding=" + pair(output_padding_h, output_padding_w) +
                       " stride=" + pair(stride_h, stride_w) + " dilation=" + pair(dilation_h, dilation_w) +
                       " groups=" + std::to_string(groups) + " " + to_string(layout);
-    return has_bias ? out + " bias" : out;
+    if (has_bias) out += " bias";
+    return data_type == DataType::F32 ? out : out + " " + to_string(data_type);
 }
 
 }  // namespace vkconv

@@ -133,26 +133,27 @@ RunStats conv_transpose_to(detail::CallTarget call, const ConvTransposeProblem& 
         throw Error(ErrorCategory::InvalidArgument, "the problem has has_bias = true but no bias tensor was given");
     detail::ContextImpl& impl = detail::impl_of(call.context);
     detail::ConvOperands ops;
-    ops.output = detail::tensor_operand(impl, input, "input", problem.input_shape());
-    ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape());
-    ops.input = detail::tensor_operand(impl, output, "output", problem.output_shape());
+    const DataType type = problem.data_type;
+    ops.output = detail::tensor_operand(impl, input, "input", problem.input_shape(), type);
+    ops.filter = detail::tensor_operand(impl, filter, "filter", problem.filter_shape(), type);
+    ops.input = detail::tensor_operand(impl, output, "output", problem.output_shape(), type);
     detail::check_not_aliased(output, "output", {&input, &filter});
     if (bias) {
-        ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape());
+        ops.bias = detail::tensor_operand(impl, *bias, "bias", problem.bias_shape(), type);
         detail::check_not_aliased(output, "output", {bias});
     }
     detail::PassCall pass{Pass::BackwardData, q, ops, {&input, &filter, &output, bias}, algorithm};
     const detail::CallPlan planned = detail::plan_for_call(call.context, call.target, pass, options);
     if (!problem.output_beyond_result()) return detail::run_plan(call.context, call.target, pass, planned);
 
-    // The output reaches past what the convolution covers: its input (the result) goes to a staging tensor,
-    // counted as workspace, and is placed in the output with the bias around it, in the same submission.
-    Tensor staged(call.context, q.input_shape());
+    // The output reaches past what the convolution covers: its input (the result, with the bias) goes to a
+    // staging tensor of the problem's type, counted as workspace, and is placed in the output with the bias
+    // alone around it, in the same submission (copies: each value is still rounded once).
+    Tensor staged(call.context, q.input_shape(), type);
     detail::ConvOperands staged_ops = ops;
-    staged_ops.input = detail::tensor_operand(impl, staged, "staged result", q.input_shape());
-    staged_ops.bias = {};
+    staged_ops.input = detail::tensor_operand(impl, staged, "staged result", q.input_shape(), type);
     const auto origin = problem.convolution_origin();
-    const detail::Placement placement{problem.layout, problem.N, problem.K, problem.P(), problem.Q(),
+    const detail::Placement placement{problem.layout, type,      problem.N, problem.K, problem.P(), problem.Q(),
                                       q.H,            q.W,       origin[0], origin[1]};
     const detail::AfterPass place{
         [&](detail::CommandStream& stream) {
@@ -173,9 +174,10 @@ uint64_t conv_transpose_workspace_bytes(const Context& context, const ConvTransp
     const auto lock = detail::serialise(context);
     problem.validate();
     const ConvProblem q = problem.convolution();
-    const uint64_t staged = problem.output_beyond_result()
-                                ? detail::impl_of(context).pool->round(uint64_t(q.input_elements()) * sizeof(float))
-                                : 0;
+    const uint64_t staged =
+        problem.output_beyond_result()
+            ? detail::impl_of(context).pool->round(uint64_t(q.input_elements()) * element_bytes(problem.data_type))
+            : 0;
     return detail::workspace_query(context, Pass::BackwardData, q, algorithm, options) + staged;
 }
 

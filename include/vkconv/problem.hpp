@@ -146,6 +146,9 @@ struct ConvTransposeProblem {
     std::optional<std::array<int64_t, 2>> output_size;
     Layout layout = Layout::NCHW;  // NCHW activations with C x K/G x R x S filters, or NHWC with C x R x S x K/G
     bool has_bias = false;
+    // The element type of every tensor (input, filter, bias, output), as ConvProblem::data_type: sums in fp32,
+    // each output value rounded once (the bias included).
+    DataType data_type = DataType::F32;
 
     // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative pads or
     // output padding, output padding not less than the stride or the dilation, C or K not divisible by
@@ -174,7 +177,8 @@ struct ConvTransposeProblem {
     // pass then writes the convolution's input to a workspace and places it in the output with the bias.
     bool output_beyond_result() const;
 
-    // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=0,1,0,1 output_padding=1,1 stride=2,2 dilation=1,1 groups=1 nchw".
+    // One line: "N=1 C=3 H=5 W=7 K=4 R=3 S=3 pad=0,1,0,1 output_padding=1,1 stride=2,2 dilation=1,1 groups=1 nchw",
+    // then " bias" with a bias and the type where it is 16-bit (" f16").
     std::string str() const;
 };
 

@@ -205,6 +205,7 @@ void bind_conv_transpose_problem(py::module_& module) {
         .def_readwrite("output_size", &ConvTransposeProblem::output_size)
         .def_readwrite("layout", &ConvTransposeProblem::layout)
         .def_readwrite("has_bias", &ConvTransposeProblem::has_bias)
+        .def_readwrite("data_type", &ConvTransposeProblem::data_type)
         .def("validate", &ConvTransposeProblem::validate)
         .def("resolved_pads", &ConvTransposeProblem::resolved_pads)
         .def("P", &ConvTransposeProblem::P)

@@ -15,9 +15,11 @@
 //
 // Specialization constants: 0..20 as in depthwise_common.glsl (TILE_W, TILE_H count dx values).
 // Bindings: 0 dy as vec4 (the chunk's window), 1 dy as float (the same window), 2 w (float),
-//   3 dx (the chunk's window; storage buffer, written).
+//   3 dx (the chunk's window; storage buffer, written, and read with accumulate).
 // Push constants: dy_offset and dx_offset (floats from each binding's start to the chunk's first image),
-//   w_offset (floats from binding 2's start to the filter's element 0), then the dispatch's slice [base, base + count) of the invocations.
+//   w_offset (floats from binding 2's start to the filter's element 0), accumulate (1: add to what dx holds,
+//   a transposed convolution's bias, rounding each value once), then the dispatch's slice [base, base + count)
+//   of the invocations.
 // Dispatch grid: (ceil(count / WORKGROUP_SIZE), 1, 1) over images * (C / LANE_CHANNELS) * ceil(H / TILE_H) *
 //   ceil(W / TILE_W) invocations, ordered (n, c, row block, column block) in NCHW and
 //   (n, row block, column block, c) in NHWC.
@@ -28,12 +30,12 @@
 DECLARE_READ4(0, dy4)
 DECLARE_READ1(1, dy1)
 DECLARE_READ1(2, w1)
-DECLARE_OUTPUT4(3, dx4, writeonly)
-DECLARE_OUTPUT1(3, dx1, writeonly)
+DECLARE_OUTPUT4(3, dx4, )
+DECLARE_OUTPUT1(3, dx1, )
 
 layout(push_constant) uniform Params {
     uint dy_offset, dx_offset;
-    uint w_offset;
+    uint w_offset, accumulate;
     uint base, count;
 } pc;
 
@@ -62,6 +64,14 @@ VAL filter_tap(uint k, uint tap) {
 
 uint dx_index(uint n, uint c, uint h, uint x) {
     return pc.dx_offset + tensor_offset(NHWC, n, c, h, x, C, H, W);
+}
+
+// What dx value i starts from: what dx holds with accumulate, else 0; and the four from i (a vec4 store's).
+float start_at(uint i) {
+    return pc.accumulate != 0 ? OUTPUT_AT(dx1, i) : 0.0;
+}
+vec4 start_at4(uint i) {
+    return vec4(start_at(i), start_at(i + 1), start_at(i + 2), start_at(i + 3));
 }
 
 void main() {
@@ -107,18 +117,26 @@ void main() {
         if (h0 + t >= H) continue;
 #ifdef CHANNELS4
         [[unroll]] for (uint x = 0; x < TILE_W; ++x)
-            if (x0 + x < W) WRITE4(dx4, dx_index(n, c, h0 + t, x0 + x) >> 2, acc[t * TILE_W + x]);
+            if (x0 + x < W) {
+                const uint i = dx_index(n, c, h0 + t, x0 + x);
+                WRITE4(dx4, i >> 2, start_at4(i) + acc[t * TILE_W + x]);
+            }
 #else
         if (VEC4_X) {
             [[unroll]] for (uint x = 0; x < TILE_W; x += 4) {
-                if (x0 + x < W)
-                    WRITE4(dx4, dx_index(n, c, h0 + t, x0 + x) >> 2,
-                           vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1], acc[t * TILE_W + x + 2],
-                                acc[t * TILE_W + x + 3]));
+                if (x0 + x < W) {
+                    const uint i = dx_index(n, c, h0 + t, x0 + x);
+                    WRITE4(dx4, i >> 2,
+                           start_at4(i) + vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1], acc[t * TILE_W + x + 2],
+                                               acc[t * TILE_W + x + 3]));
+                }
             }
         } else {
             [[unroll]] for (uint x = 0; x < TILE_W; ++x)
-                if (x0 + x < W) WRITE1(dx1, dx_index(n, c, h0 + t, x0 + x), acc[t * TILE_W + x]);
+                if (x0 + x < W) {
+                    const uint i = dx_index(n, c, h0 + t, x0 + x);
+                    WRITE1(dx1, i, start_at(i) + acc[t * TILE_W + x]);
+                }
         }
 #endif
     }

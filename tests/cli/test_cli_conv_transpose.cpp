@@ -105,6 +105,38 @@ TEST_CASE("cli: conv-transpose writes ONNX ConvTranspose's result", "[cli][gpu]"
     }
 }
 
+TEST_CASE("cli: conv-transpose runs float16 files in f16, within the 16-bit bound", "[cli][gpu][types]") {
+    VKT_REQUIRE_CONTEXT(context);
+    vkconv::ConvTransposeProblem p;
+    p.N = 1, p.C = 4, p.H = 5, p.W = 4, p.K = 6, p.R = 3, p.S = 3;
+    p.stride_h = 2, p.stride_w = 2, p.groups = 2, p.has_bias = true;
+    p.output_size = std::array<int64_t, 2>{13, 11};  // past the full result: the staged path
+    TempDir dir;
+    vkconv::write_npy(dir.file("x.npy"), p.input_shape(),
+                      vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), 630), vkconv::DataType::F16);
+    vkconv::write_npy(dir.file("w.npy"), p.filter_shape(),
+                      vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), 631), vkconv::DataType::F16);
+    vkconv::write_npy(dir.file("b.npy"), p.bias_shape(), vkt::random_values(size_t(p.K), 632), vkconv::DataType::F16);
+    const auto x = vkconv::read_npy(dir.file("x.npy")).data, w = vkconv::read_npy(dir.file("w.npy")).data;
+    const auto b = vkconv::read_npy(dir.file("b.npy")).data;
+    const auto r = run_cli(dir, {"conv-transpose", "--input", dir.file("x.npy"), "--weight", dir.file("w.npy"), "--bias",
+                                 dir.file("b.npy"), "--output", dir.file("y.npy"), "--stride", "2", "--groups", "2",
+                                 "--output-shape", "13,11", "--stats"});
+    check_success(r);
+    INFO(r.describe());
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("\"data_type\": \"f16\""));
+    const auto y = vkconv::read_npy(dir.file("y.npy"));
+    REQUIRE(y.shape == p.output_shape());
+    CHECK(y.type == vkconv::DataType::F16);
+    const auto [expected, magnitude] = expected_transpose(p, x, w, b);
+    const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, -11), eta = std::ldexp(1.0, -25);
+    const int64_t n = p.C / p.groups * p.R * p.S + 1;
+    for (size_t i = 0; i < expected.size(); ++i)
+        CHECK(std::fabs(y.data[i] - expected[i]) <= (1 + ut) * double(n + 2) * u * magnitude[i] +
+                                                        ut * std::fabs(expected[i]) + eta);
+}
+
 TEST_CASE("cli: conv-transpose refuses bad input with exit 2 and writes nothing", "[cli]") {
     TempDir dir;
     vkconv::write_npy(dir.file("x.npy"), {1, 2, 4, 4}, vkt::random_values(32, 1));

@@ -423,6 +423,20 @@ class Descriptors(unittest.TestCase):
         assert_within_bound(self, y.download(), vkconv.reference.backward_data(conv, x, w),
                             vkconv.reference.backward_data(conv, np.abs(x), np.abs(w)), 3 * 9, "conv_transpose")
 
+        # In bf16 with a bias: each value rounded once (the fp32 bound, then one rounding to 8 bits).
+        transpose.data_type, transpose.has_bias = vkconv.DataType.BF16, True
+        self.assertEqual(transpose.convolution().data_type, vkconv.DataType.BF16)
+        bf16 = vkconv.DataType.BF16
+        tx, tw = vkconv.Tensor.from_host(ctx, x, bf16), vkconv.Tensor.from_host(ctx, w, bf16)
+        tb = vkconv.Tensor.from_host(ctx, random_array(rng, [2]), bf16)
+        y16 = vkconv.Tensor.from_host(ctx, np.full(transpose.output_shape(), np.nan, np.float32), bf16)
+        vkconv.conv_transpose(ctx, transpose, tx, tw, tb, y16)
+        xv, wv, bv = tx.download(), tw.download(), tb.download()
+        exact = vkconv.reference.backward_data(conv, xv, wv) + bv.reshape(1, 2, 1, 1)
+        magnitude = vkconv.reference.backward_data(conv, np.abs(xv), np.abs(wv)) + np.abs(bv).reshape(1, 2, 1, 1)
+        bound = (1 + 2.0 ** -8) * (3 * 9 + 3) * 2.0 ** -24 * magnitude + 2.0 ** -8 * np.abs(exact)
+        self.assertTrue(np.all(np.abs(y16.download() - exact) <= bound))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -38,7 +38,7 @@ void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const
                               const ConvOperands& operands, const DepthwisePlan& plan);
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                                    const DepthwisePlan& plan);
+                                    const DepthwisePlan& plan, bool add_into_dx = false);
 // `workspace` holds plan.workspace_floats (empty when 0).
 void record_depthwise_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                       const Operand& input, const Operand& grad_output, const Operand& grad_filter,

@@ -13,12 +13,13 @@ namespace {
 
 struct DataPush {
     uint32_t dy_offset, dx_offset;
-    uint32_t w_offset;
+    uint32_t w_offset, accumulate;
     uint32_t base, count;
 };
 VKCONV_PUSH_SIZE(DataPush, depthwise_backward_data)
 VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, dx_offset)
 VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, w_offset)
+VKCONV_PUSH_MEMBER(DataPush, depthwise_backward_data, accumulate)
 
 struct FilterPush {
     uint32_t x_offset, dy_offset, units, units_per_piece;
@@ -106,7 +107,7 @@ DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProb
 
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                                    const DepthwisePlan& plan) {
+                                    const DepthwisePlan& plan, bool add_into_dx) {
     const DepthwiseTiles tiles =
         vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations), {&grad_output, &grad_input});
     PipelineDesc desc;
@@ -122,7 +123,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
     for_each_image_chunk(context, p, plan, grad_input, grad_output, [&](const ImageChunk& chunk) {
         const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel, p.data_type), read1(chunk.y.range, plan.texel, p.data_type),
                                               read1(w.range, plan.texel, p.data_type), Binding{chunk.x.range, true}};
-        const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), u32(w.delta), 0, 0};
+        const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), u32(w.delta), add_into_dx ? 1u : 0u, 0, 0};
         const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);
         dispatch_elements(stream, pipeline, bindings, push, uint64_t(chunk.images) * blocks,
                           macs_over(macs, uint64_t(chunk.images) * blocks));

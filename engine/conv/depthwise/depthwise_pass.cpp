@@ -34,7 +34,8 @@ void record_depthwise_pass(ContextImpl& context, CommandStream& stream, const Co
             record_depthwise_forward(context, stream, p, ops, depthwise);
             break;
         case Pass::BackwardData:
-            record_depthwise_backward_data(context, stream, p, ops.output, ops.filter, ops.input, depthwise);
+            record_depthwise_backward_data(context, stream, p, ops.output, ops.filter, ops.input, depthwise,
+                                           ops.add_into_dx);
             break;
         case Pass::BackwardFilter:
             record_depthwise_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, depthwise,

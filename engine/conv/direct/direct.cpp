@@ -24,20 +24,20 @@ uint64_t DirectReduction::piece() const {
 
 template <typename Push>
 void dispatch_direct(ContextImpl&, CommandStream& stream, const Pipeline& pipeline, std::span<const Binding> bindings,
-                     Push push, uint64_t elements, uint64_t extent, uint64_t unit_iterations) {
+                     Push push, uint64_t elements, uint64_t extent, uint64_t unit_iterations, bool add_first) {
     const uint64_t piece = DirectReduction{extent, unit_iterations}.piece();
     for (uint64_t begin = 0; begin < extent; begin += piece) {
         push.reduce_begin = static_cast<uint32_t>(begin);
         push.reduce_end = static_cast<uint32_t>(std::min(extent, begin + piece));
-        push.accumulate = begin > 0 ? 1u : 0u;
+        push.accumulate = begin > 0 || add_first ? 1u : 0u;
         const uint64_t macs = (std::min(extent, begin + piece) - begin) * unit_iterations;
         dispatch_elements(stream, pipeline, bindings, push, elements, {2.0 * double(macs), macs});
     }
 }
 template void dispatch_direct(ContextImpl&, CommandStream&, const Pipeline&, std::span<const Binding>, DirectSizes,
-                              uint64_t, uint64_t, uint64_t);
+                              uint64_t, uint64_t, uint64_t, bool);
 template void dispatch_direct(ContextImpl&, CommandStream&, const Pipeline&, std::span<const Binding>,
-                              DirectForwardPush, uint64_t, uint64_t, uint64_t);
+                              DirectForwardPush, uint64_t, uint64_t, uint64_t, bool);
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ConvOperands& operands) {

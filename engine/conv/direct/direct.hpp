@@ -24,10 +24,11 @@ DirectReduction direct_reduction(const ConvProblem& problem, Pass pass);
 // that each cost `unit_iterations` loop iterations), so no invocation loops past kMaxLoopIterations;
 // pieces after the first add into the output, in order. `push` is DirectSizes, or the forward's
 // DirectForwardPush (its sizes and the epilogue's numbers).
+// With `add_first`, the first piece adds into the output too (ConvOperands::add_into_dx).
 template <typename Push>
 void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline& pipeline,
                      std::span<const Binding> bindings, Push push, uint64_t elements, uint64_t extent,
-                     uint64_t unit_iterations);
+                     uint64_t unit_iterations, bool add_first = false);
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                            const ConvOperands& operands);

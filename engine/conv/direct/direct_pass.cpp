@@ -14,7 +14,8 @@ namespace {
 // A backward direct kernel reading `a` and `b` into `out`: `elements` outputs, each the pass's reduction.
 template <typename Shader>
 void record_backward_direct(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
-                            const Operand& a, const Operand& b, const Operand& out, uint64_t elements) {
+                            const Operand& a, const Operand& b, const Operand& out, uint64_t elements,
+                            bool add_into_out = false) {
     PipelineDesc desc;
     desc.shader = std::string(Shader::name) + element_build(context, p.data_type);
     desc.bindings.assign(3, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -33,7 +34,7 @@ void record_backward_direct(ContextImpl& context, CommandStream& stream, const C
     push.first0 = uint32_t(a_all.delta), push.first1 = uint32_t(b_all.delta), push.first2 = uint32_t(out_all.delta);
     const DirectReduction reduction = direct_reduction(p, pass);
     dispatch_direct(context, stream, context.pipelines->get(desc), bindings, push, elements, reduction.extent,
-                    reduction.unit_iterations);
+                    reduction.unit_iterations, add_into_out);
 }
 
 // A 16-bit output would be rounded once per piece where the reduction runs in pieces (dispatch_direct).
@@ -70,7 +71,8 @@ void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;
         case Pass::BackwardData:
             record_backward_direct<contract::conv2d_backward_data_direct>(
-                context, stream, p, plan.pass, ops.output, ops.filter, ops.input, uint64_t(p.input_elements()));
+                context, stream, p, plan.pass, ops.output, ops.filter, ops.input, uint64_t(p.input_elements()),
+                ops.add_into_dx);
             break;
         case Pass::BackwardFilter:
             record_backward_direct<contract::conv2d_backward_filter_direct>(

@@ -57,7 +57,7 @@ uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, cons
 
 void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                  const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                                 const LoweredPlan& plan, const Operand& scratch) {
+                                 const LoweredPlan& plan, const Operand& scratch, bool add_into_dx) {
     const int64_t Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t x_image = uint64_t(p.C * p.H * p.W);
@@ -92,7 +92,8 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
         desc.specialization = spec.values();
         const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
         dispatch_elements(stream, context.pipelines->get(desc), bindings,
-                          Col2imPush{u(p0), u(dx.delta), p0 > 0 ? 1u : 0u, 0, 0}, uint64_t(images) * x_image,
+                          Col2imPush{u(p0), u(dx.delta), p0 > 0 || add_into_dx ? 1u : 0u, 0, 0},
+                          uint64_t(images) * x_image,
                           ElementWork{double(m_chunk * k_red * G) / double(uint64_t(images) * x_image),
                                       (m_chunk * k_red * G + uint64_t(images) * x_image - 1) / (uint64_t(images) * x_image)});
     });

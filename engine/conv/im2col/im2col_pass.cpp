@@ -77,7 +77,7 @@ void record_im2col_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;
         case Pass::BackwardData:
             record_im2col_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
-                                        workspace[Slot::Lowered]);
+                                        workspace[Slot::Lowered], ops.add_into_dx);
             break;
         case Pass::BackwardFilter:
             record_im2col_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,

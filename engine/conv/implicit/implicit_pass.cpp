@@ -239,7 +239,8 @@ void round_filter_copy(ContextImpl& context, CommandStream& stream, const ConvPr
 template <typename Push>
 void record_reduction(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
                       const ImplicitPlan& ip, const GemmConfig& config, const Pipeline& pipeline,
-                      std::span<const Binding> bindings, Push& push, const Window& partials, const Window& dw) {
+                      std::span<const Binding> bindings, Push& push, const Window& partials, const Window& dw,
+                      bool add_first = false) {
     const Product product = product_of(p, pass);
     const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
     const uint64_t step = uint64_t(context.device->max_workgroups(0)) * config.tile_n();  // columns a dispatch
@@ -274,7 +275,7 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
         push.k_begin = uint32_t(k0);
         push.k_end = uint32_t(std::min(product.reduction, k0 + ip.piece));
         push.piece = push.k_end - push.k_begin;
-        push.accumulate = k0 > 0 ? 1u : 0u;
+        push.accumulate = k0 > 0 || add_first ? 1u : 0u;  // (add_first: ConvOperands::add_into_dx)
         push.last = push.k_end == product.reduction ? 1u : 0u;
         dispatch_columns(1);
     }
@@ -366,7 +367,8 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into);
+    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into,
+                     pass == Pass::BackwardData && ops.add_into_dx);
     round_filter_copy(context, stream, p, pass, ops, workspace);
 }
 
@@ -438,7 +440,8 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into);
+    record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into,
+                     pass == Pass::BackwardData && ops.add_into_dx);
     round_filter_copy(context, stream, p, pass, ops, workspace);
 }
 

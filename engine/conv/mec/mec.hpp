@@ -60,7 +60,8 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
                                          uint64_t binding_limit);
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy);
+                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
+                              bool add_into_dx = false);
 void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                 const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                 const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,

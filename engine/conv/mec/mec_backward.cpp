@@ -62,8 +62,9 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
 
 // dx of the chunk from its dL: all input rows of whole images (rows no window reaches get 0), else the
 // band's rows, added to what earlier bands left where their windows overlap.
+// (The first band writes every row of dx; with `add_into_dx` it too adds to what dx holds.)
 void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
-                       const BufferRange& lowered) {
+                       const BufferRange& lowered, bool add_into_dx) {
     const bool later_band = chunk.p0 > 0;
     const int64_t first_padded_row = chunk.p0 * p.stride_h;
     int64_t row_first = 0, row_count = p.H;
@@ -73,7 +74,7 @@ void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvPr
     }
     if (row_count > 0)
         record_mec_gather(context, stream, p, lowered, chunk.input, chunk.p0, chunk.rows, chunk.images, row_first,
-                          row_count, later_band);
+                          row_count, later_band || add_into_dx);
 }
 
 // Taps are counted reversed, r' = R-1-r, so that a row's taps meet dy's rows in increasing order. The
@@ -176,7 +177,8 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
 
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
+                              const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
+                              bool add_into_dx) {
     const TapOrder order = tap_order(p);
     // The copy is workspace: its element 0 is at its start.
     const BufferRange reordered = filter_copy.whole().range;
@@ -184,7 +186,7 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
         const MecLowered l = mec_lowered(p, chunk, scratch, DataType::F32);  // dL: fp32 sums, summed again
         record_dl_gather(context, stream, p, order, chunk, l, reordered);
-        record_dx_from_dl(context, stream, p, chunk, l.range);
+        record_dx_from_dl(context, stream, p, chunk, l.range, add_into_dx);
     });
 }
 

@@ -93,7 +93,7 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
             break;
         case Pass::BackwardData:
             record_mec_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
-                                     workspace[Slot::Lowered], workspace[Slot::FilterCopy]);
+                                     workspace[Slot::Lowered], workspace[Slot::FilterCopy], ops.add_into_dx);
             break;
         case Pass::BackwardFilter:
             record_mec_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,

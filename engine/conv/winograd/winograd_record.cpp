@@ -137,7 +137,9 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
     // The transformed convolution's input and output: x -> y, or dy -> dx.
     const Operand& in = backward ? ops.output : ops.input;
     const Operand& out = backward ? ops.input : ops.output;
-    const FusedEpilogue epilogue = backward ? FusedEpilogue{} : ops.epilogue;
+    // Backward-data adding into dx (ConvOperands::add_into_dx) reads it as an in-place residual, beta = 1.
+    FusedEpilogue epilogue = backward ? FusedEpilogue{} : ops.epilogue;
+    if (backward && ops.add_into_dx) epilogue.beta = 1.0f, epilogue.residual = out;
     const bool has_bias = !backward && static_cast<bool>(ops.bias);
     const uint64_t align = context.pool->alignment();
 
