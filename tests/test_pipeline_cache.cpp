@@ -170,6 +170,9 @@ TEST_CASE("the pipeline cache notes what a dry run lacks and builds it once, on 
         desc.specialization = vkconv::detail::Specialization<contract::add_bias>()
                                   .set(contract::add_bias::spec::LOCAL_SIZE_X, 64u)
                                   .set(contract::add_bias::spec::NHWC, nhwc)
+                                  .set(contract::add_bias::spec::OVERWRITE, 0u)
+                                  .set(contract::add_bias::spec::BIAS_TYPE, 0u)
+                                  .set(contract::add_bias::spec::Y_TYPE, 0u)
                                   .values();
         descs.push_back(desc);
     }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "context/tensor_storage.hpp"
 #include "conv_cases.hpp"
 #include "gpu.hpp"
 #include "test_util.hpp"
@@ -63,8 +64,11 @@ std::pair<Tensor, std::vector<float>> upload(vkconv::Context& context, const vkc
 // The three passes of `p` through `algorithm` on `context`, each output poisoned first and checked whole,
 // each workspace as its query says; returns the outputs (forward, dx, dw, and db with a bias) for the rerun
 // check; with a bias, backward_bias alone and the layer step give the same bits.
+// (`sliced`: paged tensors, whose backward_bias alone runs slices cut where dy's pages are, backward-filter
+// where x's and dy's are: its db is then checked against the bound rather than backward-filter's bits.)
 std::vector<std::vector<float>> check_passes(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm,
-                                             uint32_t seed, const vkconv::PassOptions& options = {}) {
+                                             uint32_t seed, const vkconv::PassOptions& options = {},
+                                             bool sliced = false) {
     const DataType type = p.data_type;
     auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
     auto [w, wv] = upload(context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), seed + 1), type);
@@ -109,7 +113,12 @@ std::vector<std::vector<float>> check_passes(vkconv::Context& context, const Con
                 "backward-bias " + p.str());
     Tensor db_alone = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
     vkconv::backward_bias(context, p, dy, db_alone, options);
-    CHECK(std::memcmp(db_alone.download().data(), results.back().data(), size_t(p.K) * 4) == 0);
+    if (sliced)
+        check_16bit(db_alone.download(), vkconv::reference::backward_bias(p, dyv),
+                    vkconv::reference::backward_bias(p, vkt::absolute(dyv)), p.N * p.P() * p.Q(), type,
+                    "backward-bias alone " + p.str());
+    else
+        CHECK(std::memcmp(db_alone.download().data(), results.back().data(), size_t(p.K) * 4) == 0);
     Tensor dx2 = Tensor::from_host(context, p.input_shape(), vkt::poison(p.input_elements()), type);
     Tensor dw2 = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
     Tensor db2 = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K), type);
@@ -352,9 +361,11 @@ TEST_CASE("a 16-bit dw summed over chunks or reduction pieces adds up in fp32 an
 // dw and db in fp32 within the fp32 accumulation's bound, with no rounding of their own; rounded to the
 // problem's type they are the 16-bit pass's dw and db bit for bit (the same fp32 sums, rounded once), and
 // they take no fp32 copy of dw in the workspace.
-// (`refused_in_16bit`: the 16-bit pass refuses the problem, which would round dw once a piece; fp32 runs it.)
+// (`refused_in_16bit`: the 16-bit pass refuses the problem, which would round dw once a piece; fp32 runs it.
+// `sliced`: as check_passes.)
 void check_fp32_gradients(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm, uint32_t seed,
-                          const vkconv::PassOptions& options = {}, bool refused_in_16bit = false) {
+                          const vkconv::PassOptions& options = {}, bool refused_in_16bit = false,
+                          bool sliced = false) {
     ConvProblem wide = p;
     wide.fp32_weight_gradients = true;
     INFO(vkconv::to_string(algorithm) << " " << wide.str());
@@ -396,7 +407,12 @@ void check_fp32_gradients(vkconv::Context& context, const ConvProblem& p, Algori
     // would run in bands of rows, which 16-bit dx refuses.)
     Tensor db_alone = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
     vkconv::backward_bias(context, wide, dy, db_alone, options);
-    CHECK(std::memcmp(db_alone.download().data(), db32.data(), db32.size() * 4) == 0);
+    if (sliced)
+        check_16bit(db_alone.download(), vkconv::reference::backward_bias(p, dyv),
+                    vkconv::reference::backward_bias(p, vkt::absolute(dyv)), positions, DataType::F32,
+                    "fp32 db alone");
+    else
+        CHECK(std::memcmp(db_alone.download().data(), db32.data(), db32.size() * 4) == 0);
     if (options.max_binding_bytes) return;
     Tensor dx(context, p.input_shape(), type);
     Tensor dw2 = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()));
@@ -447,6 +463,61 @@ TEST_CASE("backward-filter of a 16-bit problem writes dw and db in fp32 where as
     Tensor dw16(*context, wide.filter_shape(), wide.data_type);
     CHECK_THAT(vkt::invalid_argument_message([&] { vkconv::backward_filter(*context, wide, x, dy, dw16, nullptr); }),
                Catch::Contains("grad_filter tensor is bf16") && Catch::Contains("grad_filter is f32"));
+}
+
+// Tensors larger than one buffer (pages of 64 KiB) run in slices of whole images: forward and backward-data
+// slice by slice, dw and db summed over the slices in fp32 and rounded once (or left fp32 where asked), one
+// algorithm a (type, layout) in turn; an image across pages (tiles) is refused by name.
+TEST_CASE("16-bit tensors larger than one buffer run in slices of images, each value rounded once",
+          "[types][paging][gpu]") {
+    vkt::TempDir dir{"vkconv-paged-16bit"};
+    vkconv::ContextOptions options = vkt::test_options();
+    options.device_limits = vkt::small_buffer_profile(dir, 64u << 10);
+    auto context = vkt::fresh_context(options);
+    if (!context) return;
+    // x: 12 images of 3 x 37 x 37 (98,568 bytes), 7 a page; y: 12 of 5 x 35 x 35 (147,000 bytes), 5 a page.
+    ConvProblem p = vkt::problem().batch(12).channels(3).image(37, 37).filters(5).kernel(3, 3).bias();
+    // (Under 64 KiB bindings im2col and MEC lower one image in bands of rows, whose backward-data a 16-bit dx
+    // refuses: the algorithms that bind no lowered matrix, and im2col and MEC forward and backward-filter.)
+    const Algorithm order[] = {Algorithm::Direct, Algorithm::ImplicitGemm, Algorithm::ImplicitGemm, Algorithm::Direct};
+    uint32_t seed = 2100;
+    for (size_t turn = 0; turn < 4; ++turn) {
+        p.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
+        p.layout = turn / 2 ? Layout::NHWC : Layout::NCHW;
+        Tensor x(*context, p.input_shape(), p.data_type), y(*context, p.output_shape(), p.data_type);
+        REQUIRE(vkconv::detail::storage_of(x)->pages.size() == 2);
+        REQUIRE(vkconv::detail::storage_of(y)->pages.size() == 3);
+        check_passes(*context, p, order[turn], seed += 10, {}, true);
+        check_fp32_gradients(*context, p, order[3 - turn], seed += 10, {}, false, true);
+        auto [x16, xv] = upload(*context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), ++seed), p.data_type);
+        auto [w16, wv] = upload(*context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), ++seed), p.data_type);
+        auto [dy16, dyv] = upload(*context, p.output_shape(), vkt::random_values(size_t(p.output_elements()), ++seed), p.data_type);
+        const Algorithm lowering = turn % 2 ? Algorithm::Mec : Algorithm::Im2col;
+        INFO(vkconv::to_string(lowering) << " " << p.str());
+        ConvProblem plain = p;
+        plain.has_bias = false;
+        Tensor y16 = Tensor::from_host(*context, p.output_shape(), vkt::poison(p.output_elements()), p.data_type);
+        vkconv::forward(*context, plain, x16, w16, nullptr, y16, lowering);
+        check_16bit(y16.download(), vkconv::reference::forward(plain, xv, wv, {}),
+                    vkconv::reference::forward(plain, vkt::absolute(xv), vkt::absolute(wv), {}),
+                    p.C * p.R * p.S, p.data_type, "paged forward");
+        Tensor dw16 = Tensor::from_host(*context, p.filter_shape(), vkt::poison(p.filter_elements()), p.data_type);
+        vkconv::backward_filter(*context, plain, x16, dy16, dw16, nullptr, lowering);
+        check_16bit(dw16.download(), vkconv::reference::backward_filter(plain, xv, dyv),
+                    vkconv::reference::backward_filter(plain, vkt::absolute(xv), vkt::absolute(dyv)),
+                    p.N * p.P() * p.Q(), p.data_type, "paged backward-filter");
+    }
+    ConvProblem depthwise = vkt::problem().batch(9).channels(6).depthwise(1).image(41, 41).kernel(3, 3).pad(2).bias();
+    depthwise.data_type = DataType::BF16;
+    check_passes(*context, depthwise, Algorithm::Depthwise, seed += 10, {}, true);
+    // One image of x (8 x 70 x 70: 78,400 bytes) across two pages: tiles, which 16-bit tensors do not run yet.
+    ConvProblem split = vkt::problem().batch(2).channels(8).image(70, 70).filters(3).kernel(3, 3).pad(1);
+    split.data_type = DataType::F16;
+    Tensor sx(*context, split.input_shape(), DataType::F16), sw(*context, split.filter_shape(), DataType::F16);
+    Tensor sy(*context, split.output_shape(), DataType::F16);
+    const auto tiled = vkt::thrown_error([&] { vkconv::forward(*context, split, sx, sw, nullptr, sy); });
+    CHECK(tiled.category() == vkconv::ErrorCategory::Unsupported);
+    CHECK_THAT(std::string(tiled.what()), Catch::Contains("too large to bind") && Catch::Contains("f16"));
 }
 
 TEST_CASE("find measures and verifies the algorithms that run a 16-bit problem, on tensors of its type",

@@ -74,17 +74,13 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
 
 namespace {
 
-// What 16-bit problems cannot run yet: a bias gradient too large to bind, and passes whose tensors are
-// paged (plan_pass_on also refuses tiles).
-std::optional<Refusal> refusal_16bit(ContextImpl& context, const ConvProblem& problem, Pass pass,
-                                     const Paging* paging) {
+// What 16-bit problems cannot run yet: a bias gradient too large to bind (plan_tiled also refuses tiles).
+std::optional<Refusal> refusal_16bit(ContextImpl& context, const ConvProblem& problem, Pass pass) {
     if (problem.data_type == DataType::F32) return std::nullopt;
     const std::string what = std::string(" on ") + to_string(problem.data_type) + " tensors (" + problem.str() + ")";
     const bool bias_gradient = pass == Pass::BackwardBias || (pass == Pass::BackwardFilter && problem.has_bias);
     if (bias_gradient && bias_needs_tiling(context, problem))
         return unsupported("a bias gradient too large to bind does not run" + what);
-    if ((paging && paging->any()) || canonical_paging(context, problem, pass).any())
-        return unsupported(std::string("paged tensors do not run ") + to_string(pass) + what);
     return std::nullopt;
 }
 
@@ -94,7 +90,7 @@ Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem,
                             const PassOptions& options, const Paging* paging) {
     PassPlan plan;
     plan.pass = pass;
-    if (auto refusal = refusal_16bit(context, problem, pass, paging)) return *refusal;
+    if (auto refusal = refusal_16bit(context, problem, pass)) return *refusal;
     const Paging canonical = paging ? Paging{} : canonical_paging(context, problem, pass);
     if (const Paging& pages = paging ? *paging : canonical; pages.any()) {
         auto sliced = plan_sliced(context, problem, pass, algorithm, options, pages);
@@ -120,9 +116,6 @@ Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem,
         algorithm = *chosen;
     }
     if (needs_tiling(context, problem, algorithm, options)) {
-        if (problem.data_type != DataType::F32)
-            return unsupported(std::string("tensors too large to bind do not run ") + to_string(pass) + " on " +
-                               to_string(problem.data_type) + " tensors (" + problem.str() + ")");
         auto tiles = plan_tiled(context, problem, pass, algorithm, options);
         if (!tiles) return tiles.refusal();
         plan.how = std::move(*tiles);

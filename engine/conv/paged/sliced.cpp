@@ -8,16 +8,17 @@
 #include "context/context_impl.hpp"
 #include "conv/heuristic.hpp"
 #include "conv/pass_plan.hpp"
+#include "conv/shared/wide_output.hpp"
 #include "memory/paging.hpp"
 
 namespace vkconv::detail {
 namespace {
 
-// The first element of each page after the first of a tensor of `shape` as the context allocates it.
-std::vector<uint64_t> page_starts(const Shape& shape, uint64_t largest_bytes) {
+// The first element of each page after the first of a tensor of `shape` and `type` as the context allocates it.
+std::vector<uint64_t> page_starts(const Shape& shape, uint64_t largest_bytes, DataType type) {
     uint64_t page = 0;
     try {
-        page = page_elements_of(shape, largest_bytes, 4);
+        page = page_elements_of(shape, largest_bytes, element_bytes(type));
     } catch (const Error&) {
         return {};  // not even a row fits a buffer: no such tensor exists, and no plan binds one either
     }
@@ -53,17 +54,47 @@ Planned<PassPlan> plan_in_tiles(ContextImpl& context, const ConvProblem& q, Pass
     return plan;
 }
 
+// Where a sliced backward-filter or backward-bias sums its slices' dw and db (the outputs, or with wide_sums
+// their fp32 copies in the workspace) and where each slice after the first writes its own.
+struct SliceSums {
+    Operand dw, db, dw_slice, db_slice;
+};
+SliceSums slice_sums(const ConvProblem& p, const SlicedPlan& plan, const ConvOperands& ops,
+                     std::span<const Operand> workspace) {
+    auto fp32 = [](const Operand& slot, int64_t count) { return Operand{slot.allocation, uint64_t(count)}; };
+    SliceSums sums;
+    if (plan.accumulators == 0) return sums;
+    sums.dw_slice = fp32(workspace[0], p.filter_elements());
+    sums.db_slice = fp32(workspace[1], p.K);
+    if (p.weight_gradient_type() == DataType::F32) {
+        sums.dw = ops.filter, sums.db = ops.bias;
+    } else {
+        sums.dw = fp32(workspace[2], p.filter_elements()), sums.db = fp32(workspace[3], p.K);
+    }
+    return sums;
+}
+
 }  // namespace
+
+ConvProblem SlicedPlan::slice_problem(const ConvProblem& problem, int64_t images) const {
+    ConvProblem q = problem;
+    q.N = images;
+    if (wide_sums) q.fp32_weight_gradients = true;
+    return q;
+}
 
 Paging canonical_paging(const ContextImpl& context, const ConvProblem& p, Pass pass) {
     const uint64_t largest = context.pool->largest_allocation();
+    // dw and db in their own type (ConvProblem::weight_gradient_type), every other tensor in data_type.
+    const bool gradients = pass == Pass::BackwardFilter || pass == Pass::BackwardBias;
+    const DataType type = p.data_type, weights = gradients ? p.weight_gradient_type() : type;
     Paging paging;
     if (pass != Pass::BackwardBias) {
-        paging.input = page_starts(p.input_shape(), largest);
-        paging.filter = !page_starts(p.filter_shape(), largest).empty();
+        paging.input = page_starts(p.input_shape(), largest, type);
+        paging.filter = !page_starts(p.filter_shape(), largest, weights).empty();
     }
-    paging.output = page_starts(p.output_shape(), largest);
-    if (p.has_bias) paging.bias = !page_starts(p.bias_shape(), largest).empty();
+    paging.output = page_starts(p.output_shape(), largest, type);
+    if (p.has_bias) paging.bias = !page_starts(p.bias_shape(), largest, weights).empty();
     return paging;
 }
 
@@ -107,12 +138,14 @@ Planned<SlicedPlan> plan_sliced(ContextImpl& context, const ConvProblem& problem
     SlicedPlan plan;
     plan.pass = pass;
     plan.algorithm = algorithm;
-    // Sums over images: later slices' dw and db go to accumulators and are added in.
-    if (cut.size() > 1 && pass == Pass::BackwardFilter) {
-        plan.slots = {uint64_t(problem.filter_elements()), problem.has_bias ? uint64_t(problem.K) : 0};
-    } else if (cut.size() > 1 && pass == Pass::BackwardBias) {
-        plan.slots = {uint64_t(problem.K)};
-    }
+    // Sums over images: later slices' dw and db go to accumulators and are added in. A 16-bit dw and db
+    // are summed in fp32 (every slice writes fp32 ones, the first into the sums) and rounded once at the end.
+    const bool sums = cut.size() > 1 && (pass == Pass::BackwardFilter || pass == Pass::BackwardBias);
+    plan.wide_sums = sums && problem.weight_gradient_type() != DataType::F32;
+    const uint64_t dw = pass == Pass::BackwardFilter ? uint64_t(problem.filter_elements()) : 0;
+    const uint64_t db = problem.has_bias || pass == Pass::BackwardBias ? uint64_t(problem.K) : 0;
+    if (sums) plan.slots = {dw, db};
+    if (plan.wide_sums) plan.slots.insert(plan.slots.end(), {dw, db});  // the sums, then each slice's own
     plan.accumulators = plan.slots.size();
     const uint64_t accumulator_bytes = workspace_bytes_of(context, plan.slots);
     PassOptions inner = options;
@@ -133,8 +166,7 @@ Planned<SlicedPlan> plan_sliced(ContextImpl& context, const ConvProblem& problem
         auto same = [&](const SliceShape& s) { return s.images == images && s.tiled == tiled; };
         auto found = std::find_if(plan.shapes.begin(), plan.shapes.end(), same);
         if (found == plan.shapes.end()) {
-            ConvProblem q = problem;
-            q.N = images;
+            ConvProblem q = plan.slice_problem(problem, images);
             auto slice_plan = tiled ? plan_in_tiles(context, q, pass, algorithm, inner)
                                     : plan_pass_on(context, q, pass, algorithm, inner, &unpaged);
             if (!slice_plan) return slice_plan.refusal();
@@ -182,26 +214,33 @@ void record_sliced(ContextImpl& context, CommandStream& stream, const ConvProble
     for (size_t i = 0; i < plan.slices.size(); ++i) {
         const Slice& at = plan.slices[i];
         const uint64_t images = uint64_t(at.n1 - at.n0);
-        ConvProblem q = problem;
-        q.N = at.n1 - at.n0;
+        const ConvProblem q = plan.slice_problem(problem, at.n1 - at.n0);
         ConvOperands part = ops;
         part.input = slice(ops.input, uint64_t(at.n0) * image_x, images * image_x, align);
         part.output = slice(ops.output, uint64_t(at.n0) * image_y, images * image_y, align);
         part.epilogue.residual = slice(ops.epilogue.residual, uint64_t(at.n0) * image_y, images * image_y, align);
-        // After the first slice, a sum over images goes to the accumulators and is added in.
-        const bool sums = i > 0 && (plan.pass == Pass::BackwardFilter || plan.pass == Pass::BackwardBias);
-        if (sums && plan.pass == Pass::BackwardFilter) {
-            part.filter = Operand{workspace[0].allocation, uint64_t(problem.filter_elements())};
-            if (ops.bias) part.bias = Operand{workspace[1].allocation, uint64_t(problem.K)};
-        } else if (sums) {
-            part.bias = Operand{workspace[0].allocation, uint64_t(problem.K)};
+        // A sum over images: after the first slice, each slice's dw and db go to the accumulators and are
+        // added into the sums (the outputs themselves, or with wide_sums their fp32 copies).
+        const bool sums = plan.accumulators > 0;
+        const SliceSums to = slice_sums(problem, plan, ops, workspace);
+        if (sums) {
+            const bool first = i == 0;
+            if (plan.pass == Pass::BackwardFilter) part.filter = first ? to.dw : to.dw_slice;
+            if (ops.bias) part.bias = first ? to.db : to.db_slice;
         }
         record_pass(context, stream, q, *plan.shapes[at.shape].plan, part, inner);
-        if (!sums) continue;
+        if (!sums || i == 0) continue;
         if (plan.pass == Pass::BackwardFilter)
-            record_run(context, stream, part.filter, 0, ops.filter, 0, uint64_t(problem.filter_elements()), true);
-        if (ops.bias) record_run(context, stream, part.bias, 0, ops.bias, 0, uint64_t(problem.K), true);
+            record_run(context, stream, part.filter, 0, to.dw, 0, uint64_t(problem.filter_elements()), true,
+                       q.weight_gradient_type());
+        if (ops.bias) record_run(context, stream, part.bias, 0, to.db, 0, uint64_t(problem.K), true, q.weight_gradient_type());
     }
+    if (!plan.wide_sums) return;
+    const SliceSums to = slice_sums(problem, plan, ops, workspace);
+    const DataType type = problem.weight_gradient_type();
+    if (plan.pass == Pass::BackwardFilter)
+        round_wide_output(context, stream, to.dw, ops.filter, uint64_t(problem.filter_elements()), type);
+    if (ops.bias) round_wide_output(context, stream, to.db, ops.bias, uint64_t(problem.K), type);
 }
 
 }  // namespace vkconv::detail

@@ -51,11 +51,18 @@ struct SlicedPlan {
     Algorithm algorithm = Algorithm::Direct;  // the same for every slice; never Auto
     std::vector<Slice> slices;
     std::vector<SliceShape> shapes;
-    // Workspace: the accumulators first (backward-filter: dw' and db'; backward-bias: db'; only with more
-    // than one slice), then each slot the largest any slice's plan needs at that position.
+    // Workspace: the accumulators first (backward-filter and backward-bias with more than one slice: a
+    // slice's dw' and db', then with wide_sums the fp32 sums of dw and db), then each slot the largest any
+    // slice's plan needs at that position.
     size_t accumulators = 0;
     std::vector<uint64_t> slots;
     uint64_t workspace_bytes = 0;
+    // A 16-bit dw and db summed over slices: every slice writes fp32 ones (its problem has
+    // fp32_weight_gradients), summed in fp32 and rounded into dw and db once, at the end.
+    bool wide_sums = false;
+
+    // The problem a slice of `images` images runs.
+    ConvProblem slice_problem(const ConvProblem& problem, int64_t images) const;
 };
 
 // The slices `paging` asks for, with whether each runs tiled (shape unset).

@@ -224,6 +224,9 @@ const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
 
 Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                               const PassOptions& options) {
+    if (p.data_type != DataType::F32)  // (the tile buffers and their copies are fp32)
+        return unsupported(std::string("tensors too large to bind do not run ") + to_string(pass) + " on " +
+                           to_string(p.data_type) + " tensors (" + p.str() + ")");
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
     if (per_filter + align > limit)
@@ -575,6 +578,9 @@ bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
 }
 
 Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
+    if (p.data_type != DataType::F32)
+        return unsupported("a bias gradient too large to bind does not run on " + std::string(to_string(p.data_type)) +
+                           " tensors (" + p.str() + ")");
     const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;
     const int64_t P = p.P(), Q = p.Q();
