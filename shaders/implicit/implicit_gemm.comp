@@ -19,7 +19,8 @@
 // consecutive invocations on consecutive addresses of whichever index is contiguous in memory (A_K_FAST,
 // B_N_FAST); each invocation then accumulates TM x TN values. Workgroup z is (slice, group): backward-filter
 // cuts its long reduction into slices of `piece` (partial products, added in a fixed order by
-// splitk_reduce); a reduction longer than lavapipe's loop cap runs as pieces [k_begin, k_end), in order.
+// splitk_reduce), in rounds [k_begin, k_end) of every slice's next piece where the slices are fewer than the
+// loop cap needs (accumulate); a reduction longer than lavapipe's loop cap runs as pieces [k_begin, k_end), in order.
 //
 // Specialization constants:
 //   0 WG_N, 1 WG_M (local_size_x_id, local_size_y_id); 2 TM, 3 TN (build variants fix them: FIXED_TM/TN)

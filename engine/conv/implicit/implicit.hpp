@@ -30,7 +30,8 @@ struct ImplicitPlan {
     uint32_t config = 0;      // index into the device's GEMM configurations (a shared-memory, storage-buffer one)
     uint64_t reduction = 0;   // the pass's reduction length (C/G*R*S, K/G*R*S or N*P*Q)
     uint64_t piece = 0;       // reduction per dispatch piece or slice (a multiple of the tile's K step)
-    uint32_t slices = 1;      // backward-filter: slices in one dispatch, each its own partial product
+    uint32_t slices = 1;      // backward-filter: slices in one dispatch, each its own partial product, summed
+                              // in rounds of `piece` (ceil(reduction / (slices * piece)) of them)
     bool partials = false;    // backward-filter: slices > 1 write partial products (else pieces add into dw)
     bool registers = false;   // the register kernel (forward on CPU devices)
 };

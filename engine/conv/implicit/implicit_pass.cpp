@@ -168,23 +168,28 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
         return plan;
     }
     // Backward-filter: slices of the N*P*Q reduction until the tiles fill the device, each a partial product
-    // in the workspace; at least as many as the loop cap needs.
+    // in the workspace. A slice longer than the loop cap allows runs in rounds (each slice's next piece, added
+    // into its partial product): the slices fill the device, not the loop cap, so their workspace stays small.
     const uint64_t tiles = ceil_div(product.rows, config.tile_m()) * ceil_div(product.columns, config.tile_n()) * groups;
     const uint64_t filter_floats = uint64_t(p.filter_elements());
     const uint64_t needed = ceil_div(product.reduction, longest);
-    uint64_t slices = std::max(needed, ceil_div(table.wanted_workgroups, tiles));
     // At least 8 K steps a slice; within the binding limit, the grid's z limit and the workspace limit.
-    slices = std::min(slices, std::max<uint64_t>(needed, ceil_div(product.reduction, 8 * uint64_t(config.bk))));
+    uint64_t slices = std::min(ceil_div(table.wanted_workgroups, tiles),
+                               std::max<uint64_t>(1, ceil_div(product.reduction, 8 * uint64_t(config.bk))));
+    // A 16-bit problem's partial products (fp32, as its fp32 twin's) take half the twin's bytes: half the
+    // slices, so that the pool's peak halves with the operands.
+    if (p.data_type != DataType::F32) slices = std::max<uint64_t>(1, slices / 2);
 
     const uint64_t range = context.device->limits().maxStorageBufferRange;
     while (slices > 1 && slices * filter_floats * 4 > range) --slices;
     auto bytes = [&](uint64_t s) { return context.pool->round(s * filter_floats * 4); };
     while (options.workspace_limit && slices > 1 && bytes(slices) > options.workspace_limit) --slices;
-    if (slices >= 2 && slices >= needed) {
-        ip.piece = round_piece(slices);
-        ip.slices = static_cast<uint32_t>(ceil_div(product.reduction, ip.piece));
+    if (slices >= 2) {
+        ip.piece = std::min(round_piece(slices), longest);
+        ip.slices = static_cast<uint32_t>(std::min(slices, ceil_div(product.reduction, ip.piece)));
         ip.partials = ip.slices > 1;
-    } else {
+    }
+    if (!ip.partials) {
         // No room for partial products: pieces one after another, each adding into dw (in order).
         ip.piece = round_piece(needed);
         ip.slices = 1;
@@ -264,9 +269,13 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
         }
     };
     if (pass == Pass::BackwardFilter && ip.partials) {
-        push.k_begin = 0, push.k_end = uint32_t(product.reduction), push.piece = uint32_t(ip.piece);
-        push.accumulate = 0, push.last = 1;
-        dispatch_columns(ip.slices);
+        // Rounds of every slice's next piece, each after the first adding into the partial products.
+        const uint64_t round = uint64_t(ip.slices) * ip.piece;
+        for (uint64_t k0 = 0; k0 < product.reduction; k0 += round) {
+            push.k_begin = uint32_t(k0), push.k_end = uint32_t(std::min(product.reduction, k0 + round));
+            push.piece = uint32_t(ip.piece), push.accumulate = k0 > 0 ? 1u : 0u, push.last = 1;
+            dispatch_columns(uint32_t(ceil_div(push.k_end - push.k_begin, ip.piece)));
+        }
         record_splitk_reduce(context, stream, partials.range, dw.range, dw.delta, uint64_t(p.filter_elements()),
                              int64_t(ip.slices), false, p.weight_gradient_type());
         return;

@@ -134,20 +134,27 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
     if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW) plan.schedule = MecSchedule::B;
 }
 
-// A 16-bit problem runs the chunks its fp32 twin would (where the twin plans), not larger ones: the chunks
-// are as large as the bindings allow, and 16-bit elements would otherwise fill the freed half with more
-// images rather than halve the workspace. (The twin's GEMMs are as large, and so as fast.)
-void same_chunks_as_fp32(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
-                         uint64_t fixed_workspace_bytes, LoweredPlan& plan) {
+// A 16-bit problem's lowered scratch takes at most half the bytes of its fp32 twin's (where the twin plans):
+// chunks are as large as the bindings allow, and 16-bit elements would otherwise fill the freed half with
+// more images rather than halve the pool's peak. Where the scratch holds the 16-bit values (x lowered:
+// forward, backward-filter) that is the twin's chunks (its GEMMs as large, and so as fast); where it holds
+// fp32 sums (backward-data's dcol and dL) half the twin's images a chunk, down to one image.
+void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
+                         uint64_t fixed_workspace_bytes, const ChunkFit& fit, LoweredPlan& plan) {
     ConvProblem twin = p;
     twin.data_type = DataType::F32;
     PassOptions twin_options = options;
     twin_options.variant = plan.algorithm == Algorithm::Mec ? to_string(plan.schedule) : options.variant;
     auto fp32 = plan_lowered(context, twin, plan.algorithm, twin_options, fixed_workspace_bytes);
-    if (!fp32 || fp32->images > plan.images || (fp32->images == plan.images && fp32->rows >= plan.rows)) return;
-    plan.images = fp32->images;
-    plan.rows = fp32->rows;
-    plan.chunks = fp32->chunks;
+    if (!fp32) return;
+    if (fp32->images < plan.images || (fp32->images == plan.images && fp32->rows < plan.rows)) {
+        plan.images = fp32->images;
+        plan.rows = fp32->rows;
+    }
+    const uint64_t budget = fp32->scratch_floats * 4 / 2;
+    while (plan.images > 1 && fit.scratch_for(plan.images, plan.rows) * plan.lowered_bytes > budget) --plan.images;
+    const int64_t P = p.P();
+    plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images * ((P + plan.rows - 1) / plan.rows));
 }
 
 }  // namespace
@@ -175,7 +182,7 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
         if (auto refusal = smallest_chunk_refusal(fit)) return *refusal;
         plan_row_bands(fit, plan);
     }
-    if (p.data_type != DataType::F32) same_chunks_as_fp32(context, p, options, fixed_workspace_bytes, plan);
+    if (p.data_type != DataType::F32) within_half_of_fp32(context, p, options, fixed_workspace_bytes, fit, plan);
     plan.lowered_floats = lowered_floats(p, algorithm, plan.images, plan.rows);
     plan.scratch_floats = fit.scratch_for(plan.images, plan.rows);
     if (algorithm == Algorithm::Im2col) {

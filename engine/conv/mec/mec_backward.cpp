@@ -198,7 +198,9 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
     const GemmConfig& config = pick_gemm_config(table, k_red, kg, 1);
     const uint64_t tiles =
         (k_red + config.tile_m() - 1) / config.tile_m() * ((kg + config.tile_n() - 1) / config.tile_n());
-    const uint64_t wanted = (table.wanted_workgroups + tiles - 1) / tiles;
+    // (A 16-bit problem's partial products, fp32 as its fp32 twin's, take half the twin's: half the slots.)
+    const uint64_t fill = (table.wanted_workgroups + tiles - 1) / tiles;
+    const uint64_t wanted = p.data_type == DataType::F32 ? fill : std::max<uint64_t>(1, fill / 2);
     MecFilterSplit split;
     split.piece_rows = plan.rows;
     if (wanted <= 1) return split;  // one GEMM per image fills the device
