@@ -520,6 +520,39 @@ TEST_CASE("16-bit tensors larger than one buffer run in slices of images, each v
     CHECK_THAT(std::string(tiled.what()), Catch::Contains("too large to bind") && Catch::Contains("f16"));
 }
 
+// The pool's peak halves with the tensors: a 16-bit pass's scratch takes at most half the bytes of its fp32
+// twin's, where chunks as large as the bindings allow would hold twice the images (lowered x, and the fp32
+// sums of backward-data's dcol and dL and of Winograd's V and M).
+TEST_CASE("16-bit passes take at most half their fp32 twin's scratch", "[types][workspace][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p = vkt::problem().batch(8).channels(16).image(14, 14).filters(16).kernel(3, 3).pad(1);
+    vkconv::PassOptions options;
+    options.max_binding_bytes = 4 * uint64_t(14 * 14 * 16 * 9) * 4 + 4096;  // 4 images of fp32 col a chunk
+    const uint64_t slack = 2 * context->pool_stats().rounded(1);
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (auto [algorithm, pass] : {std::pair{Algorithm::Im2col, Pass::Forward}, {Algorithm::Im2col, Pass::BackwardData},
+                                       {Algorithm::Mec, Pass::Forward}, {Algorithm::Mec, Pass::BackwardData},
+                                       {Algorithm::Winograd, Pass::Forward}, {Algorithm::Winograd, Pass::BackwardData}}) {
+            ConvProblem half = p;
+            half.data_type = type;
+            INFO(vkconv::to_string(algorithm) << " " << vkconv::to_string(pass) << " " << half.str());
+            auto query = [&](const ConvProblem& q) {
+                return pass == Pass::Forward ? vkconv::forward_workspace_bytes(*context, q, algorithm, options)
+                                             : vkconv::backward_data_workspace_bytes(*context, q, algorithm, options);
+            };
+            const uint64_t fp32 = query(p), sixteen = query(half);
+            CHECK(fp32 > 0);
+            // (Winograd's transformed filter U is fp32 in both: 6 x 6 positions of 16 x 16, F(4x4,3x3).)
+            const uint64_t u = algorithm == Algorithm::Winograd ? 36 * 16 * 16 * 4 : 0;
+            CHECK(sixteen <= (fp32 + u) / 2 + slack);
+        }
+    // And the runs take what the queries say, within the bound (backward-data in chunks of 2 images).
+    ConvProblem bf16 = p;
+    bf16.data_type = DataType::BF16;
+    check_passes(*context, bf16, Algorithm::Im2col, 2300, options);
+    check_passes(*context, bf16, Algorithm::Mec, 2310, options);
+}
+
 TEST_CASE("find measures and verifies the algorithms that run a 16-bit problem, on tensors of its type",
           "[types][find][gpu]") {
     VKT_REQUIRE_CONTEXT(context);

@@ -143,6 +143,25 @@ struct WinogradFit {
     }
 };
 
+// A 16-bit pass's V and M (fp32, as its fp32 twin's) take at most half the twin's bytes, so that the pool's
+// peak halves with the tensors (16-bit chunks, as large as the bindings allow, would otherwise hold twice
+// the images): fewer images a chunk, then fewer tile rows, down to one tile row. (U is the twin's size.)
+void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions& options,
+                         const WinogradFit& fit, WinogradPlan& plan) {
+    ConvProblem twin = p;
+    twin.data_type = DataType::F32;
+    PassOptions twin_options = options;
+    twin_options.variant = winograd_variant(plan.m);
+    auto fp32 = plan_winograd(context, twin, pass, twin_options);
+    if (!fp32) return;
+    const uint64_t budget = fp32->lowered_floats / 2;
+    while (plan.images > 1 && fit.lowered(plan.images, plan.tile_rows) > budget) --plan.images;
+    if (plan.images == 1)
+        while (plan.tile_rows > 1 && fit.lowered(1, plan.tile_rows) > budget) --plan.tile_rows;
+    const int64_t bands = (fit.s.tiles_h + plan.tile_rows - 1) / plan.tile_rows;  // of tile rows, an image
+    plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images * bands);
+}
+
 }  // namespace
 
 const char* winograd_variant(int m) {
@@ -180,6 +199,7 @@ Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, 
         while (plan.tile_rows < s.tiles_h && fit.fits(1, plan.tile_rows + 1)) ++plan.tile_rows;
         plan.chunks = static_cast<uint32_t>(p.N * ((s.tiles_h + plan.tile_rows - 1) / plan.tile_rows));
     }
+    if (p.data_type != DataType::F32) within_half_of_fp32(context, p, pass, options, fit, plan);
     plan.m_offset = fit.m_offset(plan.images * plan.tile_rows * s.tiles_w);
     plan.lowered_floats = fit.lowered(plan.images, plan.tile_rows);
     plan.filter_floats = s.u_floats();
