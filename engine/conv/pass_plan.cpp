@@ -72,25 +72,10 @@ RunStats PassPlan::planned_stats(const ConvProblem& problem, uint64_t operand_by
     return stats;
 }
 
-namespace {
-
-// What 16-bit problems cannot run yet: a bias gradient too large to bind (plan_tiled also refuses tiles).
-std::optional<Refusal> refusal_16bit(ContextImpl& context, const ConvProblem& problem, Pass pass) {
-    if (problem.data_type == DataType::F32) return std::nullopt;
-    const std::string what = std::string(" on ") + to_string(problem.data_type) + " tensors (" + problem.str() + ")";
-    const bool bias_gradient = pass == Pass::BackwardBias || (pass == Pass::BackwardFilter && problem.has_bias);
-    if (bias_gradient && bias_needs_tiling(context, problem))
-        return unsupported("a bias gradient too large to bind does not run" + what);
-    return std::nullopt;
-}
-
-}  // namespace
-
 Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                             const PassOptions& options, const Paging* paging) {
     PassPlan plan;
     plan.pass = pass;
-    if (auto refusal = refusal_16bit(context, problem, pass)) return *refusal;
     const Paging canonical = paging ? Paging{} : canonical_paging(context, problem, pass);
     if (const Paging& pages = paging ? *paging : canonical; pages.any()) {
         auto sliced = plan_sliced(context, problem, pass, algorithm, options, pages);
@@ -172,28 +157,23 @@ void record_pass(ContextImpl& context, CommandStream& stream, const ConvProblem&
                  const ConvOperands& operands, std::span<const Operand> workspace) {
     if (!stream.planning() && !context.device->modelled())
         prebuild_pipelines(context, problem, plan, operands, workspace);
-    // A backward-data pass with a bias is a transposed convolution's. An algorithm writes dx whole: the bias
-    // goes into dx first and the pass adds its sums to it, rounding each value once. Tiles and slices write
-    // dx in parts: the bias goes on once dx is whole (a sliced pass's slices each add it to their own images).
-    const bool bias_into_dx = plan.pass == Pass::BackwardData && operands.bias;
+    // A backward-data pass with a bias is a transposed convolution's: the bias goes into dx first and the
+    // pass (an algorithm's, or its tiles' copies) adds its sums to it, rounding each value once. A sliced
+    // pass's slices each do so on their own images.
+    ConvOperands ops = operands;
+    if (plan.pass == Pass::BackwardData && operands.bias && !plan.sliced()) {
+        record_bias_add(context, stream, problem, operands.input, operands.bias, true);
+        ops.add_into_dx = true;
+    }
     std::visit(Overloaded{[&](const AlgorithmPlan& p) {
-                              if (!bias_into_dx) {
-                                  record_algorithm(context, stream, problem, p, operands, Workspace{workspace});
-                                  return;
-                              }
-                              record_bias_add(context, stream, problem, operands.input, operands.bias, true);
-                              ConvOperands adding = operands;
-                              adding.add_into_dx = true;
-                              record_algorithm(context, stream, problem, p, adding, Workspace{workspace});
+                              record_algorithm(context, stream, problem, p, ops, Workspace{workspace});
                           },
-                          [&](const TiledPlan& p) { record_tiled(context, stream, problem, p, operands, workspace); },
+                          [&](const TiledPlan& p) { record_tiled(context, stream, problem, p, ops, workspace); },
                           [&](const TiledBiasPlan& p) {
                               record_tiled_bias(context, stream, problem, p, operands.output, operands.bias, workspace);
                           },
-                          [&](const SlicedPlan& p) { record_sliced(context, stream, problem, p, operands, workspace); }},
+                          [&](const SlicedPlan& p) { record_sliced(context, stream, problem, p, ops, workspace); }},
                plan.how);
-    if (bias_into_dx && plan.tiled() && !plan.sliced())
-        record_bias_add(context, stream, problem, operands.input, operands.bias);
 }
 
 PassPlan plan_for_operands(ContextImpl& context, const ConvProblem& problem, PassPlan plan,

@@ -12,5 +12,9 @@ namespace vkconv::detail {
 // page of a paged operand. Both operands hold elements of `type`.
 void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
                 uint64_t dst_first, uint64_t count, bool accumulate, DataType type = DataType::F32);
+// The same from elements of `src_type` to elements of `dst_type`: widened exactly, or rounded once to the
+// narrower type as they are written (after the add, where `accumulate`).
+void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
+                uint64_t dst_first, uint64_t count, bool accumulate, DataType src_type, DataType dst_type);
 
 }  // namespace vkconv::detail

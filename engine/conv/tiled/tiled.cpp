@@ -29,10 +29,14 @@ struct Tile {
     int64_t hs = 0, H = 0;     // its input rows: original rows [hs, hs + H), those outside [0, H) zero
     int64_t h0 = 0, h1 = 0;    // backward-data: the dx rows it writes
     bool first = true;         // backward-filter: the first tile of its piece (the sums start there)
+    bool last = false;         // ... and the last (a 16-bit piece's fp32 sums are rounded into place there)
 };
 
+// (fp32 whatever the problem's type: the tile buffers hold fp32 values, tiled/tiled.hpp.)
 ConvProblem tile_problem(const ConvProblem& p, const Tile& t) {
     ConvProblem q = p;
+    q.data_type = DataType::F32;
+    q.fp32_weight_gradients = false;
     q.N = 1;
     q.C = t.piece.c1 - t.piece.c0;
     q.K = t.piece.k1 - t.piece.k0;
@@ -61,6 +65,7 @@ void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>
                     t.hs = t.p0 * p.stride_h - p.pad_h;
                     t.H = t.rows ? input_rows_read(p, t.rows) : 0;
                     t.first = first;
+                    t.last = n == p.N - 1 && t.h1 == p.H;
                     first = false;
                     visit(t);
                 }
@@ -71,6 +76,7 @@ void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>
                     t.hs = p0 * p.stride_h - p.pad_h;
                     t.H = input_rows_read(p, t.rows);
                     t.first = first;
+                    t.last = n == p.N - 1 && p0 + t.rows == P;
                     first = false;
                     visit(t);
                 }
@@ -79,14 +85,15 @@ void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>
     }
 }
 
-// The bytes the smallest copy of a band of `rows` rows binds in a tensor of extents (C, H, W): one channel's
-// rows in NCHW (copies go in runs of channels), one row of every channel in NHWC (runs of rows).
+// The bytes the smallest copy of a band of `rows` rows binds in a tensor of the problem's extents (C, H, W)
+// and type: one channel's rows in NCHW (copies go in runs of channels), one row of every channel in NHWC
+// (runs of rows).
 uint64_t band_span_bytes(const ConvProblem& p, int64_t C, int64_t rows, int64_t W) {
-    return uint64_t(W) * (p.layout == Layout::NHWC ? uint64_t(C) : uint64_t(rows)) * 4;
+    return uint64_t(W) * (p.layout == Layout::NHWC ? uint64_t(C) : uint64_t(rows)) * element_bytes(p.data_type);
 }
 
 struct TileBuffers {
-    uint64_t in = 0, filter = 0, bias = 0, out = 0;  // floats
+    uint64_t in = 0, filter = 0, bias = 0, out = 0, sums = 0;  // floats
 };
 
 TileBuffers buffers_of(const ConvProblem& p, Pass pass, const Tile& t) {
@@ -94,6 +101,8 @@ TileBuffers buffers_of(const ConvProblem& p, Pass pass, const Tile& t) {
     TileBuffers b;
     b.filter = uint64_t(q.filter_elements());
     if (p.has_bias && pass != Pass::BackwardData) b.bias = uint64_t(q.K);
+    // A 16-bit dw and db: the piece's fp32 sums, dw's then db's.
+    if (pass == Pass::BackwardFilter && p.weight_gradient_type() != DataType::F32) b.sums = b.filter + b.bias;
     b.in = uint64_t(q.C * q.H * q.W);        // x' (dx' for backward-data)
     b.out = uint64_t(q.K * t.rows * p.Q());  // y' (dy' for the backward passes)
     return b;
@@ -163,6 +172,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
                 ok = false;
             largest.in = std::max(largest.in, b.in), largest.filter = std::max(largest.filter, b.filter);
             largest.bias = std::max(largest.bias, b.bias), largest.out = std::max(largest.out, b.out);
+            largest.sums = std::max(largest.sums, b.sums);
             const ConvProblem q = tile_problem(p, t);
             // Tiles differ only in these fields (tile_problem): compare them, not formatted strings.
             if (std::none_of(shapes.begin(), shapes.end(), [&](const ConvProblem& s) {
@@ -171,8 +181,8 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
                 shapes.push_back(q);
         });
         if (!ok || shapes.empty()) continue;
-        const uint64_t buffer_bytes =
-            workspace_bytes_of(context, std::array{largest.in, largest.filter, largest.bias, largest.out});
+        const uint64_t buffer_bytes = workspace_bytes_of(
+            context, std::array{largest.in, largest.filter, largest.bias, largest.out, largest.sums});
         if (options.workspace_limit) {
             if (buffer_bytes >= options.workspace_limit) continue;
             plan.tile_options.workspace_limit = options.workspace_limit - buffer_bytes;
@@ -202,7 +212,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
         }
         if (!ok) continue;
         plan.band = band;
-        plan.slots = {largest.in, largest.filter, largest.bias, largest.out};
+        plan.slots = {largest.in, largest.filter, largest.bias, largest.out, largest.sums};
         plan.slots.insert(plan.slots.end(), own.begin(), own.end());
         // The tile pass's slots were each planned under the limit alone; their largest together must fit.
         plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
@@ -222,11 +232,10 @@ const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
     throw Error(ErrorCategory::InvalidArgument, "tiled plan: no plan for the tile " + tile.str());
 }
 
-Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+namespace {
+
+Planned<TiledPlan> plan_tiles(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                               const PassOptions& options) {
-    if (p.data_type != DataType::F32)  // (the tile buffers and their copies are fp32)
-        return unsupported(std::string("tensors too large to bind do not run ") + to_string(pass) + " on " +
-                           to_string(p.data_type) + " tensors (" + p.str() + ")");
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
     if (per_filter + align > limit)
@@ -268,6 +277,21 @@ Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass p
                        "no algorithm fits: the smallest workspace any algorithm needs is " + need + where};
     return unsupported(std::string(to_string(algorithm)) + ": its smallest tiles need " + need + where);
 }
+
+}  // namespace
+
+Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+                              const PassOptions& options) {
+    auto plan = plan_tiles(context, p, pass, algorithm, options);
+    if (!plan || p.data_type == DataType::F32 || pass != Pass::BackwardData) return plan;
+    for (const TilePiece& piece : plan->pieces)
+        if (!piece.first_of_channels)
+            return unsupported("backward-data in tiles sums dx over pieces of one group's " +
+                               std::to_string(p.filters_per_group()) + " filters, which would round a " +
+                               to_string(p.data_type) + " dx once a piece (" + p.str() + ")");
+    return plan;
+}
+
 
 namespace {
 
@@ -333,13 +357,15 @@ std::pair<uint64_t, uint64_t> span_of(Layout layout, const ImageRef& r, int64_t 
 // dst box (+)= src box: channels [c, c + box_c) and rows [h, h + box_h) from each origin; source positions
 // outside the source image read as zero. NCHW boxes go in runs of channels whose windows fit `limit`.
 // Into a forward pass's y, `epilogue` adds beta * z (its residual, shaped as dst's tensor) and applies the
-// activation (FusedEpilogue::write_part).
+// activation (FusedEpilogue::write_part). Elements of `types.first` (src) to `types.second` (dst and the
+// residual): widened, or rounded once as they are written.
 void record_box(ContextImpl& context, CommandStream& stream, Layout layout, const ImageRef& src, int64_t src_c0,
                 int64_t src_h0, const ImageRef& dst, int64_t dst_c0, int64_t dst_h0, int64_t box_c, int64_t box_h,
-                bool accumulate, uint64_t limit, const FusedEpilogue& epilogue = {}) {
+                bool accumulate, uint64_t limit, const FusedEpilogue& epilogue = {},
+                std::pair<DataType, DataType> types = {DataType::F32, DataType::F32}) {
     if (box_c <= 0 || box_h <= 0) return;
     const uint64_t align = context.pool->alignment();
-    const Pipeline& pipeline = copy_box_pipeline(context, layout, epilogue);
+    const Pipeline& pipeline = copy_box_pipeline(context, layout, epilogue, types.first, types.second);
 
     // Runs that keep both windows within the limit: of channels in NCHW (m channels of a box span
     // ((m - 1) * H + box_h) * W floats), of rows in NHWC (m rows span at most m * W * C).
@@ -417,6 +443,11 @@ void record_box(ContextImpl& context, CommandStream& stream, Layout layout, cons
 // dst[dst_first, + count) (+)= src[src_first, + count): a run of floats, as a box of one row.
 void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
                 uint64_t dst_first, uint64_t count, bool accumulate, DataType type) {
+    record_run(context, stream, src, src_first, dst, dst_first, count, accumulate, type, type);
+}
+
+void record_run(ContextImpl& context, CommandStream& stream, const Operand& src, uint64_t src_first, const Operand& dst,
+                uint64_t dst_first, uint64_t count, bool accumulate, DataType src_type, DataType dst_type) {
     const uint64_t align = context.pool->alignment();
     // A run crossing a page boundary of either operand goes in parts, each inside one page of both.
     auto page_end = [](const Operand& op, uint64_t first) {
@@ -433,7 +464,8 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
         // (No residual: the source stands in for binding 2.)
         const std::array<Binding, 3> bindings{Binding{sw.range, false}, Binding{dw.range, true},
                                               Binding{sw.range, false}};
-        dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW, {}, type, type), bindings, push, part);
+        dispatch_elements(stream, copy_box_pipeline(context, Layout::NCHW, {}, src_type, dst_type), bindings, push,
+                          part);
         done += part;
     }
 }
@@ -466,23 +498,25 @@ void record_tiled_forward(ContextImpl& context, CommandStream& stream, const Con
     const int64_t per_filter = filter_taps(p);
     const Operand &x_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
     const Operand &b_tile = slot_of(workspace, TileSlot::Bias), &y_tile = slot_of(workspace, TileSlot::Output);
+    const DataType type = p.data_type, f32 = DataType::F32;
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::Forward, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);
         if (loaded_k0 != t.piece.k0) {  // a piece's filters (and bias) once, for all its tiles
             record_run(context, stream, ops.filter, uint64_t(t.piece.k0 * per_filter), w_tile, 0,
-                       uint64_t(q.filter_elements()), false);
-            if (ops.bias) record_run(context, stream, ops.bias, uint64_t(t.piece.k0), b_tile, 0, uint64_t(q.K), false);
+                       uint64_t(q.filter_elements()), false, type, f32);
+            if (ops.bias)
+                record_run(context, stream, ops.bias, uint64_t(t.piece.k0), b_tile, 0, uint64_t(q.K), false, type, f32);
             loaded_k0 = t.piece.k0;
         }
         const ImageRef x{&ops.input, t.n, p.C, p.H, p.W}, x_box{&x_tile, 0, q.C, q.H, q.W};
-        record_box(context, stream, p.layout, x, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit);
+        record_box(context, stream, p.layout, x, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit, {}, {type, f32});
         // The tile's pass applies alpha and the bias, the copy into y the residual and the activation: each
-        // value of y is written once, by that copy.
+        // value of y is written once, by that copy (rounded there, for a 16-bit y).
         record_tile_pass(context, stream, q, plan, static_cast<bool>(ops.bias), workspace, ops.epilogue.scale_part());
         const ImageRef y_box{&y_tile, 0, q.K, t.rows, p.Q()}, y{&ops.output, t.n, p.K, p.P(), p.Q()};
         record_box(context, stream, p.layout, y_box, 0, 0, y, t.piece.k0, t.p0, q.K, t.rows, false, limit,
-                   ops.epilogue.write_part());
+                   ops.epilogue.write_part(), {f32, type});
     });
 }
 
@@ -492,32 +526,36 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
     const int64_t per_filter = filter_taps(p);
     const Operand &dx_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
     const Operand& dy_tile = slot_of(workspace, TileSlot::Output);
+    const DataType type = p.data_type, f32 = DataType::F32;
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::BackwardData, plan.pieces, plan.band, [&](const Tile& t) {
         const int64_t channels = t.piece.c1 - t.piece.c0;
         const ImageRef dx_image{&ops.input, t.n, p.C, p.H, p.W};
-        const bool accumulate = !t.piece.first_of_channels;
+        // Later pieces of a group's filters add to dx; so does the first where dx holds a bias already
+        // (ConvOperands::add_into_dx), each value then rounded once.
+        const bool accumulate = !t.piece.first_of_channels || ops.add_into_dx;
         if (t.rows == 0) {  // no dy row reaches these dx rows: zeros (nothing to add for later pieces)
             if (!accumulate) {
                 const ImageRef nothing{&dx_tile, 0, channels, 0, p.W};
                 record_box(context, stream, p.layout, nothing, 0, 0, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
-                           false, limit);
+                           false, limit, {}, {f32, type});
             }
             return;
         }
         const ConvProblem q = tile_problem(p, t);
         if (loaded_k0 != t.piece.k0) {
             record_run(context, stream, ops.filter, uint64_t(t.piece.k0 * per_filter), w_tile, 0,
-                       uint64_t(q.filter_elements()), false);
+                       uint64_t(q.filter_elements()), false, type, f32);
             loaded_k0 = t.piece.k0;
         }
         const ImageRef dy_image{&ops.output, t.n, p.K, p.P(), p.Q()}, dy_box{&dy_tile, 0, q.K, t.rows, p.Q()};
-        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_box, 0, 0, q.K, t.rows, false, limit);
+        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_box, 0, 0, q.K, t.rows, false, limit, {},
+                   {type, f32});
         record_tile_pass(context, stream, q, plan, false, workspace);
         // dx rows [h0, h1) are tile rows [h0 - hs, h1 - hs); tile rows past its extent read as zero.
         const ImageRef dx_box{&dx_tile, 0, q.C, q.H, q.W};
         record_box(context, stream, p.layout, dx_box, 0, t.h0 - t.hs, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
-                   accumulate, limit);
+                   accumulate, limit, {}, {f32, type});
     });
 }
 
@@ -527,16 +565,30 @@ void record_tiled_backward_filter(ContextImpl& context, CommandStream& stream, c
     const int64_t per_filter = filter_taps(p);
     const Operand &x_tile = slot_of(workspace, TileSlot::Input), &dw_tile = slot_of(workspace, TileSlot::Filter);
     const Operand &db_tile = slot_of(workspace, TileSlot::Bias), &dy_tile = slot_of(workspace, TileSlot::Output);
+    const DataType type = p.data_type, gradient = p.weight_gradient_type(), f32 = DataType::F32;
+    // A 16-bit dw and db add up over the piece's tiles in fp32 sums, rounded into place after its last tile.
+    const Operand& sums = slot_of(workspace, TileSlot::Sums);
     for_each_tile(p, Pass::BackwardFilter, plan.pieces, plan.band, [&](const Tile& t) {
         const ConvProblem q = tile_problem(p, t);
         const ImageRef x_image{&ops.input, t.n, p.C, p.H, p.W}, x_box{&x_tile, 0, q.C, q.H, q.W};
-        record_box(context, stream, p.layout, x_image, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit);
+        record_box(context, stream, p.layout, x_image, t.piece.c0, t.hs, x_box, 0, 0, q.C, q.H, false, limit, {},
+                   {type, f32});
         const ImageRef dy_image{&ops.output, t.n, p.K, p.P(), p.Q()}, dy_box{&dy_tile, 0, q.K, t.rows, p.Q()};
-        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_box, 0, 0, q.K, t.rows, false, limit);
+        record_box(context, stream, p.layout, dy_image, t.piece.k0, t.p0, dy_box, 0, 0, q.K, t.rows, false, limit, {},
+                   {type, f32});
         record_tile_pass(context, stream, q, plan, static_cast<bool>(ops.bias), workspace);
-        record_run(context, stream, dw_tile, 0, ops.filter, uint64_t(t.piece.k0 * per_filter),
-                   uint64_t(q.filter_elements()), !t.first);
-        if (ops.bias) record_run(context, stream, db_tile, 0, ops.bias, uint64_t(t.piece.k0), uint64_t(q.K), !t.first);
+        const uint64_t dw_count = uint64_t(q.filter_elements()), dw_at = uint64_t(t.piece.k0 * per_filter);
+        if (gradient == f32) {
+            record_run(context, stream, dw_tile, 0, ops.filter, dw_at, dw_count, !t.first);
+            if (ops.bias) record_run(context, stream, db_tile, 0, ops.bias, uint64_t(t.piece.k0), uint64_t(q.K), !t.first);
+            return;
+        }
+        const uint64_t db_at = dw_count;  // (the sums: dw's, then db's)
+        record_run(context, stream, dw_tile, 0, sums, 0, dw_count, !t.first);
+        if (ops.bias) record_run(context, stream, db_tile, 0, sums, db_at, uint64_t(q.K), !t.first);
+        if (!t.last) return;
+        record_run(context, stream, sums, 0, ops.filter, dw_at, dw_count, false, f32, gradient);
+        if (ops.bias) record_run(context, stream, sums, db_at, ops.bias, uint64_t(t.piece.k0), uint64_t(q.K), false, f32, gradient);
     });
 }
 
@@ -578,9 +630,6 @@ bool bias_needs_tiling(ContextImpl& context, const ConvProblem& p) {
 }
 
 Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& p) {
-    if (p.data_type != DataType::F32)
-        return unsupported("a bias gradient too large to bind does not run on " + std::string(to_string(p.data_type)) +
-                           " tensors (" + p.str() + ")");
     const uint64_t limit = context.device->limits().maxStorageBufferRange, align = context.pool->alignment();
     const uint64_t fits = limit > align ? limit - align : 0;
     const int64_t P = p.P(), Q = p.Q();
@@ -599,7 +648,9 @@ Planned<TiledBiasPlan> plan_tiled_bias(ContextImpl& context, const ConvProblem& 
                     partials = std::max(partials, tile.partial_floats);
                     plan.bias_pieces = std::max(plan.bias_pieces, static_cast<uint32_t>(tile.pieces));
                 }
-            plan.slots = {uint64_t(channels * band * Q), uint64_t(channels), partials};
+            // (A 16-bit db: the run's fp32 sum, rounded into db after its last tile.)
+            const bool sums = p.weight_gradient_type() != DataType::F32;
+            plan.slots = {uint64_t(channels * band * Q), uint64_t(channels), partials, sums ? uint64_t(channels) : 0};
             plan.workspace_bytes = workspace_bytes_of(context, plan.slots);
             plan.tiles = uint32_t((p.K + channels - 1) / channels * p.N * ((P + band - 1) / band));
             return plan;
@@ -615,22 +666,28 @@ void record_tiled_bias(ContextImpl& context, CommandStream& stream, const ConvPr
                        const Operand& dy, const Operand& db, std::span<const Operand> workspace) {
     const uint64_t limit = context.device->limits().maxStorageBufferRange;
     const int64_t P = p.P(), Q = p.Q();
+    // Tiles are fp32 (dy widened as it is copied in); a 16-bit db's run adds up in an fp32 sum, rounded once.
+    const DataType type = p.data_type, gradient = p.weight_gradient_type(), f32 = DataType::F32;
     for (int64_t k0 = 0; k0 < p.K; k0 += plan.channels) {
         const int64_t channels = std::min(plan.channels, p.K - k0);
+        const Operand sum = gradient == f32 ? db : Operand{workspace[3].allocation, uint64_t(channels)};
+        const uint64_t sum_at = gradient == f32 ? uint64_t(k0) : 0;
         bool first = true;
         for (int64_t n = 0; n < p.N; ++n)
             for (int64_t p0 = 0; p0 < P; p0 += plan.band) {
                 const int64_t rows = std::min(plan.band, P - p0);
                 const ConvProblem q = bias_tile(p, channels, rows);
                 const ImageRef dy_image{&dy, n, p.K, P, Q}, dy_tile{&workspace[0], 0, channels, rows, Q};
-                record_box(context, stream, p.layout, dy_image, k0, p0, dy_tile, 0, 0, channels, rows, false, limit);
+                record_box(context, stream, p.layout, dy_image, k0, p0, dy_tile, 0, 0, channels, rows, false, limit, {},
+                           {type, f32});
                 const Operand dy_op{workspace[0].allocation, uint64_t(channels * rows * Q)};
                 const Operand db_tile{workspace[1].allocation, uint64_t(channels)};
                 record_bias_grad(context, stream, q, plan_bias_grad(context, q, 0).value(), dy_op, db_tile,
                                  workspace[2]);
-                record_run(context, stream, db_tile, 0, db, uint64_t(k0), uint64_t(channels), !first);
+                record_run(context, stream, db_tile, 0, sum, sum_at, uint64_t(channels), !first);
                 first = false;
             }
+        if (gradient != f32) record_run(context, stream, sum, 0, db, uint64_t(k0), uint64_t(channels), false, f32, gradient);
     }
 }
 

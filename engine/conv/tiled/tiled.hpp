@@ -7,6 +7,10 @@
 // rows of the padding, so a tile is an ordinary problem with pad_h = 0), the chosen algorithm runs the tile
 // as a problem of its own, and its result is copied back into place. Sums over tiles (dx over pieces of a
 // group's filters, dw and db over images and bands) are added in a fixed order: deterministic.
+// The tile buffers are fp32, and a tile an fp32 problem: 16-bit operands are widened as they are copied in
+// and results rounded once as they are copied out; a 16-bit dw and db add up over a piece's tiles in an
+// fp32 sum (TileSlot::Sums), rounded into place after its last tile. A 16-bit dx summed over pieces of one
+// group's filters would be rounded once a piece: refused.
 #pragma once
 
 #include <string>
@@ -27,8 +31,8 @@ struct TilePiece {
 
 // The compact buffers a tile's problem runs on, by their role in it (conv/operands.hpp): x' (dx' for
 // backward-data), w' (dw' for backward-filter), b' (db'), y' (dy' for the backward passes).
-enum class TileSlot : size_t { Input, Filter, Bias, Output };
-constexpr size_t kTileSlots = 4;
+enum class TileSlot : size_t { Input, Filter, Bias, Output, Sums };
+constexpr size_t kTileSlots = 5;
 
 // The plan one shape of tile runs (tiles differ in shape only at the last piece or band).
 struct TileShapePlan {
