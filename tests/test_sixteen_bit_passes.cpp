@@ -403,8 +403,7 @@ void check_fp32_gradients(vkconv::Context& context, const ConvProblem& p, Algori
     check_16bit(db32, vkconv::reference::backward_bias(p, dyv), vkconv::reference::backward_bias(p, vkt::absolute(dyv)),
                 positions, DataType::F32, "fp32 db");
     CHECK(db16.download() == Tensor::from_host(context, p.bias_shape(), db32, type).download());
-    // backward_bias alone and the layer step: the same bits. (Under a binding limit im2col's backward-data
-    // would run in bands of rows, which 16-bit dx refuses.)
+    // backward_bias alone and the layer step: the same bits.
     Tensor db_alone = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
     vkconv::backward_bias(context, wide, dy, db_alone, options);
     if (sliced)
@@ -413,7 +412,6 @@ void check_fp32_gradients(vkconv::Context& context, const ConvProblem& p, Algori
                     "fp32 db alone");
     else
         CHECK(std::memcmp(db_alone.download().data(), db32.data(), db32.size() * 4) == 0);
-    if (options.max_binding_bytes) return;
     Tensor dx(context, p.input_shape(), type);
     Tensor dw2 = Tensor::from_host(context, p.filter_shape(), vkt::poison(p.filter_elements()));
     Tensor db2 = Tensor::from_host(context, p.bias_shape(), vkt::poison(p.K));
@@ -477,9 +475,8 @@ TEST_CASE("16-bit tensors larger than one buffer run in slices of images, each v
     if (!context) return;
     // x: 12 images of 3 x 37 x 37 (98,568 bytes), 7 a page; y: 12 of 5 x 35 x 35 (147,000 bytes), 5 a page.
     ConvProblem p = vkt::problem().batch(12).channels(3).image(37, 37).filters(5).kernel(3, 3).bias();
-    // (Under 64 KiB bindings im2col and MEC lower one image in bands of rows, whose backward-data a 16-bit dx
-    // refuses: the algorithms that bind no lowered matrix, and im2col and MEC forward and backward-filter.)
-    const Algorithm order[] = {Algorithm::Direct, Algorithm::ImplicitGemm, Algorithm::ImplicitGemm, Algorithm::Direct};
+    // (Under 64 KiB bindings im2col and MEC lower one image in bands of rows: a 16-bit dx adds up in fp32.)
+    const Algorithm order[] = {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm};
     uint32_t seed = 2100;
     for (size_t turn = 0; turn < 4; ++turn) {
         p.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
@@ -563,6 +560,27 @@ TEST_CASE("16-bit tensors too large to bind run in fp32 tiles, each value rounde
     Tensor db(*context, one_group.bias_shape(), DataType::F16);
     CHECK_NOTHROW(vkconv::forward(*context, one_group, x, w, &b, y, Algorithm::Direct));
     CHECK_NOTHROW(vkconv::backward_filter(*context, one_group, x, dy, dw, &db, Algorithm::Direct));
+}
+
+// im2col's and MEC's backward-data in bands of output rows (one image's lowered matrix beyond a binding):
+// a 16-bit dx adds up in its image's fp32 copy, rounded once after the last band.
+TEST_CASE("16-bit backward-data in bands of rows adds up in fp32", "[types][lowered][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvProblem p = vkt::problem().batch(2).channels(6).image(13, 11).filters(5).kernel(3, 3).pad(1).bias();
+    // An image's dcol: 13 x 11 positions x 54 taps x 4 bytes = 30,888, its dL 11 x 15 x 18 x 4 = 11,880;
+    // bindings of 8 KiB: bands of rows.
+    const vkconv::PassOptions options{.max_binding_bytes = 8u << 10};
+    uint32_t seed = 2700;
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (Layout layout : {Layout::NCHW, Layout::NHWC})
+            for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec}) {
+                p.data_type = type, p.layout = layout;
+                INFO(vkconv::to_string(algorithm) << " " << p.str());
+                Tensor dy(*context, p.output_shape(), type), w(*context, p.filter_shape(), type);
+                Tensor dx(*context, p.input_shape(), type);
+                CHECK(vkconv::backward_data(*context, p, dy, w, dx, algorithm, options).chunks > uint32_t(p.N));
+                check_passes(*context, p, algorithm, seed += 10, options);
+            }
 }
 
 // The pool's peak halves with the tensors: a 16-bit pass's scratch takes at most half the bytes of its fp32

@@ -242,6 +242,43 @@ TEST_CASE("conv_transpose: every algorithm runs f16 and bf16 tensors, rounding e
     }
 }
 
+// ... and in bands of rows (bindings too small for one image's lowered matrix), the bias placed in dx first
+// and each value rounded once after the last band.
+TEST_CASE("conv_transpose: 16-bit tensors in bands of rows, the bias rounded in once", "[transpose][types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvTransposeProblem p = base(2, 5, 9, 8, 6, 3, 3);
+    p.stride_h = p.stride_w = 2, p.pad_top = p.pad_left = 1, p.has_bias = true;
+    uint32_t seed = 4500;
+    for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
+        p.data_type = type;
+        auto x = vkconv::Tensor::from_host(
+            *context, p.input_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++), type);
+        auto w = vkconv::Tensor::from_host(
+            *context, p.filter_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++),
+            type);
+        auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(size_t(p.K), seed++), type);
+        const auto xs = x.download(), ws = w.download(), bs = b.download();
+        const auto expected = scatter(p, xs, ws, bs, false);
+        const auto magnitude = scatter(p, vkt::absolute(xs), vkt::absolute(ws), vkt::absolute(bs), true);
+        const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
+        const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+        const int64_t n = p.C / p.groups * p.R * p.S + 1;
+        // One image of the convolution's dcol: 9 x 8 positions x 5 x 9 taps x 4 bytes = 12,960; bindings of 4 KiB.
+        const vkconv::PassOptions options{.max_binding_bytes = 4096};
+        for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec}) {
+            INFO(p.str() << " " << vkconv::to_string(algorithm));
+            auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(p.N * p.K * p.P() * p.Q()), type);
+            const auto stats = vkconv::conv_transpose(*context, p, x, w, &b, y, algorithm, options);
+            CHECK(stats.chunks > uint32_t(p.N));
+            CHECK(stats.workspace_bytes == vkconv::conv_transpose_workspace_bytes(*context, p, algorithm, options));
+            const auto result = y.download();
+            for (size_t i = 0; i < result.size(); ++i)
+                CHECK(std::fabs(double(result[i]) - expected[i]) <=
+                      (1 + ut) * double(n + 2) * u * magnitude[i] + ut * std::fabs(expected[i]) + eta);
+        }
+    }
+}
+
 TEST_CASE("conv_transpose: recorded, it runs at submit with the blocking call's result", "[transpose][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     const ConvTransposeProblem p = cases()[1].p;

@@ -61,6 +61,12 @@ struct AlgorithmPlan {
     uint32_t partial_products = 0;
 
     uint64_t& slot(Slot s) { return slots[static_cast<size_t>(s)]; }
+    // `workspace`'s operand for `s` where this plan uses the slot, else none: a layer step's passes share one
+    // workspace, each slot sized for whichever pass needs it more, so a slot the other pass fills is not this
+    // one's (a 16-bit dx image's fp32 copy is no fp32 dw).
+    Operand own_slot(const Workspace& workspace, Slot s) const {
+        return slots[static_cast<size_t>(s)] ? workspace[s] : Operand{};
+    }
     template <typename T>
     const T& own_as() const {
         return std::any_cast<const T&>(own);

@@ -24,7 +24,8 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
 // accumulates in `wide_filter` (fp32, conv/shared/wide_output.hpp), rounded into dw at the end.
 void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                  const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                                 const LoweredPlan& plan, const Operand& scratch, bool add_into_dx = false);
+                                 const LoweredPlan& plan, const Operand& scratch, bool add_into_dx = false,
+                                 const Operand& wide_image = {});
 void record_im2col_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                    const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                    const LoweredPlan& plan, const Operand& scratch, uint32_t splits,

@@ -8,6 +8,7 @@
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/shared/wide_output.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm.hpp"
 
 namespace vkconv::detail {
@@ -55,10 +56,37 @@ uint32_t backward_filter_splits(ContextImpl& context, const ConvProblem& p, cons
     return static_cast<uint32_t>(std::max<uint64_t>(splits, 1));
 }
 
+namespace {
+
+// col2im: the chunk's dx (`dx`, of `dx_type`) from dcol, added to what dx holds with `accumulate`.
+void record_col2im(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BufferRange& dcol,
+                   const Window& dx, DataType dx_type, const Chunk& chunk, bool accumulate) {
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), k_red = uint64_t(filter_taps(p));
+    const uint64_t m_chunk = uint64_t(chunk.images * chunk.rows * p.Q());
+    PipelineDesc desc;
+    desc.shader = "col2im" + element_build(context, p.data_type);
+    desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    desc.push_constant_bytes = sizeof(Col2imPush);
+    using Id = contract::col2im::spec;
+    Specialization<contract::col2im> spec;
+    set_geometry(spec, p);
+    spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::CG, p.channels_per_group()).set(Id::Q, p.Q());
+    spec.set(Id::ROWS, chunk.rows).set(Id::IMAGES, chunk.images).set(Id::DX_TYPE, element_constant(dx_type));
+    desc.specialization = spec.values();
+    const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
+    const uint64_t outputs = uint64_t(chunk.images) * x_image, adds = m_chunk * k_red * uint64_t(p.groups);
+    dispatch_elements(stream, context.pipelines->get(desc), bindings,
+                      Col2imPush{u(chunk.p0), u(dx.delta), accumulate ? 1u : 0u, 0, 0}, outputs,
+                      ElementWork{double(adds) / double(outputs), (adds + outputs - 1) / outputs});
+}
+
+}  // namespace
+
 void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                  const Operand& grad_output, const Operand& filter, const Operand& grad_input,
-                                 const LoweredPlan& plan, const Operand& scratch, bool add_into_dx) {
-    const int64_t Q = p.Q(), G = p.groups, Cg = p.channels_per_group(), Kg = p.filters_per_group();
+                                 const LoweredPlan& plan, const Operand& scratch, bool add_into_dx,
+                                 const Operand& wide_image) {
+    const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const uint64_t x_image = uint64_t(p.C * p.H * p.W);
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
@@ -80,22 +108,18 @@ void record_im2col_backward_data(ContextImpl& context, CommandStream& stream, co
             gp.c = {dcol, uint64_t(g) * m_chunk * k_red, k_red, 1, 0, 0, DataType::F32};  // summed again by col2im
             record_gemm(context, stream, gp);
         }
-        PipelineDesc desc;
-        desc.shader = "col2im" + element_build(context, p.data_type);
-        desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-        desc.push_constant_bytes = sizeof(Col2imPush);
-        using Id = contract::col2im::spec;
-        Specialization<contract::col2im> spec;
-        set_geometry(spec, p);
-        spec.set(Id::C, p.C).set(Id::H, p.H).set(Id::W, p.W).set(Id::CG, Cg).set(Id::Q, Q);
-        spec.set(Id::ROWS, rows).set(Id::IMAGES, images).set(Id::DX_TYPE, element_constant(p.data_type));
-        desc.specialization = spec.values();
-        const std::array<Binding, 2> bindings{Binding{dcol, false}, Binding{dx.range, true}};
-        dispatch_elements(stream, context.pipelines->get(desc), bindings,
-                          Col2imPush{u(p0), u(dx.delta), p0 > 0 || add_into_dx ? 1u : 0u, 0, 0},
-                          uint64_t(images) * x_image,
-                          ElementWork{double(m_chunk * k_red * G) / double(uint64_t(images) * x_image),
-                                      (m_chunk * k_red * G + uint64_t(images) * x_image - 1) / (uint64_t(images) * x_image)});
+        if (!wide_image) {  // bands add into dx, an fp32 one (or whole images, each value written once)
+            record_col2im(context, stream, p, dcol, dx, p.data_type, chunk, p0 > 0 || add_into_dx);
+            return;
+        }
+        // A 16-bit dx in bands: the image's bands add up in its fp32 copy (starting from the bias dx holds,
+        // with add_into_dx), rounded into dx after the last band.
+        const uint64_t image_at = uint64_t(chunk.n0) * x_image;
+        if (p0 == 0 && add_into_dx)
+            record_run(context, stream, grad_input, image_at, wide_image, 0, x_image, false, p.data_type, DataType::F32);
+        record_col2im(context, stream, p, dcol, wide_image.whole(), DataType::F32, chunk, p0 > 0 || add_into_dx);
+        if (p0 + rows == p.P())
+            record_run(context, stream, wide_image, 0, grad_input, image_at, x_image, false, DataType::F32, p.data_type);
     });
 }
 

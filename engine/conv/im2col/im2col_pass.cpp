@@ -18,16 +18,14 @@ struct Im2colPlan {
 };
 
 // Why a 16-bit problem's pass would round an output more than once, if it would: a forward GEMM whose
-// reduction runs in pieces (each adding into y), backward-data in bands of rows (each adding into dx).
-// (Backward-filter sums into an fp32 dw, rounded once: Slot::WideOutput.)
-std::optional<Refusal> refusal_16bit(const ConvProblem& p, Pass pass, const LoweredPlan& lowered) {
+// reduction runs in pieces (each adding into y). (Backward-filter sums into an fp32 dw, backward-data's
+// bands into an fp32 dx image, each rounded once: Slot::WideOutput.)
+std::optional<Refusal> refusal_16bit(const ConvProblem& p, Pass pass) {
     if (p.data_type == DataType::F32) return std::nullopt;
     const std::string what = std::string(" on ") + to_string(p.data_type) + " tensors (" + p.str() + ")";
     if (pass == Pass::Forward && filter_taps(p) > kMaxLoopIterations)
         return unsupported("im2col: a reduction of " + std::to_string(filter_taps(p)) +
                            " runs in pieces, each rounding y," + what);
-    if (pass == Pass::BackwardData && lowered.rows < p.P())
-        return unsupported("im2col: backward-data in bands of output rows adds each band into dx," + what);
     return std::nullopt;
 }
 
@@ -50,10 +48,16 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
     if (lowered && filter && p.weight_gradient_type() != DataType::F32 && lowered->chunks > 1)
         lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(wide_floats * 4),
                                lowered_bytes);
+    // In bands of rows a 16-bit dx needs its image's fp32 copy: bands that leave room for it.
+    const uint64_t image_floats = uint64_t(p.C * p.H * p.W);
+    if (lowered && pass == Pass::BackwardData && sixteen && lowered->rows < p.P())
+        lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(image_floats * 4),
+                               lowered_bytes);
     if (!lowered) return lowered.refusal();
-    if (auto refusal = refusal_16bit(p, pass, *lowered)) return *refusal;
+    if (auto refusal = refusal_16bit(p, pass)) return *refusal;
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     Im2colPlan& own = plan.own.emplace<Im2colPlan>(Im2colPlan{*lowered});
+    if (pass == Pass::BackwardData && sixteen && own.lowered.rows < p.P()) plan.slot(Slot::WideOutput) = image_floats;
     if (!filter) return plan;
     own.splits = backward_filter_splits(context, p, own.lowered, storage_binding_limit(context, options));
     if (needs_wide_filter(p, own.lowered, own.splits)) plan.slot(Slot::WideOutput) = wide_floats;
@@ -77,12 +81,13 @@ void record_im2col_pass(ContextImpl& context, CommandStream& stream, const ConvP
             break;
         case Pass::BackwardData:
             record_im2col_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
-                                        workspace[Slot::Lowered], ops.add_into_dx);
+                                        workspace[Slot::Lowered], ops.add_into_dx,
+                                        plan.own_slot(workspace, Slot::WideOutput));
             break;
         case Pass::BackwardFilter:
             record_im2col_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,
                                           workspace[Slot::Lowered], splits, workspace[Slot::Partials],
-                                          workspace[Slot::WideOutput]);
+                                          plan.own_slot(workspace, Slot::WideOutput));
             break;
         case Pass::BackwardBias:
             break;

@@ -218,8 +218,6 @@ struct OutputOf {
     DataType type;
     Window sum_into;
 };
-// (A layer step's shared workspace gives backward-data backward-filter's slots too: only backward-filter
-// writes the fp32 copy.)
 OutputOf output_of(const ConvProblem& p, Pass pass, const Operand& output, bool partials, Workspace workspace) {
     const Operand& wide = workspace[Slot::WideOutput];
     if (partials) return {workspace[Slot::Partials].whole(), DataType::F32, output.whole()};
@@ -382,8 +380,13 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
 }
 
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
-                          const ConvOperands& ops, Workspace workspace) {
+                          const ConvOperands& ops, Workspace shared) {
     const ImplicitPlan& ip = plan.own_as<ImplicitPlan>();
+    // (A layer step's shared workspace: the fp32 dw copy only where this plan has one, AlgorithmPlan::own_slot.)
+    std::array<Operand, kSlots> own;
+    std::copy(shared.operands.begin(), shared.operands.end(), own.begin());
+    own[static_cast<size_t>(Slot::WideOutput)] = plan.own_slot(shared, Slot::WideOutput);
+    const Workspace workspace{own};
     if (ip.registers)
         return record_registers(context, stream, p, plan.pass, ip, gemm_configs(context).any(ip.config), ops,
                                 workspace);

@@ -61,7 +61,7 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                               const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
-                              bool add_into_dx = false);
+                              bool add_into_dx = false, const Operand& wide_image = {});
 void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                                 const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                 const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,

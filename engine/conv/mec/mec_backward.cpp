@@ -18,6 +18,7 @@
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
 #include "conv/shared/wide_output.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -44,14 +45,14 @@ constexpr int64_t kChannelBlock = 16;  // mec_gather's NCHW channel block: one 6
 
 // dx (the chunk's images, input rows [row_first, row_first + row_count)) from dL.
 void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const BufferRange& lowered,
-                       const Window& dx, int64_t p0, int64_t rows, int64_t images, int64_t row_first, int64_t row_count,
-                       bool accumulate) {
+                       const Window& dx, DataType dx_type, int64_t p0, int64_t rows, int64_t images, int64_t row_first,
+                       int64_t row_count, bool accumulate) {
     PipelineDesc desc;
     desc.shader = "mec_gather" + element_build(context, p.data_type);
     desc.bindings.assign(2, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
     desc.push_constant_bytes = sizeof(GatherPush);
     auto spec = mec_specialization<contract::mec_gather>(p, input_rows_read(p, rows), images);
-    spec.set(contract::mec_gather::spec::DX_TYPE, element_constant(p.data_type));
+    spec.set(contract::mec_gather::spec::DX_TYPE, element_constant(dx_type));
     desc.specialization = spec.set(contract::mec_gather::spec::CHANNEL_BLOCK, kChannelBlock).values();
     const std::array<Binding, 2> bindings{Binding{lowered, false}, Binding{dx.range, true}};
     const int64_t channels = p.layout == Layout::NHWC ? p.C : (p.C + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
@@ -62,9 +63,16 @@ void record_mec_gather(ContextImpl& context, CommandStream& stream, const ConvPr
 
 // dx of the chunk from its dL: all input rows of whole images (rows no window reaches get 0), else the
 // band's rows, added to what earlier bands left where their windows overlap.
-// (The first band writes every row of dx; with `add_into_dx` it too adds to what dx holds.)
+// (The first band writes every row of dx; with `add_into_dx` it too adds to what dx holds.) A 16-bit dx in
+// bands adds up in its image's fp32 copy `wide_image` (starting from the bias dx holds, with add_into_dx),
+// rounded into dx after the last band.
 void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
-                       const BufferRange& lowered, bool add_into_dx) {
+                       const BufferRange& lowered, bool add_into_dx, const Operand& grad_input,
+                       const Operand& wide_image) {
+    const uint64_t x_image = uint64_t(p.C * p.H * p.W), image_at = uint64_t(chunk.n0) * x_image;
+    const bool wide = static_cast<bool>(wide_image);
+    if (wide && chunk.p0 == 0 && add_into_dx)
+        record_run(context, stream, grad_input, image_at, wide_image, 0, x_image, false, p.data_type, DataType::F32);
     const bool later_band = chunk.p0 > 0;
     const int64_t first_padded_row = chunk.p0 * p.stride_h;
     int64_t row_first = 0, row_count = p.H;
@@ -73,8 +81,11 @@ void record_dx_from_dl(ContextImpl& context, CommandStream& stream, const ConvPr
         row_count = std::min<int64_t>(p.H, first_padded_row - p.pad_h + input_rows_read(p, chunk.rows)) - row_first;
     }
     if (row_count > 0)
-        record_mec_gather(context, stream, p, lowered, chunk.input, chunk.p0, chunk.rows, chunk.images, row_first,
-                          row_count, later_band || add_into_dx);
+        record_mec_gather(context, stream, p, lowered, wide ? wide_image.whole() : chunk.input,
+                          wide ? DataType::F32 : p.data_type, chunk.p0, chunk.rows, chunk.images, row_first, row_count,
+                          later_band || add_into_dx);
+    if (wide && chunk.p0 + chunk.rows == p.P())
+        record_run(context, stream, wide_image, 0, grad_input, image_at, x_image, false, DataType::F32, p.data_type);
 }
 
 // Taps are counted reversed, r' = R-1-r, so that a row's taps meet dy's rows in increasing order. The
@@ -178,7 +189,7 @@ void record_dl_gather(ContextImpl& context, CommandStream& stream, const ConvPro
 void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                               const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
-                              bool add_into_dx) {
+                              bool add_into_dx, const Operand& wide_image) {
     const TapOrder order = tap_order(p);
     // The copy is workspace: its element 0 is at its start.
     const BufferRange reordered = filter_copy.whole().range;
@@ -186,7 +197,7 @@ void record_mec_backward_data(ContextImpl& context, CommandStream& stream, const
     for_each_chunk(p, plan, context.pool->alignment(), grad_input, grad_output, [&](const Chunk& chunk) {
         const MecLowered l = mec_lowered(p, chunk, scratch, DataType::F32);  // dL: fp32 sums, summed again
         record_dl_gather(context, stream, p, order, chunk, l, reordered);
-        record_dx_from_dl(context, stream, p, chunk, l.range, add_into_dx);
+        record_dx_from_dl(context, stream, p, chunk, l.range, add_into_dx, grad_input, wide_image);
     });
 }
 

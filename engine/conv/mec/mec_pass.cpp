@@ -60,16 +60,18 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     // L holds x's values; backward-data's dL fp32 sums (added again by mec_gather).
     const uint32_t lowered_bytes = filter ? element_bytes(p.data_type) : 4;
     auto lowered = plan_lowered(context, p, Algorithm::Mec, b, fixed, lowered_bytes);
+    // In bands of rows a 16-bit dx adds up in its image's fp32 copy: bands that leave room for it.
+    const uint64_t image_floats = uint64_t(p.C * p.H * p.W);
+    const bool banded_16bit = lowered && !filter && sixteen && lowered->rows < p.P();
+    if (banded_16bit)
+        lowered = plan_lowered(context, p, Algorithm::Mec, b, fixed + context.pool->round(image_floats * 4), lowered_bytes);
     if (!lowered) return lowered.refusal();
-    if (!filter && sixteen && lowered->rows < p.P())
-        return unsupported("mec: backward-data in bands of output rows adds each band into dx, on " +
-                           std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     MecPlan& own = plan.own.emplace<MecPlan>(MecPlan{*lowered});
     // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter builds
     // an OIHW gradient in OHWI order first.
     plan.slot(Slot::FilterCopy) = filter ? own.lowered.filter_floats : data_copy_floats;
-    plan.slot(Slot::WideOutput) = wide_floats;
+    plan.slot(Slot::WideOutput) = banded_16bit ? image_floats : wide_floats;
     if (filter) {
         own.split = mec_backward_filter_split(context, p, own.lowered, storage_binding_limit(context, options));
         plan.slot(Slot::Partials) = own.split.slots * uint64_t(group_filter_floats(p));
@@ -93,12 +95,13 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
             break;
         case Pass::BackwardData:
             record_mec_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
-                                     workspace[Slot::Lowered], workspace[Slot::FilterCopy], ops.add_into_dx);
+                                     workspace[Slot::Lowered], workspace[Slot::FilterCopy], ops.add_into_dx,
+                                     plan.own_slot(workspace, Slot::WideOutput));
             break;
         case Pass::BackwardFilter:
             record_mec_backward_filter(context, stream, p, ops.input, ops.output, ops.filter, lowered,
                                        workspace[Slot::Lowered], workspace[Slot::FilterCopy], split,
-                                       workspace[Slot::Partials], workspace[Slot::WideOutput]);
+                                       workspace[Slot::Partials], plan.own_slot(workspace, Slot::WideOutput));
             break;
         case Pass::BackwardBias:
             break;
