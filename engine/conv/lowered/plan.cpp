@@ -138,7 +138,9 @@ void plan_row_bands(const ChunkFit& fit, LoweredPlan& plan) {
 // chunks are as large as the bindings allow, and 16-bit elements would otherwise fill the freed half with
 // more images rather than halve the pool's peak. Where the scratch holds the 16-bit values (x lowered:
 // forward, backward-filter) that is the twin's chunks (its GEMMs as large, and so as fast); where it holds
-// fp32 sums (backward-data's dcol and dL) half the twin's images a chunk, down to one image.
+// fp32 sums (backward-data's dcol and dL) half the twin's images a chunk, then half its rows a band (whose
+// dx adds up in an fp32 image copy, counted by the pass), down to one row. (MEC's Solution A parks its
+// output in whole images: it keeps them.)
 void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
                          uint64_t fixed_workspace_bytes, const ChunkFit& fit, LoweredPlan& plan) {
     ConvProblem twin = p;
@@ -153,6 +155,9 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassO
     }
     const uint64_t budget = fp32->scratch_floats * 4 / 2;
     while (plan.images > 1 && fit.scratch_for(plan.images, plan.rows) * plan.lowered_bytes > budget) --plan.images;
+    const bool whole_images_only = plan.algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A;
+    if (plan.images == 1 && !whole_images_only)
+        while (plan.rows > 1 && fit.scratch_for(1, plan.rows) * plan.lowered_bytes > budget) --plan.rows;
     const int64_t P = p.P();
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images * ((P + plan.rows - 1) / plan.rows));
 }
