@@ -129,6 +129,15 @@ std::vector<std::vector<float>> check_passes(vkconv::Context& context, const Con
     return results;
 }
 
+// `problem` with a bias, in the (type, layout) of `turn`: f16 and bf16 in turn, NCHW for two turns, then NHWC
+// (the cases below take one combination each, all four over four cases).
+ConvProblem in_turn(ConvProblem problem, size_t turn) {
+    problem.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
+    problem.layout = turn / 2 % 2 ? Layout::NHWC : Layout::NCHW;
+    problem.has_bias = true;
+    return problem;
+}
+
 // The algorithms that run 16-bit tensors in every pass.
 const Algorithm kSixteenBit[] = {Algorithm::Direct, Algorithm::Depthwise, Algorithm::Im2col, Algorithm::Mec,
                                  Algorithm::ImplicitGemm};
@@ -429,11 +438,7 @@ TEST_CASE("backward-filter of a 16-bit problem writes dw and db in fp32 where as
     problems.resize(std::min<size_t>(problems.size(), 4));
     problems.push_back(depthwise_problems()[2]);
     for (const auto& named : problems) {
-        ConvProblem p = named.problem;
-        p.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
-        p.layout = turn / 2 % 2 ? Layout::NHWC : Layout::NCHW;
-        p.has_bias = true;
-        ++turn;
+        const ConvProblem p = in_turn(named.problem, turn++);
         for (Algorithm algorithm : kSixteenBit)
             if (vkt::runs_every_pass(algorithm, p)) check_fp32_gradients(*context, p, algorithm, seed += 5);
     }
@@ -474,13 +479,12 @@ TEST_CASE("16-bit tensors larger than one buffer run in slices of images, each v
     auto context = vkt::fresh_context(options);
     if (!context) return;
     // x: 12 images of 3 x 37 x 37 (98,568 bytes), 7 a page; y: 12 of 5 x 35 x 35 (147,000 bytes), 5 a page.
-    ConvProblem p = vkt::problem().batch(12).channels(3).image(37, 37).filters(5).kernel(3, 3).bias();
+    const ConvProblem base = vkt::problem().batch(12).channels(3).image(37, 37).filters(5).kernel(3, 3);
     // (Under 64 KiB bindings im2col and MEC lower one image in bands of rows: a 16-bit dx adds up in fp32.)
     const Algorithm order[] = {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm};
     uint32_t seed = 2100;
     for (size_t turn = 0; turn < 4; ++turn) {
-        p.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
-        p.layout = turn / 2 ? Layout::NHWC : Layout::NCHW;
+        const ConvProblem p = in_turn(base, turn);
         Tensor x(*context, p.input_shape(), p.data_type), y(*context, p.output_shape(), p.data_type);
         REQUIRE(vkconv::detail::storage_of(x)->pages.size() == 2);
         REQUIRE(vkconv::detail::storage_of(y)->pages.size() == 3);
@@ -532,11 +536,7 @@ TEST_CASE("16-bit tensors too large to bind run in fp32 tiles, each value rounde
     uint32_t seed = 2500;
     size_t turn = 0;
     for (const auto& named : cases) {
-        ConvProblem p = named.problem;
-        p.data_type = turn % 2 ? DataType::BF16 : DataType::F16;
-        p.layout = turn / 2 % 2 ? Layout::NHWC : Layout::NCHW;
-        p.has_bias = true;
-        ++turn;
+        const ConvProblem p = in_turn(named.problem, turn++);
         for (Algorithm algorithm : vkt::algorithms_for(p)) {
             INFO(named.name << ": " << p.str() << " " << vkconv::to_string(algorithm));
             Tensor x(*context, p.input_shape(), p.data_type), dy(*context, p.output_shape(), p.data_type);
