@@ -399,7 +399,9 @@ void check_fp32_gradients(vkconv::Context& context, const ConvProblem& p, Algori
     // The 16-bit pass's dw is these sums rounded.
     Tensor dw16(context, p.filter_shape(), type), db16(context, p.bias_shape(), type);
     if (refused_in_16bit) {
-        CHECK(vkt::thrown_error([&] { vkconv::backward_filter(context, p, x, dy, dw16, nullptr, algorithm, options); })
+        const Tensor &x_in = x, &dy_in = dy;  // (lambdas capture no structured bindings in clang 14)
+        CHECK(vkt::thrown_error(
+                  [&] { vkconv::backward_filter(context, p, x_in, dy_in, dw16, nullptr, algorithm, options); })
                   .category() == vkconv::ErrorCategory::Unsupported);
         REQUIRE_FALSE(p.has_bias);
         return;
@@ -515,6 +517,11 @@ TEST_CASE("16-bit tensors larger than one buffer run in slices of images, each v
     ConvProblem split = vkt::problem().batch(2).channels(8).image(70, 70).filters(3).kernel(3, 3).pad(1).bias();
     split.data_type = DataType::F16;
     check_passes(*context, split, Algorithm::Direct, seed += 10, {}, true);
+    // Images of 39,200 bytes: the second crosses a page (a tiled slice), the first and third do not (slices
+    // of the algorithm alone, on a workspace sized for the tiled one's slots too).
+    ConvProblem mixed = vkt::problem().batch(3).channels(4).image(70, 70).filters(3).kernel(3, 3).pad(1).bias();
+    mixed.data_type = DataType::BF16;
+    check_passes(*context, mixed, Algorithm::ImplicitGemm, seed += 10, {}, true);
 }
 
 // Tensors too large to bind (bindings of 8 KiB) run in tiles: the tile buffers and each tile's problem are
@@ -581,6 +588,14 @@ TEST_CASE("16-bit backward-data in bands of rows adds up in fp32", "[types][lowe
                 CHECK(vkconv::backward_data(*context, p, dy, w, dx, algorithm, options).chunks > uint32_t(p.N));
                 check_passes(*context, p, algorithm, seed += 10, options);
             }
+    // Where the fp32 copy of one image (3,432 bytes) is beyond a binding but its 16-bit dx is not: refused.
+    p.data_type = DataType::F16, p.layout = Layout::NCHW;
+    Tensor dy(*context, p.output_shape(), p.data_type), w(*context, p.filter_shape(), p.data_type);
+    Tensor dx(*context, p.input_shape(), p.data_type);
+    const auto refused = vkt::thrown_error(
+        [&] { vkconv::backward_data(*context, p, dy, w, dx, Algorithm::Im2col, {.max_binding_bytes = 3000}); });
+    CHECK(refused.category() == vkconv::ErrorCategory::Unsupported);
+    CHECK_THAT(std::string(refused.what()), Catch::Contains("fp32 copy of one image"));
 }
 
 // The pool's peak halves with the tensors: a 16-bit pass's scratch takes at most half the bytes of its fp32
@@ -593,9 +608,11 @@ TEST_CASE("16-bit passes take at most half their fp32 twin's scratch", "[types][
     options.max_binding_bytes = 4 * uint64_t(14 * 14 * 16 * 9) * 4 + 4096;  // 4 images of fp32 col a chunk
     const uint64_t slack = 2 * context->pool_stats().rounded(1);
     for (DataType type : {DataType::F16, DataType::BF16})
-        for (auto [algorithm, pass] : {std::pair{Algorithm::Im2col, Pass::Forward}, {Algorithm::Im2col, Pass::BackwardData},
-                                       {Algorithm::Mec, Pass::Forward}, {Algorithm::Mec, Pass::BackwardData},
-                                       {Algorithm::Winograd, Pass::Forward}, {Algorithm::Winograd, Pass::BackwardData}}) {
+        for (const auto& entry : {std::pair{Algorithm::Im2col, Pass::Forward}, {Algorithm::Im2col, Pass::BackwardData},
+                                  {Algorithm::Mec, Pass::Forward}, {Algorithm::Mec, Pass::BackwardData},
+                                  {Algorithm::Winograd, Pass::Forward}, {Algorithm::Winograd, Pass::BackwardData}}) {
+            const Algorithm algorithm = entry.first;  // (not a structured binding: the lambda below captures it)
+            const Pass pass = entry.second;
             ConvProblem half = p;
             half.data_type = type;
             INFO(vkconv::to_string(algorithm) << " " << vkconv::to_string(pass) << " " << half.str());

@@ -57,7 +57,10 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
     if (auto refusal = refusal_16bit(p, pass)) return *refusal;
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     Im2colPlan& own = plan.own.emplace<Im2colPlan>(Im2colPlan{*lowered});
-    if (pass == Pass::BackwardData && sixteen && own.lowered.rows < p.P()) plan.slot(Slot::WideOutput) = image_floats;
+    if (pass == Pass::BackwardData && sixteen && own.lowered.rows < p.P()) {
+        if (auto refusal = wide_image_refusal(context, p, options, "im2col")) return *refusal;
+        plan.slot(Slot::WideOutput) = image_floats;
+    }
     if (!filter) return plan;
     own.splits = backward_filter_splits(context, p, own.lowered, storage_binding_limit(context, options));
     if (needs_wide_filter(p, own.lowered, own.splits)) plan.slot(Slot::WideOutput) = wide_floats;

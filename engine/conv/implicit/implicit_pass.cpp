@@ -382,9 +382,10 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
 void record_implicit_pass(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const AlgorithmPlan& plan,
                           const ConvOperands& ops, Workspace shared) {
     const ImplicitPlan& ip = plan.own_as<ImplicitPlan>();
-    // (A layer step's shared workspace: the fp32 dw copy only where this plan has one, AlgorithmPlan::own_slot.)
+    // (A layer step's shared workspace: the fp32 dw copy only where this plan has one, AlgorithmPlan::own_slot.
+    // A sliced pass's span may hold more slots than the algorithm's: its tiled slices' too.)
     std::array<Operand, kSlots> own;
-    std::copy(shared.operands.begin(), shared.operands.end(), own.begin());
+    std::copy_n(shared.operands.begin(), std::min(shared.operands.size(), kSlots), own.begin());
     own[static_cast<size_t>(Slot::WideOutput)] = plan.own_slot(shared, Slot::WideOutput);
     const Workspace workspace{own};
     if (ip.registers)

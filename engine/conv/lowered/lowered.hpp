@@ -64,6 +64,11 @@ void for_each_chunk(const ConvProblem& p, const LoweredPlan& plan, uint64_t alig
 
 // Bytes one storage-buffer binding may span: maxStorageBufferRange, or options.max_binding_bytes if lower.
 uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& options);
+
+// Why a 16-bit backward-data in bands of rows cannot run, if it cannot: its dx adds up in an fp32 copy of
+// one image, bound whole by col2im and mec_gather, which must fit a binding.
+std::optional<Refusal> wide_image_refusal(const ContextImpl& context, const ConvProblem& problem,
+                                          const PassOptions& options, const char* algorithm);
 // The same, also readable through an r32f texel view (4 * maxTexelBufferElements): what a kernel reading
 // through texel views may bind (the depthwise kernels choose that path only where their chunks fit it).
 // (Views of 16-bit elements: element_bytes 2.)

@@ -23,6 +23,15 @@ uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& op
     return options.max_binding_bytes ? std::min(range, options.max_binding_bytes) : range;
 }
 
+std::optional<Refusal> wide_image_refusal(const ContextImpl& context, const ConvProblem& p, const PassOptions& options,
+                                          const char* algorithm) {
+    const uint64_t bytes = uint64_t(p.C * p.H * p.W) * 4, limit = storage_binding_limit(context, options);
+    if (bytes + context.pool->alignment() <= limit) return std::nullopt;
+    return unsupported(std::string(algorithm) + ": backward-data in bands of rows adds a " + to_string(p.data_type) +
+                       " dx up in an fp32 copy of one image (" + std::to_string(bytes) +
+                       " bytes), beyond the binding limit of " + std::to_string(limit) + " bytes (" + p.str() + ")");
+}
+
 uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& options, uint32_t element_bytes) {
     return std::min(storage_binding_limit(context, options),
                     uint64_t{context.device->limits().maxTexelBufferElements} * element_bytes);
@@ -88,7 +97,9 @@ ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const PassOptions
 }
 
 std::optional<Refusal> filter_refusal(const ConvProblem& p, uint64_t limit) {
-    const uint64_t bytes = uint64_t(p.filter_elements()) * element_bytes(p.data_type);
+    // (In the wider of its types: dw may be fp32, ConvProblem::weight_gradient_type.)
+    const uint64_t bytes = uint64_t(p.filter_elements()) *
+                           std::max(element_bytes(p.data_type), element_bytes(p.weight_gradient_type()));
     if (bytes <= limit) return std::nullopt;
     return unsupported("the filter (" + std::to_string(bytes) +
                        " bytes) exceeds the binding limit of " + std::to_string(limit) + " bytes");

@@ -66,6 +66,8 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     if (banded_16bit)
         lowered = plan_lowered(context, p, Algorithm::Mec, b, fixed + context.pool->round(image_floats * 4), lowered_bytes);
     if (!lowered) return lowered.refusal();
+    if (banded_16bit)
+        if (auto refusal = wide_image_refusal(context, p, options, "mec")) return *refusal;
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     MecPlan& own = plan.own.emplace<MecPlan>(MecPlan{*lowered});
     // Backward-data reads w through a copy with its taps reordered (both layouts); backward-filter builds

@@ -8,7 +8,6 @@
 #include "context/context_impl.hpp"
 #include "conv/heuristic.hpp"
 #include "conv/pass_plan.hpp"
-#include "conv/shared/wide_output.hpp"
 #include "memory/paging.hpp"
 
 namespace vkconv::detail {
@@ -145,7 +144,7 @@ Planned<SlicedPlan> plan_sliced(ContextImpl& context, const ConvProblem& problem
     const uint64_t dw = pass == Pass::BackwardFilter ? uint64_t(problem.filter_elements()) : 0;
     const uint64_t db = problem.has_bias || pass == Pass::BackwardBias ? uint64_t(problem.K) : 0;
     if (sums) plan.slots = {dw, db};
-    if (plan.wide_sums) plan.slots.insert(plan.slots.end(), {dw, db});  // the sums, then each slice's own
+    if (plan.wide_sums) plan.slots.insert(plan.slots.end(), {dw, db});  // each slice's own, then the sums
     plan.accumulators = plan.slots.size();
     const uint64_t accumulator_bytes = workspace_bytes_of(context, plan.slots);
     PassOptions inner = options;
@@ -236,11 +235,12 @@ void record_sliced(ContextImpl& context, CommandStream& stream, const ConvProble
         if (ops.bias) record_run(context, stream, part.bias, 0, to.db, 0, uint64_t(problem.K), true, q.weight_gradient_type());
     }
     if (!plan.wide_sums) return;
+    // The sums rounded into dw and db once (in runs that each lie in one page of them and fit a binding).
     const SliceSums to = slice_sums(problem, plan, ops, workspace);
-    const DataType type = problem.weight_gradient_type();
+    const DataType type = problem.weight_gradient_type(), f32 = DataType::F32;
     if (plan.pass == Pass::BackwardFilter)
-        round_wide_output(context, stream, to.dw, ops.filter, uint64_t(problem.filter_elements()), type);
-    if (ops.bias) round_wide_output(context, stream, to.db, ops.bias, uint64_t(problem.K), type);
+        record_run(context, stream, to.dw, 0, ops.filter, 0, uint64_t(problem.filter_elements()), false, f32, type);
+    if (ops.bias) record_run(context, stream, to.db, 0, ops.bias, 0, uint64_t(problem.K), false, f32, type);
 }
 
 }  // namespace vkconv::detail

@@ -131,16 +131,18 @@ std::vector<TilePiece> make_pieces(const ConvProblem& p, int64_t filters_per_pie
 bool needs_tiling(ContextImpl& context, const ConvProblem& p, Algorithm algorithm, const PassOptions& options) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t bytes = element_bytes(p.data_type);
+    // (A filter-shaped tensor in the wider of its types: dw may be fp32, ConvProblem::weight_gradient_type.)
+    const uint64_t filter = uint64_t(p.filter_elements()) * std::max<uint64_t>(bytes, element_bytes(p.weight_gradient_type()));
     if (algorithm == Algorithm::Direct || algorithm == Algorithm::ImplicitGemm) {
         // Direct and implicit-gemm bind whole tensors; with a bias, backward-filter's bias gradient binds one image of dy at a
         // time within the (possibly lowered) binding limit.
         const uint64_t range = context.device->limits().maxStorageBufferRange;
         const uint64_t dy_image = uint64_t(p.K * p.P() * p.Q()) * bytes;
-        return uint64_t(std::max({p.input_elements(), p.output_elements(), p.filter_elements()})) * bytes > range ||
+        return uint64_t(std::max(p.input_elements(), p.output_elements())) * bytes > range || filter > range ||
                (p.has_bias && dy_image + align > storage_binding_limit(context, options));
     }
     const uint64_t image = uint64_t(std::max(p.C * p.H * p.W, p.K * p.P() * p.Q())) * bytes;
-    return image + align > limit || uint64_t(p.filter_elements()) * bytes > limit;
+    return image + align > limit || filter > limit;
 }
 
 namespace {
@@ -454,8 +456,11 @@ void record_run(ContextImpl& context, CommandStream& stream, const Operand& src,
         const OperandPage* page = page_holding(op, first, 1);
         return page ? page->end : UINT64_MAX;
     };
+    // ... and within one binding (elements of at most 4 bytes).
+    const uint64_t range = context.device->limits().maxStorageBufferRange;
+    const uint64_t most = std::max<uint64_t>(1, (range > 2 * align ? range - 2 * align : range) / 4);
     for (uint64_t done = 0; done < count;) {
-        const uint64_t part = std::min({count - done, page_end(src, src_first + done) - (src_first + done),
+        const uint64_t part = std::min({count - done, most, page_end(src, src_first + done) - (src_first + done),
                                         page_end(dst, dst_first + done) - (dst_first + done)});
         const Window sw = window(src, src_first + done, part, align), dw = window(dst, dst_first + done, part, align);
         const uint32_t n = uint32_t(part);
