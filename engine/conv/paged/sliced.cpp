@@ -210,6 +210,8 @@ void record_sliced(ContextImpl& context, CommandStream& stream, const ConvProble
     const uint64_t image_x = uint64_t(problem.C * problem.H * problem.W);
     const uint64_t image_y = uint64_t(problem.K * problem.P() * problem.Q());
     const std::span<const Operand> inner = workspace.subspan(plan.accumulators);
+    const bool sums = plan.accumulators > 0;
+    const SliceSums to = slice_sums(problem, plan, ops, workspace);
     for (size_t i = 0; i < plan.slices.size(); ++i) {
         const Slice& at = plan.slices[i];
         const uint64_t images = uint64_t(at.n1 - at.n0);
@@ -220,8 +222,6 @@ void record_sliced(ContextImpl& context, CommandStream& stream, const ConvProble
         part.epilogue.residual = slice(ops.epilogue.residual, uint64_t(at.n0) * image_y, images * image_y, align);
         // A sum over images: after the first slice, each slice's dw and db go to the accumulators and are
         // added into the sums (the outputs themselves, or with wide_sums their fp32 copies).
-        const bool sums = plan.accumulators > 0;
-        const SliceSums to = slice_sums(problem, plan, ops, workspace);
         if (sums) {
             const bool first = i == 0;
             if (plan.pass == Pass::BackwardFilter) part.filter = first ? to.dw : to.dw_slice;
@@ -236,7 +236,6 @@ void record_sliced(ContextImpl& context, CommandStream& stream, const ConvProble
     }
     if (!plan.wide_sums) return;
     // The sums rounded into dw and db once (in runs that each lie in one page of them and fit a binding).
-    const SliceSums to = slice_sums(problem, plan, ops, workspace);
     const DataType type = problem.weight_gradient_type(), f32 = DataType::F32;
     if (plan.pass == Pass::BackwardFilter)
         record_run(context, stream, to.dw, 0, ops.filter, 0, uint64_t(problem.filter_elements()), false, f32, type);
