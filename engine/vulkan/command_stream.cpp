@@ -250,6 +250,7 @@ uint64_t CommandStream::submit(std::span<const SemaphoreWait> waits) {
         VkResult result = device.fault_at(Device::FaultPoint::Submission);
         if (result == VK_SUCCESS) result = vk_.vkQueueSubmit(device.queue(), 1, &submit, fence);
         VKC_CHECK_RESULT(device.lost_flag(), result, "vkQueueSubmit");
+        if (timeline) device.note_timeline_submitted(signal_value);
     }
     submitted_ = true;
     return signal_value;

@@ -168,11 +168,25 @@ Device::~Device() {
         // must not throw). The application's: nothing of vkconv's is in flight (submissions and recordings
         // keep the context alive), and its other queues are not vkconv's to wait for.
         if (owned_) table_.vkDeviceWaitIdle(device_);
+        wait_for_timeline();
         streams_.reset();
         if (timeline_) table_.vkDestroySemaphore(device_, timeline_, nullptr), note_destroyed();
         if (command_pool_) table_.vkDestroyCommandPool(device_, command_pool_, nullptr), note_destroyed();
         if (owned_) table_.vkDestroyDevice(device_, nullptr), note_destroyed();
     }
+}
+
+// Every submission's fence has been waited for, but a fence may signal before the driver is done with the
+// submission's timeline signal: Mesa's emulated timelines (lavapipe) add the signalled point to the semaphore on
+// a submit thread after the work ran, and a semaphore destroyed in between leaks that point. Waiting on the
+// timeline itself for its last value returns only once the value is in place. Best effort, as above.
+void Device::wait_for_timeline() noexcept {
+    if (!timeline_ || timeline_submitted_ == 0 || lost_.load() || !table_.vkWaitSemaphores) return;
+    VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &timeline_;
+    wait.pValues = &timeline_submitted_;
+    table_.vkWaitSemaphores(device_, &wait, UINT64_MAX);
 }
 
 void Device::forget_foreign_buffer(VkBuffer buffer) noexcept {

@@ -107,6 +107,8 @@ public:
     // The timeline semaphore submissions signal (VK_NULL_HANDLE without the feature), and the next value.
     VkSemaphore timeline() const { return timeline_; }
     uint64_t next_timeline_value() { return ++timeline_value_; }
+    // The highest value a submission that reached the queue signals (called under the queue lock).
+    void note_timeline_submitted(uint64_t value) { timeline_submitted_ = value; }
     // Buffers of the application wrapped as tensors (counted per wrapping tensor): never viewed as texels.
     void note_foreign_buffer(VkBuffer buffer) { ++foreign_[buffer]; }
     void forget_foreign_buffer(VkBuffer buffer) noexcept;
@@ -171,6 +173,7 @@ private:
     // After the handle exists: the function table, the queue, the command pool and stream pool.
     void finish_setup();
     void make_timeline();
+    void wait_for_timeline() noexcept;
 
     const InstanceFunctions& instance_;
     VkPhysicalDevice physical_;
@@ -186,6 +189,7 @@ private:
     uint32_t queue_index_ = 0;
     VkSemaphore timeline_ = VK_NULL_HANDLE;
     uint64_t timeline_value_ = 0;
+    uint64_t timeline_submitted_ = 0;
     std::map<VkBuffer, uint32_t> foreign_;
     std::unique_ptr<StreamPool> streams_;
     std::atomic<uint64_t> objects_created_{0}, objects_destroyed_{0};
