@@ -138,6 +138,8 @@ int run_plan(const PlanArgs& args) {
     }
     if (args.batch > 0) p.N = args.batch;
     p.has_bias = args.bias;
+    // (No input file to take the type from: "auto" plans f32.)
+    if (args.conv.dtype != "auto") p.data_type = vkconv::parse_data_type(args.conv.dtype);
     const vkconv::Pass pass = parse_pass(args.pass);
     if (!context && args.conv.workspace_limit == "auto")
         throw vkconv::Error(vkconv::ErrorCategory::InvalidArgument,

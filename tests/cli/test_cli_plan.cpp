@@ -48,6 +48,19 @@ TEST_CASE("cli: plan prints an H100's plan without a device, as text and JSON", 
     INFO(r.describe());
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("implicit_gemm_4_t"));
+    // --dtype plans the problem in that type: an f16 forward over 18,432 taps adds its pieces in an fp32 copy,
+    // rounded into y by a copy; in f32 the pieces add into y itself.
+    const Args deep = {"plan", "--input-shape", "2,2048,8,8", "--filter-shape", "8,2048,3,3", "--padding", "1",
+                       "--algo", "implicit-gemm", "--device-profile", "nvidia-h100", "--dtype"};
+    for (const char* type : {"f16", "f32"}) {
+        Args args = deep;
+        args.push_back(type);
+        r = run_cli(dir, args);
+        INFO(r.describe());
+        REQUIRE(r.code == 0);
+        CHECK((r.out.find("copy_box") != std::string::npos) == (std::string(type) == "f16"));
+        CHECK((r.out.find("workspace 0 bytes") != std::string::npos) == (std::string(type) == "f32"));
+    }
 }
 
 TEST_CASE("cli: plan refuses bad input with exit 2", "[cli]") {
@@ -62,6 +75,7 @@ TEST_CASE("cli: plan refuses bad input with exit 2", "[cli]") {
         {{"plan", "--input-shape", "1,3,8,8", "--device-profile", "nvidia-h100"}, "--filter-shape"},
         {{"plan", "--input-shape", "1,3,8,8", "--filter-shape", "4,2,3,3", "--device-profile", "nvidia-h100"}, "filter"},
         {{"plan", "--layer", "cv1", "--pass", "sideways"}, "--pass"},
+        {{"plan", "--layer", "cv1", "--dtype", "f64", "--device-profile", "nvidia-h100"}, "f64"},
         {{"plan", "--layer", "cv1", "--workspace-limit", "auto", "--device-profile", "nvidia-h100"},
          "--workspace-limit auto"},
     };
