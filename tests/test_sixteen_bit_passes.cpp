@@ -266,7 +266,8 @@ TEST_CASE("depthwise runs 16-bit tensors in chunks of images: dw summed in fp32 
 // y = relu(alpha·conv + b + beta·z) on 16-bit tensors against the reference on the same inputs: E counts
 // the fp32 accumulation (n + 2 roundings) and the epilogue's two (alpha is a power of two, beta's product
 // and its sum each round once) over the sum of the terms' magnitudes. ReLU only shrinks an error.
-void check_epilogue(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm, bool in_place, uint32_t seed) {
+vkconv::RunStats check_epilogue(vkconv::Context& context, const ConvProblem& p, Algorithm algorithm, bool in_place,
+                                uint32_t seed, const vkconv::PassOptions& options = {}) {
     const DataType type = p.data_type;
     auto [x, xv] = upload(context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
     auto [w, wv] = upload(context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), seed + 1), type);
@@ -274,7 +275,7 @@ void check_epilogue(vkconv::Context& context, const ConvProblem& p, Algorithm al
     auto [z, zv] = upload(context, p.output_shape(), vkt::random_values(size_t(p.output_elements()), seed + 3), type);
     Tensor y = in_place ? z : Tensor::from_host(context, p.output_shape(), vkt::poison(p.output_elements()), type);
     vkconv::Epilogue epilogue{.alpha = 0.5f, .beta = -1.5f, .residual = &z, .activation = vkconv::Activation::ReLU};
-    vkconv::forward(context, p, x, w, &b, y, algorithm, {}, epilogue);
+    const vkconv::RunStats stats = vkconv::forward(context, p, x, w, &b, y, algorithm, options, epilogue);
     ConvProblem plain = p;
     plain.has_bias = false;
     const std::vector<double> conv = vkconv::reference::forward(plain, xv, wv, {});
@@ -288,6 +289,7 @@ void check_epilogue(vkconv::Context& context, const ConvProblem& p, Algorithm al
     }
     check_16bit(y.download(), expected, magnitude, p.channels_per_group() * p.R * p.S + 2, type,
                 std::string("epilogue ") + (in_place ? "in place " : "") + vkconv::to_string(algorithm) + " " + p.str());
+    return stats;
 }
 
 TEST_CASE("the fused epilogue on 16-bit tensors, with a residual of its own and in place, and on a device with "
@@ -363,11 +365,100 @@ TEST_CASE("a 16-bit dw summed over chunks or reduction pieces adds up in fp32 an
                         long_sum.N * long_sum.P() * long_sum.Q(), type, "layer step dw");
         }
         check_passes(*context, long_sum, Algorithm::ImplicitGemm, seed += 10, no_partials);
+        // ... with room for 4 filters' fp32 copy: chunks of 4 filters (the last of 2), each rounded into its
+        // filters of dw after its last piece; the register kernel (on CPU devices) and, with 6 storage buffers
+        // a stage, the shared-memory one, both layouts.
+        vkt::TempDir dir("vkconv-16bit-filter-rows");
+        vkconv::ContextOptions six = vkt::test_options();
+        six.device_limits = vkt::profile_with_limits(dir, {.storage_buffers = 6});
+        for (const vkconv::ContextOptions& options : {vkt::test_options(), six}) {
+            auto limited = vkt::fresh_context(options);
+            if (!limited) return;
+            ConvProblem rows = vkt::problem().batch(1).channels(3).image(150, 120).filters(10).kernel(3, 3).pad(1);
+            rows.data_type = type;
+            rows.layout = options.device_limits.empty() ? Layout::NCHW : Layout::NHWC;
+            INFO("imposed limits: " << limited->device().imposed_limits << "; " << rows.str());
+            const vkconv::PassOptions four_filters{.workspace_limit = limited->pool_stats().rounded(4 * 27 * 4)};
+            Tensor rx(*limited, rows.input_shape(), type), rdy(*limited, rows.output_shape(), type);
+            Tensor rdw(*limited, rows.filter_shape(), type);
+            const auto row_stats =
+                vkconv::backward_filter(*limited, rows, rx, rdy, rdw, nullptr, Algorithm::ImplicitGemm, four_filters);
+            CHECK(row_stats.partial_products == 0);
+            CHECK(row_stats.chunks == 3);
+            CHECK(row_stats.workspace_bytes == four_filters.workspace_limit);
+            check_passes(*limited, rows, Algorithm::ImplicitGemm, seed += 10, four_filters);
+        }
         // direct's pieces of 16,384 positions, each adding into dw's fp32 copy (the pass's one filter of
         // workspace): every pass, the layer step's shared workspace included.
         CHECK(vkconv::backward_filter_workspace_bytes(*context, long_sum, Algorithm::Direct) ==
               pool.rounded(uint64_t(long_sum.filter_elements()) * 4));
         check_passes(*context, long_sum, Algorithm::Direct, seed += 10);
+    }
+}
+
+// implicit-gemm's forward and backward-data whose reduction runs in pieces past one dispatch's loop cap: a
+// 16-bit output adds up in an fp32 copy of a chunk of images, rounded once after the chunk's last piece; the
+// chunks fit the workspace limit (the last one shorter), and the fused epilogue, its residual included, is
+// applied before that one rounding.
+TEST_CASE("16-bit forward and backward-data in reduction pieces add up in fp32 chunks of images, rounded once",
+          "[types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const auto pool = context->pool_stats();
+    uint32_t seed = 1600;
+    size_t turn = 0;
+    // Forward over 2,700 taps (300 channels, 3x3); backward-data over 11,700 (1,300 filters).
+    const ConvProblem deep = vkt::problem().batch(5).channels(300).image(6, 5).filters(3).kernel(3, 3).pad(1);
+    const ConvProblem wide = vkt::problem().batch(5).channels(3).image(5, 6).filters(1300).kernel(3, 3).pad(1);
+    for (const auto& [base, pass] : {std::pair{deep, Pass::Forward}, {wide, Pass::BackwardData}})
+        for (DataType type : {DataType::F16, DataType::BF16}) {
+            ConvProblem p = in_turn(base, turn++);
+            p.data_type = type;
+            p.has_bias = pass == Pass::Forward;  // (1,300 filters' bias gradient would need more than the limit)
+            // Two images of output a chunk: chunks of 2, 2 and 1.
+            const uint64_t image = pass == Pass::Forward ? uint64_t(p.K * p.P() * p.Q()) : uint64_t(p.C * p.H * p.W);
+            const vkconv::PassOptions two_images{.workspace_limit = pool.rounded(2 * image * 4)};
+            INFO(vkconv::to_string(pass) << " " << p.str());
+            const uint64_t bytes = pass == Pass::Forward
+                                       ? vkconv::forward_workspace_bytes(*context, p, Algorithm::ImplicitGemm, two_images)
+                                       : vkconv::backward_data_workspace_bytes(*context, p, Algorithm::ImplicitGemm,
+                                                                               two_images);
+            CHECK(bytes == two_images.workspace_limit);
+            Tensor dy(*context, p.output_shape(), type), w(*context, p.filter_shape(), type);
+            Tensor dx(*context, p.input_shape(), type), x(*context, p.input_shape(), type);
+            Tensor y(*context, p.output_shape(), type), b(*context, p.bias_shape(), type);
+            const auto stats = pass == Pass::Forward
+                                   ? vkconv::forward(*context, p, x, w, &b, y, Algorithm::ImplicitGemm, two_images)
+                                   : vkconv::backward_data(*context, p, dy, w, dx, Algorithm::ImplicitGemm, two_images);
+            CHECK(stats.chunks == 3);
+            check_passes(*context, p, Algorithm::ImplicitGemm, seed += 10, two_images);
+        }
+    // The epilogue, with a residual of its own and in place: applied to each chunk's fp32 sums before they are
+    // rounded. The device's own kernel (on a CPU device the register kernel); with 6 storage buffers a stage the
+    // shared-memory one; with 4 its build that reads the residual from its output, the fp32 copy here.
+    vkt::TempDir dir("vkconv-16bit-pieces");
+    vkconv::ContextOptions six = vkt::test_options(), minimum = vkt::test_options();
+    six.device_limits = vkt::profile_with_limits(dir, {.storage_buffers = 6});
+    minimum.device_limits = "vulkan-minimum";
+    for (const vkconv::ContextOptions& options : {vkt::test_options(), six, minimum}) {
+        auto limited = vkt::fresh_context(options);
+        if (!limited) return;
+        INFO("imposed limits: " << limited->device().imposed_limits);
+        for (DataType type : {DataType::F16, DataType::BF16})
+            for (bool in_place : {false, true}) {
+                // (11,700 taps: in pieces for the shared-memory kernel, which 4 storage buffers a stage run, too.)
+                ConvProblem p = vkt::problem().batch(5).channels(1300).image(6, 5).filters(3).kernel(3, 3).pad(1);
+                p.data_type = type, p.has_bias = true, p.layout = in_place ? Layout::NHWC : Layout::NCHW;
+                const vkconv::PassOptions one_image{
+                    .workspace_limit = limited->pool_stats().rounded(uint64_t(p.K * p.P() * p.Q()) * 4)};
+                CHECK(check_epilogue(*limited, p, Algorithm::ImplicitGemm, in_place, seed += 4, one_image).chunks ==
+                      uint32_t(p.N));
+            }
+        // Backward-data's kernel there reads dy from the chunk's first image on.
+        ConvProblem p = wide;
+        p.data_type = DataType::BF16;
+        const uint64_t image = uint64_t(p.C * p.H * p.W) * 4;
+        check_passes(*limited, p, Algorithm::ImplicitGemm, seed += 10,
+                     {.workspace_limit = limited->pool_stats().rounded(2 * image)});
     }
 }
 
@@ -594,7 +685,8 @@ TEST_CASE("16-bit backward-data in bands of rows adds up in fp32", "[types][lowe
 
 // The pool's peak halves with the tensors: a 16-bit pass's scratch takes at most half the bytes of its fp32
 // twin's, where chunks as large as the bindings allow would hold twice the images (lowered x, and the fp32
-// sums of backward-data's dcol and dL and of Winograd's V and M).
+// sums of backward-data's dcol and dL and of Winograd's V and M), and Winograd's U and MEC's OHWI dw, fp32 in
+// both, are made for half the input channels, half the filters, at a time.
 TEST_CASE("16-bit passes take at most half their fp32 twin's scratch", "[types][workspace][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     ConvProblem p = vkt::problem().batch(8).channels(16).image(14, 14).filters(16).kernel(3, 3).pad(1);
@@ -604,21 +696,23 @@ TEST_CASE("16-bit passes take at most half their fp32 twin's scratch", "[types][
     for (DataType type : {DataType::F16, DataType::BF16})
         for (const auto& entry : {std::pair{Algorithm::Im2col, Pass::Forward}, {Algorithm::Im2col, Pass::BackwardData},
                                   {Algorithm::Mec, Pass::Forward}, {Algorithm::Mec, Pass::BackwardData},
-                                  {Algorithm::Winograd, Pass::Forward}, {Algorithm::Winograd, Pass::BackwardData}}) {
+                                  {Algorithm::Mec, Pass::BackwardFilter}, {Algorithm::Winograd, Pass::Forward},
+                                  {Algorithm::Winograd, Pass::BackwardData}}) {
             const Algorithm algorithm = entry.first;  // (not a structured binding: the lambda below captures it)
             const Pass pass = entry.second;
             ConvProblem half = p;
             half.data_type = type;
             INFO(vkconv::to_string(algorithm) << " " << vkconv::to_string(pass) << " " << half.str());
             auto query = [&](const ConvProblem& q) {
-                return pass == Pass::Forward ? vkconv::forward_workspace_bytes(*context, q, algorithm, options)
-                                             : vkconv::backward_data_workspace_bytes(*context, q, algorithm, options);
+                return pass == Pass::Forward       ? vkconv::forward_workspace_bytes(*context, q, algorithm, options)
+                       : pass == Pass::BackwardData ? vkconv::backward_data_workspace_bytes(*context, q, algorithm, options)
+                                                    : vkconv::backward_filter_workspace_bytes(*context, q, algorithm, options);
             };
             const uint64_t fp32 = query(p), sixteen = query(half);
             CHECK(fp32 > 0);
-            // (Winograd's transformed filter U is fp32 in both: 6 x 6 positions of 16 x 16, F(4x4,3x3).)
-            const uint64_t u = algorithm == Algorithm::Winograd ? 36 * 16 * 16 * 4 : 0;
-            CHECK(sixteen <= (fp32 + u) / 2 + slack);
+            // (Winograd's transformed filter U and MEC's OHWI dw are fp32 in both: the 16-bit pass makes them
+            // for half the input channels, half the filters, at a time.)
+            CHECK(sixteen <= fp32 / 2 + slack);
         }
     // And the runs take what the queries say, within the bound (backward-data in chunks of 2 images).
     ConvProblem bf16 = p;

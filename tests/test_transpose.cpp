@@ -280,6 +280,45 @@ TEST_CASE("conv_transpose: 16-bit tensors in bands of rows, the bias rounded in 
     }
 }
 
+// ... and through implicit-gemm over 11,700 terms, past one dispatch's loop cap: each image's sums add up
+// in an fp32 copy, the bias (placed in the output first) added as the copy is rounded into it, once.
+TEST_CASE("conv_transpose: 16-bit tensors whose sums run in pieces, the bias rounded in once",
+          "[transpose][types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    ConvTransposeProblem p = base(3, 1300, 4, 3, 2, 3, 3);
+    p.has_bias = true;
+    uint32_t seed = 4600;
+    for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
+        p.data_type = type;
+        p.layout = type == vkconv::DataType::F16 ? Layout::NCHW : Layout::NHWC;
+        auto x = vkconv::Tensor::from_host(
+            *context, p.input_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++), type);
+        auto w = vkconv::Tensor::from_host(
+            *context, p.filter_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++),
+            type);
+        auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(size_t(p.K), seed++), type);
+        const auto xs = x.download(), ws = w.download(), bs = b.download();
+        const auto expected = scatter(p, xs, ws, bs, false);
+        const auto magnitude = scatter(p, vkt::absolute(xs), vkt::absolute(ws), vkt::absolute(bs), true);
+        const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
+        const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+        const int64_t n = p.C / p.groups * p.R * p.S + 1;
+        const int64_t count = p.N * p.K * p.P() * p.Q();
+        const vkconv::PassOptions one_image{
+            .workspace_limit = context->pool_stats().rounded(uint64_t(count / p.N) * 4)};
+        INFO(p.str());
+        auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(count), type);
+        const auto stats = vkconv::conv_transpose(*context, p, x, w, &b, y, Algorithm::ImplicitGemm, one_image);
+        CHECK(stats.chunks == uint32_t(p.N));
+        CHECK(stats.workspace_bytes ==
+              vkconv::conv_transpose_workspace_bytes(*context, p, Algorithm::ImplicitGemm, one_image));
+        const auto result = y.download();
+        for (size_t i = 0; i < result.size(); ++i)
+            CHECK(std::fabs(double(result[i]) - expected[i]) <=
+                  (1 + ut) * double(n + 2) * u * magnitude[i] + ut * std::fabs(expected[i]) + eta);
+    }
+}
+
 TEST_CASE("conv_transpose: recorded, it runs at submit with the blocking call's result", "[transpose][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     const ConvTransposeProblem p = cases()[1].p;

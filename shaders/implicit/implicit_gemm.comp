@@ -111,6 +111,7 @@ layout(push_constant) uniform Params {
     uint accumulate, last;
     uint z_base;
     float alpha, beta, negative_slope;
+    uint row_base, row_end;  // the rows [row_base, row_end) of M_ROWS this dispatch computes (grid y from row_base)
 } pc;
 
 const uint CG = C / GROUPS, KG = K / GROUPS;
@@ -210,7 +211,7 @@ void main() {
     const uint k_last = min(pc.k_end, k_first + pc.piece);
     const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
     const uint tid = ty * WG_N + tx, threads = WG_N * WG_M;
-    const uint tile_m = gl_WorkGroupID.y * BM, tile_n = pc.col_base + gl_WorkGroupID.x * BN;
+    const uint tile_m = pc.row_base + gl_WorkGroupID.y * BM, tile_n = pc.col_base + gl_WorkGroupID.x * BN;
     const uint cols = columns();
 
     float acc[TM * TN];
@@ -221,7 +222,7 @@ void main() {
             const uint kk = A_K_FAST ? e % BK : e / BM;
             const uint mm = A_K_FAST ? e / BK : e % BM;
             const uint m = tile_m + mm, k = k0 + kk;
-            a_tile[kk * (BM + 1) + mm] = (m < M_ROWS && k < k_last) ? load_a(g, m, k) : 0.0;
+            a_tile[kk * (BM + 1) + mm] = (m < pc.row_end && k < k_last) ? load_a(g, m, k) : 0.0;
         }
         for (uint e = tid; e < BK * BN; e += threads) {
             const uint kk = B_N_FAST ? e / BN : e % BK;
@@ -242,7 +243,7 @@ void main() {
 
     [[unroll]] for (uint i = 0; i < TM; ++i) {
         const uint m = tile_m + ty + i * WG_M;
-        if (m >= M_ROWS) continue;
+        if (m >= pc.row_end) continue;
         [[unroll]] for (uint j = 0; j < TN; ++j) {
             const uint n = tile_n + tx + j * WG_N;
             if (n < cols) store(g, slice, m, n, acc[i * TN + j]);

@@ -123,6 +123,7 @@ layout(push_constant) uniform Params {
     float alpha, beta, negative_slope;
     uint piece, slice_floats;
     uint z_base;
+    uint row_base, row_end;  // backward-filter: the filters [row_base, row_end) this dispatch computes
 } pc;
 
 const uint CG = C / GROUPS, KG = K / GROUPS;
@@ -218,7 +219,7 @@ void filter_main() {
     const uint g = z % GROUPS, slice = z / GROUPS;
     const uint first = pc.k_begin + slice * pc.piece, last = min(pc.k_end, first + pc.piece);
     const uint t0 = pc.col_base + gl_GlobalInvocationID.x * TN;
-    const uint m0 = gl_GlobalInvocationID.y * TM;
+    const uint m0 = pc.row_base + gl_GlobalInvocationID.y * TM;
     // Taps past the edge work on the last valid one (dropped at the store).
     uint channel[TN];  // the tap's input channel, as an offset within an image
     uint tap_h[TN], tap_w[TN];  // r * dilation, s * dilation
@@ -297,7 +298,7 @@ void filter_main() {
 
     [[unroll]] for (uint i = 0; i < TM; ++i) {
         const uint m = m0 + i;
-        if (m >= KG) break;
+        if (m >= pc.row_end) break;
         [[unroll]] for (uint j = 0; j < TN; ++j) {
             const uint t = t0 + j;
             if (t >= TAPS) break;

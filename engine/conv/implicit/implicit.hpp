@@ -34,6 +34,12 @@ struct ImplicitPlan {
                               // in rounds of `piece` (ceil(reduction / (slices * piece)) of them)
     bool partials = false;    // backward-filter: slices > 1 write partial products (else pieces add into dw)
     bool registers = false;   // the register kernel (forward on CPU devices)
+    // A 16-bit forward or backward-data in pieces: images per chunk whose output adds up in an fp32 copy
+    // (Slot::WideOutput), rounded into the output after the chunk's last piece (0: no copy).
+    uint64_t wide_images = 0;
+    // A 16-bit dw in pieces: filters per chunk whose dw adds up in an fp32 copy (Slot::WideOutput), rounded
+    // into dw after the chunk's last piece (0: no copy).
+    uint64_t wide_rows = 0;
 };
 
 }  // namespace vkconv::detail

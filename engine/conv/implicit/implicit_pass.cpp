@@ -12,6 +12,7 @@
 #include "conv/implicit/implicit.hpp"
 #include "conv/shared/whole_tensors.hpp"
 #include "conv/shared/wide_output.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm_config.hpp"
 #include "gemm/splitk_reduce.hpp"
 #include "gemm/tuning.hpp"
@@ -28,6 +29,7 @@ struct ImplicitPush {
     uint32_t accumulate, last;
     uint32_t z_base;
     float alpha, beta, negative_slope;
+    uint32_t row_base, row_end;
 };
 VKCONV_PUSH_SIZE(ImplicitPush, implicit_gemm)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, first_out)
@@ -37,6 +39,7 @@ VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, slice_floats)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, last)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, negative_slope)
 VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, z_base)
+VKCONV_PUSH_MEMBER(ImplicitPush, implicit_gemm, row_end)
 
 uint64_t ceil_div(uint64_t a, uint64_t b) {
     return (a + b - 1) / b;
@@ -123,6 +126,65 @@ bool registers_kernel(ContextImpl& context, Pass pass) {
            context.device->limits().maxPerStageDescriptorStorageBuffers >= 7;
 }
 
+// Output elements of one image: y's (forward) or dx's (backward-data).
+uint64_t image_output_elements(const ConvProblem& p, Pass pass) {
+    return pass == Pass::Forward ? uint64_t(p.K) * p.P() * p.Q() : uint64_t(p.C) * p.H * p.W;
+}
+
+// A 16-bit forward or backward-data whose reduction runs in pieces would round its output once a piece: the
+// pieces add into an fp32 copy of a chunk of images' output instead, rounded into the output once, after the
+// chunk's last piece. The copy holds the images a twelfth of the pass's 16-bit tensors would (at least one),
+// so the pool's peak stays within 0.55x of the fp32 twin's, which needs no copy; within a binding and the
+// workspace limit, else refused. (On a device with 4 storage buffers a stage, the kernel reads a residual
+// from its output: each chunk's residual is widened into the copy first.)
+std::optional<Refusal> plan_wide_chunks(ContextImpl& context, const ConvProblem& p, Pass pass,
+                                        const PassOptions& options, AlgorithmPlan& plan) {
+    const uint64_t image_bytes = image_output_elements(p, pass) * 4;
+    const uint64_t tensors = uint64_t(p.input_elements() + p.filter_elements() + p.output_elements()) *
+                             element_bytes(p.data_type);
+    uint64_t images = std::clamp<uint64_t>(tensors / 12 / image_bytes, 1, uint64_t(p.N));
+    images = std::min(images, std::max<uint64_t>(1, context.device->limits().maxStorageBufferRange / image_bytes));
+    if (options.workspace_limit)
+        while (images > 1 && context.pool->round(images * image_bytes) > options.workspace_limit)
+            images = std::max<uint64_t>(1, std::min(images - 1, options.workspace_limit / image_bytes));
+    const uint64_t bytes = images * image_bytes;
+    const std::string what = "implicit-gemm: a " + std::string(to_string(p.data_type)) + " " + to_string(pass) +
+                             " whose reduction of " + std::to_string(plan.own_as<ImplicitPlan>().reduction) +
+                             " runs in pieces adds up in an fp32 copy of one image's output, " +
+                             std::to_string(bytes) + " bytes, ";
+    if (bytes > context.device->limits().maxStorageBufferRange)
+        return unsupported(what + "above the device's maxStorageBufferRange (" +
+                           std::to_string(context.device->limits().maxStorageBufferRange) + " bytes): " + p.str());
+    if (options.workspace_limit && context.pool->round(bytes) > options.workspace_limit)
+        return unsupported(what + "above the workspace limit of " + std::to_string(options.workspace_limit) +
+                           " bytes (" + p.str() + ")");
+    plan.own_as<ImplicitPlan>().wide_images = images;
+    plan.slot(Slot::WideOutput) = images * image_output_elements(p, pass);
+    plan.chunks = static_cast<uint32_t>(ceil_div(uint64_t(p.N), images));
+    return std::nullopt;
+}
+
+// The filters (GEMM rows) a 16-bit dw's fp32 copy holds at a time (ImplicitPlan::wide_rows): all of them, or
+// with one group as many as a twelfth of the pass's 16-bit tensors would hold (the fp32 twin sums into dw
+// itself), within the binding limit and the workspace limit. Too little room for 4 filters leaves the copy
+// whole, refused by the workspace limit's check.
+uint64_t wide_filter_rows(ContextImpl& context, const ConvProblem& p, const GemmConfig& config,
+                          const PassOptions& options) {
+    const uint64_t filters = uint64_t(p.K), row_bytes = uint64_t(p.filter_elements()) / filters * 4;
+    if (p.groups != 1) return filters;
+    const uint64_t tensors = uint64_t(p.input_elements() + p.filter_elements() + p.output_elements()) *
+                             element_bytes(p.data_type);
+    uint64_t room = std::min<uint64_t>(tensors / 12, context.device->limits().maxStorageBufferRange);
+    if (options.workspace_limit) room = std::min(room, options.workspace_limit);
+    // Whole tiles where a tile fits, else fours of rows (the register kernel's vec4 loads of dy start on a
+    // filter that is a multiple of 4; its rows past a chunk's end go idle).
+    const uint64_t step = room / row_bytes >= config.tile_m() ? config.tile_m() : 4;
+    uint64_t rows = std::min(filters, room / row_bytes / step * step);
+    if (options.workspace_limit)  // (the pool rounds the copy up)
+        while (rows > 0 && context.pool->round(rows * row_bytes) > options.workspace_limit) rows = (rows - 1) / step * step;
+    return rows == 0 ? filters : rows;
+}
+
 Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                           const PassOptions& options) {
     // x, w, dy, the bias, the residual and the output, whichever pass it runs; 4 in the variant for devices
@@ -160,11 +222,9 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     auto round_piece = [&](uint64_t pieces) { return ceil_div(ceil_div(product.reduction, pieces), step) * step; };
     if (pass != Pass::BackwardFilter) {
         ip.piece = round_piece(ceil_div(product.reduction, longest));
-        // Pieces add into the output: a 16-bit one would be rounded once a piece.
+        // Pieces add into the output: a 16-bit one adds up in fp32 copies of chunks of images instead.
         if (p.data_type != DataType::F32 && ip.piece < product.reduction)
-            return unsupported("implicit-gemm: a reduction of " + std::to_string(product.reduction) +
-                               " runs in pieces, each rounding the output, on " + to_string(p.data_type) +
-                               " tensors (" + p.str() + ")");
+            if (auto refusal = plan_wide_chunks(context, p, pass, options, plan)) return *refusal;
         return plan;
     }
     // Backward-filter: slices of the N*P*Q reduction until the tiles fill the device, each a partial product
@@ -199,7 +259,9 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     plan.partial_products = ip.partials ? ip.slices : 0;
     // A 16-bit dw summed piece by piece: into an fp32 copy, rounded once at the end.
     if (p.weight_gradient_type() != DataType::F32 && !ip.partials && ip.piece < product.reduction) {
-        plan.slot(Slot::WideOutput) = filter_floats;
+        ip.wide_rows = wide_filter_rows(context, p, config, options);
+        plan.slot(Slot::WideOutput) = ip.wide_rows * (filter_floats / uint64_t(p.K));
+        plan.chunks = static_cast<uint32_t>(ceil_div(uint64_t(p.K), ip.wide_rows));
         if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit)
             return unsupported("implicit-gemm: a " + std::string(to_string(p.data_type)) +
                                " dw summed in pieces needs an fp32 copy of " +
@@ -211,8 +273,8 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
 }
 
 // What a pass's kernel writes, in which type, and where partial products are summed: dw's partial products
-// (fp32) summed into dw; a 16-bit dw summed piece by piece into its fp32 copy (Slot::WideOutput, rounded
-// into dw at the end); else the output itself.
+// (fp32) summed into dw; a 16-bit output summed piece by piece into its fp32 copy (Slot::WideOutput: all of
+// dw, rounded into it at the end; a chunk of images' y or dx, rounded after the chunk); else the output itself.
 struct OutputOf {
     Window window;
     DataType type;
@@ -221,7 +283,7 @@ struct OutputOf {
 OutputOf output_of(const ConvProblem& p, Pass pass, const Operand& output, bool partials, Workspace workspace) {
     const Operand& wide = workspace[Slot::WideOutput];
     if (partials) return {workspace[Slot::Partials].whole(), DataType::F32, output.whole()};
-    if (wide && pass == Pass::BackwardFilter) return {wide.whole(), DataType::F32, wide.whole()};
+    if (wide) return {wide.whole(), DataType::F32, wide.whole()};
     const DataType type = pass == Pass::BackwardFilter ? p.weight_gradient_type() : p.data_type;
     return {output.whole(), type, output.whole()};
 }
@@ -245,7 +307,8 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
                       std::span<const Binding> bindings, Push& push, const Window& partials, const Window& dw,
                       bool add_first = false) {
     const Product product = product_of(p, pass);
-    const uint64_t tiles_m = ceil_div(product.rows, config.tile_m());
+    const uint64_t rows = push.row_end - push.row_base;  // of each group, from row_base on
+    const uint64_t tiles_m = ceil_div(rows, config.tile_m());
     const uint64_t step = uint64_t(context.device->max_workgroups(0)) * config.tile_n();  // columns a dispatch
     const uint64_t groups = uint64_t(p.groups), max_z = context.device->max_workgroups(2);
     auto dispatch_columns = [&](uint32_t slices) {
@@ -253,7 +316,7 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
             const uint64_t count = std::min(step, product.columns - col0);
             push.col_base = uint32_t(col0);
             const uint64_t reduction = std::min<uint64_t>(push.k_end - push.k_begin, uint64_t(push.piece) * slices);
-            const uint64_t flops = 2 * count * product.rows * groups * reduction;
+            const uint64_t flops = 2 * count * rows * groups * reduction;
             const uint64_t serial =
                 uint64_t(config.tm) * config.tn * std::min<uint64_t>(push.piece, push.k_end - push.k_begin);
             const uint64_t z_total = groups * slices;
@@ -288,6 +351,47 @@ void record_reduction(ContextImpl& context, CommandStream& stream, const ConvPro
     }
 }
 
+// A 16-bit forward or backward-data in pieces (ImplicitPlan::wide_images), chunk by chunk of images: the
+// chunk's residual widened into the fp32 copy where the kernel reads it from its output (`widen_residual`),
+// `record(chunk, first_image)` the chunk's pieces into the copy, then the copy rounded into `output` (added to
+// what it holds, `add_into`: ConvOperands::add_into_dx).
+template <typename Record>
+void record_wide_chunks(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
+                        const ImplicitPlan& ip, const Operand& output, const Operand& wide,
+                        const Operand* widen_residual, bool add_into, Record&& record) {
+    const uint64_t per_image = image_output_elements(p, pass);
+    for (uint64_t n0 = 0; n0 < uint64_t(p.N); n0 += ip.wide_images) {
+        ConvProblem chunk = p;
+        chunk.N = int64_t(std::min<uint64_t>(ip.wide_images, uint64_t(p.N) - n0));
+        const uint64_t count = uint64_t(chunk.N) * per_image;
+        if (widen_residual)
+            record_run(context, stream, *widen_residual, n0 * per_image, wide, 0, count, false, p.data_type,
+                       DataType::F32);
+        record(chunk, n0);
+        record_run(context, stream, wide, 0, output, n0 * per_image, count, add_into, DataType::F32, p.data_type);
+    }
+}
+
+// A 16-bit dw in chunks of filters (ImplicitPlan::wide_rows < K, one group): `record()` each chunk's pieces
+// into the fp32 copy, its first filter at the copy's start, then the copy rounded into the chunk's filters of
+// dw (whole rows of dw in either layout). `first_out` is the push constant the kernel writes at.
+template <typename Push, typename Record>
+void record_filter_chunks(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ImplicitPlan& ip,
+                          const Operand& dw, const Operand& wide, Push& push, uint32_t Push::*first_out,
+                          Record&& record) {
+    const uint64_t taps = uint64_t(p.filter_elements() / p.K);
+    const uint32_t copy_first = push.*first_out;
+    for (uint64_t r0 = 0; r0 < uint64_t(p.K); r0 += ip.wide_rows) {
+        const uint64_t r1 = std::min<uint64_t>(uint64_t(p.K), r0 + ip.wide_rows);
+        push.row_base = uint32_t(r0), push.row_end = uint32_t(r1);
+        // The kernel writes filter m at m * taps past first_out: back by r0 filters (unsigned, it wraps).
+        push.*first_out = copy_first - uint32_t(r0 * taps);
+        record();
+        record_run(context, stream, wide, 0, dw, r0 * taps, (r1 - r0) * taps, false, DataType::F32,
+                   p.weight_gradient_type());
+    }
+}
+
 struct RegistersPush {
     uint32_t first_x, first_w, first_bias, first_z, first_y;
     uint32_t N, col_base;
@@ -296,6 +400,7 @@ struct RegistersPush {
     float alpha, beta, negative_slope;
     uint32_t piece, slice_floats;
     uint32_t z_base;
+    uint32_t row_base, row_end;
 };
 VKCONV_PUSH_SIZE(RegistersPush, implicit_gemm_registers)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, first_y)
@@ -305,6 +410,7 @@ VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, last)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, negative_slope)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, slice_floats)
 VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, z_base)
+VKCONV_PUSH_MEMBER(RegistersPush, implicit_gemm_registers, row_end)
 
 // Forward and backward-filter through the register kernel (CPU devices). Forward: pieces of the taps in
 // order, each after the first adding to y. Backward-filter: slices of the positions into partial products
@@ -374,6 +480,27 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
+    push.row_base = 0, push.row_end = uint32_t(product_of(p, pass).rows);
+    if (ip.wide_rows && ip.wide_rows < uint64_t(p.K))
+        return record_filter_chunks(context, stream, p, ip, ops.filter, workspace[Slot::WideOutput], push,
+                                    &RegistersPush::first_y, [&] {
+                                        record_reduction(context, stream, p, pass, ip, config, pipeline, bindings,
+                                                         push, out, written.sum_into);
+                                    });
+    if (ip.wide_images) {
+        // (Forward: x's and the residual's images from the chunk's first on.)
+        const RegistersPush whole = push;
+        const uint64_t x_image = uint64_t(p.C) * p.H * p.W, y_image = image_output_elements(p, pass);
+        return record_wide_chunks(context, stream, p, pass, ip, ops.output, workspace[Slot::WideOutput], nullptr,
+                                  false, [&](const ConvProblem& chunk, uint64_t n0) {
+                                      push.N = uint32_t(chunk.N);
+                                      push.first_x = uint32_t(whole.first_x + n0 * x_image);
+                                      if (epilogue.has_residual())
+                                          push.first_z = uint32_t(whole.first_z + n0 * y_image);
+                                      record_reduction(context, stream, chunk, pass, ip, config, pipeline, bindings,
+                                                       push, out, written.sum_into);
+                                  });
+    }
     record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into,
                      pass == Pass::BackwardData && ops.add_into_dx);
     round_filter_copy(context, stream, p, pass, ops, workspace);
@@ -446,13 +573,43 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
         all[2] = Binding{shared.range, false};
         all[3] = Binding{out.range, true};
         push.first_y = push.first_bias = uint32_t(shared.delta);
-        if (forward) copy_residual_into_output(context, stream, epilogue, ops.output, p.data_type);
+        if (forward && !ip.wide_images) copy_residual_into_output(context, stream, epilogue, ops.output, p.data_type);
     }
     const std::span<const Binding> bindings(all.data(), four ? 4 : 6);
     push.N = uint32_t(p.N);
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
+    push.row_base = 0, push.row_end = uint32_t(product_of(p, pass).rows);
+    if (ip.wide_rows && ip.wide_rows < uint64_t(p.K))
+        return record_filter_chunks(context, stream, p, ip, ops.filter, workspace[Slot::WideOutput], push,
+                                    &ImplicitPush::first_out, [&] {
+                                        record_reduction(context, stream, p, pass, ip, config, pipeline, bindings,
+                                                         push, out, written.sum_into);
+                                    });
+    if (ip.wide_images) {
+        // Forward: x's and the residual's images from the chunk's first on (with 4 bindings the residual is
+        // widened into the copy, where the kernel reads it). Backward-data: dy's.
+        const ImplicitPush whole = push;
+        const uint64_t x_image = uint64_t(p.C) * p.H * p.W, y_image = uint64_t(p.K) * p.P() * p.Q();
+        const Operand* widen = four && forward && epilogue.has_residual() ? &epilogue.residual : nullptr;
+        return record_wide_chunks(context, stream, p, pass, ip, output, workspace[Slot::WideOutput], widen,
+                                  pass == Pass::BackwardData && ops.add_into_dx,
+                                  [&](const ConvProblem& chunk, uint64_t n0) {
+                                      push.N = uint32_t(chunk.N);
+                                      if (forward) {
+                                          push.first_x = uint32_t(whole.first_x + n0 * x_image);
+                                          if (epilogue.has_residual() && !four)
+                                              push.first_z = uint32_t(whole.first_z + n0 * y_image);
+                                      } else if (four) {
+                                          push.first_y = push.first_bias = uint32_t(whole.first_y + n0 * y_image);
+                                      } else {
+                                          push.first_y = uint32_t(whole.first_y + n0 * y_image);
+                                      }
+                                      record_reduction(context, stream, chunk, pass, ip, config, pipeline, bindings,
+                                                       push, out, written.sum_into);
+                                  });
+    }
     record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, out, written.sum_into,
                      pass == Pass::BackwardData && ops.add_into_dx);
     round_filter_copy(context, stream, p, pass, ops, workspace);

@@ -55,6 +55,9 @@ struct MecFilterSplit {
     int64_t piece_rows = 1;      // output rows per reduction piece
     int64_t images_at_once = 1;  // images whose pieces one GEMM computes
     uint64_t slots = 0;          // partial products (0: no split, the GEMMs add into dw in order)
+    // NCHW, 16-bit tensors, one group: filters per chunk whose OHWI fp32 copy is built (the lowering rerun for
+    // each) and permuted into dw (0: all filters at once).
+    int64_t filters = 0;
 };
 MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem& problem, const LoweredPlan& plan,
                                          uint64_t binding_limit);

@@ -231,10 +231,16 @@ MecFilterSplit mec_backward_filter_split(ContextImpl& context, const ConvProblem
 
 namespace {
 
-// One group's dw from one chunk: A = window^T, B = dy(p, q; k) of the group, before any split.
+// The filters of a group whose dw a pass builds at a time: [first, first + count) (MecFilterSplit::filters).
+struct FilterChunk {
+    int64_t first = 0, count = 0;
+};
+
+// One group's dw from one chunk, for the filter chunk f: A = window^T, B = dy(p, q; k) of f's filters of the
+// group, before any split.
 GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowered& l, const MecFilterSplit& split,
-                         int64_t g) {
-    const int64_t Q = p.Q(), Kg = p.filters_per_group();
+                         int64_t g, const FilterChunk& f) {
+    const int64_t Q = p.Q();
     const uint64_t k_red = uint64_t(filter_taps(p));
     const MecWindows& window = l.windows;
     const int64_t p0 = chunk.p0;
@@ -242,7 +248,7 @@ GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowe
     // A = window^T: rows m = (r, s, c) of a window, reduction k = (p, q): k's q steps a whole L row
     // of lowered_rows (stride), its p steps sh lowered rows (segments of Q).
     GemmProblem gp;
-    gp.M = u(k_red), gp.N = u(Kg);
+    gp.M = u(k_red), gp.N = u(f.count);
     gp.a = {l.range,
             uint64_t(g) * l.group_floats,
             1,
@@ -254,7 +260,7 @@ GemmProblem window_by_dy(const ConvProblem& p, const Chunk& chunk, const MecLowe
     if (!window.taps_contiguous()) gp.a_m_segment = u(window.row), gp.a_m_segment_stride = u(window.tap_step);
     // B = dy(p, q; k) of the group: batch i steps images, batch j a piece of output rows.
     const OutputMatrix v = output_matrix(p, dy.delta, g, p0, chunk.rows);
-    gp.b = {dy.range,     v.offset,       v.row_stride,
+    gp.b = {dy.range,     v.offset + uint64_t(f.first) * v.col_stride, v.row_stride,
             v.col_stride, v.image_stride, uint64_t(split.piece_rows * Q) * v.row_stride, p.data_type};
     return gp;
 }
@@ -279,7 +285,7 @@ void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, cons
                                DataType dw_type, int64_t g, int64_t rows, int64_t count, bool first) {
     const int64_t Q = p.Q();
     const uint64_t k_red = uint64_t(filter_taps(p));
-    const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
+    const uint64_t product = uint64_t(at.N) * k_red;  // (the filter chunk's)
     const int64_t full = rows / split.piece_rows, rest = rows % split.piece_rows;
     const int64_t pieces = full + (rest > 0);
     at.c = {partials.whole().range, 0, 1, k_red, uint64_t(pieces) * product, product};  // workspace
@@ -304,12 +310,12 @@ void record_pieces_then_reduce(ContextImpl& context, CommandStream& stream, cons
 // Group g of dw from one lowered chunk, split.images_at_once images at a time.
 void record_group_filter_grad(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Chunk& chunk,
                               const MecLowered& l, const MecFilterSplit& split, const Operand& partials,
-                              const Window& dw, DataType dw_type, int64_t g) {
+                              const Window& dw, DataType dw_type, int64_t g, const FilterChunk& f) {
     const uint64_t k_red = uint64_t(filter_taps(p));
-    const uint64_t product = uint64_t(p.filters_per_group()) * k_red;
+    const uint64_t product = uint64_t(f.count) * k_red;
     const uint64_t y_image = uint64_t(p.K * p.P() * p.Q());
     const int64_t images = chunk.images;
-    const GemmProblem gp = window_by_dy(p, chunk, l, split, g);
+    const GemmProblem gp = window_by_dy(p, chunk, l, split, g, f);
     const GemmMatrix target{dw.range, dw.delta + uint64_t(g) * product, 1, k_red, 0, 0, dw_type};
     for (int64_t i0 = 0; i0 < images; i0 += split.images_at_once) {
         const int64_t count = std::min(split.images_at_once, images - i0);
@@ -339,17 +345,27 @@ void record_mec_backward_filter(ContextImpl& context, CommandStream& stream, con
         nhwc ? sum_target(grad_filter, wide_filter, p.weight_gradient_type()) : SumTarget{filter_copy.whole(), DataType::F32};
     const Window& dw = target.window;
 
-    for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
-        const MecLowered l = mec_lowered(p, chunk, scratch, p.data_type);
-        record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, chunk.images);
-        for (int64_t g = 0; g < p.groups; ++g)
-            record_group_filter_grad(context, stream, p, chunk, l, split, partials, dw, target.type, g);
-    });
-    if (!nhwc)
-        record_permute(context, stream, dw.range, dw.delta, grad_filter.whole().range, grad_filter.whole().delta,
-                       {p.K, Cg, R, S}, {int64_t(k_red), 1, int64_t(S * Cg), Cg}, {}, DataType::F32,
-                       p.weight_gradient_type());
-    else
+    // All filters at once, or (split.filters, one group) a chunk of them at a time, lowering x again for each.
+    const int64_t Kg = p.filters_per_group(), per = split.filters ? split.filters : Kg;
+    for (int64_t k0 = 0; k0 < Kg; k0 += per) {
+        const FilterChunk f{k0, std::min(per, Kg - k0)};
+        for_each_chunk(p, plan, context.pool->alignment(), input, grad_output, [&](const Chunk& chunk) {
+            const MecLowered l = mec_lowered(p, chunk, scratch, p.data_type);
+            record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, chunk.images);
+            for (int64_t g = 0; g < p.groups; ++g)
+                record_group_filter_grad(context, stream, p, chunk, l, split, partials, dw, target.type, g, f);
+        });
+        // The OHWI copy (of the chunk's filters) permuted into OIHW, or NHWC's copy of a chunk rounded into its
+        // filters of dw, each value rounded once.
+        if (!nhwc)
+            record_permute(context, stream, dw.range, dw.delta, grad_filter.whole().range,
+                           grad_filter.whole().delta + uint64_t(k0) * k_red, {split.filters ? f.count : p.K, Cg, R, S},
+                           {int64_t(k_red), 1, int64_t(S * Cg), Cg}, {}, DataType::F32, p.weight_gradient_type());
+        else if (split.filters)
+            record_run(context, stream, wide_filter, 0, grad_filter, uint64_t(k0) * k_red, uint64_t(f.count) * k_red,
+                       false, DataType::F32, p.weight_gradient_type());
+    }
+    if (nhwc && !split.filters)
         round_wide_output(context, stream, wide_filter, grad_filter, uint64_t(p.filter_elements()),
                           p.weight_gradient_type());
 }

@@ -1,6 +1,7 @@
 // MEC: forward in Solution A or B, the backward passes on Solution B's chunks with a reordered filter
 // copy, backward-filter with its split reduction.
 // Its entry in the algorithm table (conv/algorithm_plan.hpp).
+#include <algorithm>
 #include <string>
 
 #include "conv/algorithm_plan.hpp"
@@ -42,6 +43,37 @@ Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem&
     return plan;
 }
 
+// Backward-filter's partial products, and (16-bit tensors, one group) its filters in two chunks where dw adds up
+// in an fp32 copy: NCHW's OHWI copy (fp32 in both types, and with fp32 weight gradients), NHWC's copy of a
+// 16-bit dw. The 16-bit pass builds it for a chunk of the filters at a time (lowering x again for each), so its
+// pool peak halves with the tensors.
+void plan_mec_filter_split(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
+                           AlgorithmPlan& plan, MecPlan& own) {
+    own.split = mec_backward_filter_split(context, p, own.lowered, storage_binding_limit(context, options));
+    const bool nchw = p.layout == Layout::NCHW;
+    const bool halves = p.data_type != DataType::F32 && p.groups == 1 && p.K >= 2 &&
+                        (nchw || p.weight_gradient_type() != DataType::F32);
+    // NCHW: half the filters (its fp32 twin holds the whole copy). NHWC, whose fp32 twin sums into dw itself:
+    // the filters a twelfth of the pass's 16-bit tensors would hold, but at least 64 (x is lowered again for
+    // each chunk, and narrower GEMMs waste their tiles: on lavapipe cv12 at batch 32 took the same time in
+    // chunks of 512 to 128 filters, 7% more in 64, 69% more in 32).
+    const uint64_t tensors = uint64_t(p.input_elements() + p.filter_elements() + p.output_elements()) *
+                             element_bytes(p.data_type);
+    const int64_t room = int64_t(tensors / 12 / (uint64_t(filter_taps(p)) * 4));
+    own.split.filters = !halves ? 0 : nchw ? p.K / 2 : std::clamp<int64_t>(room, std::min<int64_t>(64, p.K / 2), p.K / 2);
+    const uint64_t product = halves ? uint64_t(own.split.filters) * uint64_t(filter_taps(p))
+                                    : uint64_t(group_filter_floats(p));
+    if (halves) plan.slot(nchw ? Slot::FilterCopy : Slot::WideOutput) = product;
+    plan.slot(Slot::Partials) = own.split.slots * product;
+    if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
+        // No split: each image's product adds into dw in turn, with no partial products.
+        own.split = MecFilterSplit{own.lowered.rows, 1, 0, own.split.filters};
+        plan.slot(Slot::Partials) = 0;
+    }
+    plan.partial_products = static_cast<uint32_t>(own.split.slots);
+    if (halves) plan.chunks *= static_cast<uint32_t>((p.K + own.split.filters - 1) / own.split.filters);
+}
+
 Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p, Pass pass,
                                      const PassOptions& options) {
     if (pass == Pass::Forward) return plan_mec_forward(context, p, options);
@@ -74,16 +106,7 @@ Planned<AlgorithmPlan> plan_mec_pass(ContextImpl& context, const ConvProblem& p,
     // an OIHW gradient in OHWI order first.
     plan.slot(Slot::FilterCopy) = filter ? own.lowered.filter_floats : data_copy_floats;
     plan.slot(Slot::WideOutput) = banded_16bit ? image_floats : wide_floats;
-    if (filter) {
-        own.split = mec_backward_filter_split(context, p, own.lowered, storage_binding_limit(context, options));
-        plan.slot(Slot::Partials) = own.split.slots * uint64_t(group_filter_floats(p));
-        if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit) {
-            // No split: each image's product adds into dw in turn, with no partial products.
-            own.split = MecFilterSplit{own.lowered.rows, 1, 0};
-            plan.slot(Slot::Partials) = 0;
-        }
-        plan.partial_products = static_cast<uint32_t>(own.split.slots);
-    }
+    if (filter) plan_mec_filter_split(context, p, options, plan, own);
     return plan;
 }
 

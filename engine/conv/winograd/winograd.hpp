@@ -12,7 +12,9 @@
 //
 // Chunks: whole images, or bands of tile rows of one image where one image's V or M would exceed the binding
 // limit (PassOptions::max_binding_bytes, maxStorageBufferRange) or the workspace limit. Workspace, in the
-// pass's slots: Lowered holds V then M (M starting on the pool alignment), FilterCopy holds U.
+// pass's slots: Lowered holds V then M (M starting on the pool alignment), FilterCopy holds U. A 16-bit pass
+// of one group also splits the input channels: U and V for half of them at a time, the GEMM adding each
+// half's products into M (fp32), so that U, which its fp32 twin holds whole, halves too.
 //
 // The tile: F(4×4, 3×3) does 36 products for 16 outputs (4× fewer than direct), F(2×2, 3×3) 16 for 4 (2.25×).
 // F(4×4)'s transform constants are larger, and so is its error; winograd_tile() picks F(2×2) where F(4×4)'s
@@ -107,6 +109,14 @@ struct WinogradShape {
     uint64_t v_floats(int64_t tiles) const { return positions() * uint64_t(groups * tiles * in_g4); }
     uint64_t m_floats(int64_t tiles) const { return positions() * uint64_t(groups * tiles * out_g4); }
     uint64_t u_floats() const { return positions() * uint64_t(groups * out_g4 * in_g4); }
+    // The shape of the GEMM over `count` of the input channels (in_g4 rounded from it): U, V and the GEMM's
+    // K for one input-channel chunk.
+    WinogradShape input_chunk(int64_t count) const {
+        WinogradShape chunk = *this;
+        chunk.in_g = count;
+        chunk.in_g4 = (count + 3) / 4 * 4;
+        return chunk;
+    }
 };
 // `tile`: 4 or 2, else (0) the rule's (winograd_tile).
 WinogradShape winograd_shape(const ConvProblem& problem, Pass pass, int tile = 0);
@@ -118,6 +128,9 @@ struct WinogradPlan {
     uint64_t m_offset = 0;  // floats from the Lowered slot's start to M (V comes first)
     uint64_t lowered_floats = 0, filter_floats = 0;  // the Lowered and FilterCopy slots
     uint32_t chunks = 1;
+    // Input channels (of the transformed conv) a GEMM sums at a time, U and V made for them alone, M adding up
+    // over them: all of them, or (a 16-bit pass, one group) half, so that U halves with the tensors.
+    int64_t in_chunk = 1;
 };
 
 // The tile PassOptions::variant names, else the rule's, and the chunks under the binding and workspace limits;

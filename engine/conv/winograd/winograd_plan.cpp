@@ -164,6 +164,18 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, Pass pass, 
 
 }  // namespace
 
+namespace {
+
+// The input channels a GEMM sums at a time (WinogradPlan::in_chunk): all of them, or in a 16-bit pass of one
+// group the largest multiple of 4 within half of them rounded up to 4, so U takes at most half its fp32 twin's
+// bytes. (With groups the input transform's channel offset would be the group's: not split.)
+int64_t input_chunk_channels(const ConvProblem& p, const WinogradShape& s) {
+    if (p.data_type == DataType::F32 || s.groups != 1 || s.in_g4 < 8) return s.in_g;
+    return s.in_g4 / 8 * 4;
+}
+
+}  // namespace
+
 const char* winograd_variant(int m) {
     return m == 2 ? "F(2x2,3x3)" : "F(4x4,3x3)";
 }
@@ -171,19 +183,22 @@ const char* winograd_variant(int m) {
 Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions& options) {
     if (auto refusal = winograd_refusal(p, pass)) return unsupported(*refusal);
     const int asked = options.variant == winograd_variant(4) ? 4 : options.variant == winograd_variant(2) ? 2 : 0;
-    const WinogradShape s = winograd_shape(p, pass, asked);
+    const WinogradShape whole = winograd_shape(p, pass, asked);
+    const int64_t in_chunk = input_chunk_channels(p, whole);
+    const WinogradShape s = whole.input_chunk(in_chunk);  // U and V of one input-channel chunk
     const WinogradFit fit{context, s, options, storage_binding_limit(context, options), context.pool->alignment()};
     const std::string where = " (" + p.str() + ")";
-    if (asked == 4 && winograd_relative_bound(4, s.in_g) > kMaxRelativeBound)
-        return unsupported("winograd: F(4x4,3x3) over " + std::to_string(s.in_g) +
+    if (asked == 4 && winograd_relative_bound(4, whole.in_g) > kMaxRelativeBound)
+        return unsupported("winograd: F(4x4,3x3) over " + std::to_string(whole.in_g) +
                            " channels per group has an error bound of " +
-                           std::to_string(winograd_relative_bound(4, s.in_g) * 100) + "% of n·max|w|·max|x|, past " +
+                           std::to_string(winograd_relative_bound(4, whole.in_g) * 100) + "% of n·max|w|·max|x|, past " +
                            std::to_string(kMaxRelativeBound * 100) + "%: F(2x2,3x3) runs it" + where);
     if (s.u_floats() * 4 > fit.limit || uint64_t(p.filter_elements()) * element_bytes(p.data_type) > fit.limit)
         return unsupported("winograd: the filter or its transform (" + std::to_string(s.u_floats() * 4) +
                            " bytes) exceeds the binding limit of " + std::to_string(fit.limit) + " bytes" + where);
     WinogradPlan plan;
     plan.m = s.m;
+    plan.in_chunk = in_chunk;
     if (fit.fits(1, s.tiles_h)) {
         while (plan.images < p.N && fit.fits(plan.images + 1, s.tiles_h)) ++plan.images;
         plan.tile_rows = s.tiles_h;

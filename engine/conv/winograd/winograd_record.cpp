@@ -56,8 +56,10 @@ PipelineDesc storage_desc(const std::string& shader, size_t bindings, uint32_t p
     return desc;
 }
 
+// U for the input channels [c0, c0 + s.in_g) of the transformed conv (`s` that chunk's shape): the filter read
+// from those channels on (forward: w's input channels; backward-data: its filters).
 void record_filter_transform(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                             const WinogradShape& s, const Window& w, const BufferRange& u) {
+                             const WinogradShape& s, int64_t c0, const Window& w, const BufferRange& u) {
     PipelineDesc desc = storage_desc(variant(context, "winograd_filter", s.m, p.data_type), 2, sizeof(FilterPush));
     using Id = contract::winograd_filter::spec;
     Specialization<contract::winograd_filter> spec;
@@ -68,7 +70,9 @@ void record_filter_transform(ContextImpl& context, CommandStream& stream, const 
     desc.specialization = spec.values();
     const std::array<Binding, 2> bindings{Binding{w.range, false}, Binding{u, true}};
     const uint64_t invocations = uint64_t(s.groups * s.out_g4 * s.in_g4 / 4);
-    dispatch_elements(stream, context.pipelines->get(desc), bindings, FilterPush{u32(w.delta), 0, 0}, invocations);
+    const int64_t taps = s.transposed ? p.channels_per_group() * 9 : s.nhwc ? 1 : 9;  // from one channel to the next
+    dispatch_elements(stream, context.pipelines->get(desc), bindings, FilterPush{u32(w.delta + c0 * taps), 0, 0},
+                      invocations);
 }
 
 // One chunk: images [n0, n0 + images), tile rows [row0, row0 + rows) of each.
@@ -77,8 +81,9 @@ struct WinogradChunk {
     int64_t tiles() const { return images * rows; }  // times tiles_w
 };
 
+// V for the chunk's tiles and the input channels [c0, c0 + s.in_g) (`s` that chunk's shape).
 void record_input_transform(ContextImpl& context, CommandStream& stream, const WinogradShape& s,
-                            const WinogradChunk& chunk, const Window& x, const BufferRange& v) {
+                            const WinogradChunk& chunk, int64_t c0, const Window& x, const BufferRange& v) {
     PipelineDesc desc = storage_desc(variant(context, "winograd_input", s.m, s.type), 2, sizeof(InputPush));
     using Id = contract::winograd_input::spec;
     Specialization<contract::winograd_input> spec;
@@ -89,13 +94,15 @@ void record_input_transform(ContextImpl& context, CommandStream& stream, const W
     desc.specialization = spec.values();
     const int64_t tiles = chunk.tiles() * s.tiles_w;
     const std::array<Binding, 2> bindings{Binding{x.range, false}, Binding{v, true}};
-    const InputPush push{u32(x.delta), u32(chunk.row0), u32(chunk.rows), u32(tiles), 0, 0};
+    const int64_t channel = s.nhwc ? 1 : s.in_h * s.in_w;  // from one channel to the next
+    const InputPush push{u32(x.delta + c0 * channel), u32(chunk.row0), u32(chunk.rows), u32(tiles), 0, 0};
     dispatch_elements(stream, context.pipelines->get(desc), bindings, push, uint64_t(s.groups * tiles * s.in_g4 / 4));
 }
 
-// M[ξ][g] = V[ξ][g] · U[ξ][g]: one GEMM, batched over ξ (batch_i) and the groups (batch_j).
+// M[ξ][g] = V[ξ][g] · U[ξ][g]: one GEMM, batched over ξ (batch_i) and the groups (batch_j); `accumulate`: added
+// to M (an input-channel chunk after the first).
 void record_products(ContextImpl& context, CommandStream& stream, const WinogradShape& s, int64_t tiles,
-                     const BufferRange& v, const BufferRange& u, const BufferRange& m) {
+                     const BufferRange& v, const BufferRange& u, const BufferRange& m, bool accumulate) {
     const uint64_t g_in = uint64_t(s.in_g4), g_out = uint64_t(s.out_g4), t = uint64_t(tiles);
     const uint64_t groups = uint64_t(s.groups);
     GemmProblem gp;
@@ -104,6 +111,7 @@ void record_products(ContextImpl& context, CommandStream& stream, const Winograd
     gp.a = {v, 0, g_in, 1, groups * t * g_in, t * g_in};
     gp.b = {u, 0, 1, g_in, groups * g_out * g_in, g_out * g_in};
     gp.c = {m, 0, g_out, 1, groups * t * g_out, t * g_out};
+    gp.beta = accumulate ? 1.0f : 0.0f;
     record_gemm(context, stream, gp);
 }
 
@@ -145,8 +153,12 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
 
     const Operand& lowered = workspace[Slot::Lowered];
     const Operand& filter_copy = workspace[Slot::FilterCopy];
-    const BufferRange u{filter_copy.allocation.buffer, filter_copy.allocation.offset, s.u_floats() * 4};
-    record_filter_transform(context, stream, p, s, ops.filter.whole(), u);
+    // U once for all input channels, or (WinogradPlan::in_chunk) for each chunk of them as its turn comes.
+    const bool split = wp.in_chunk < s.in_g;
+    auto u_of = [&](const WinogradShape& cs) {
+        return BufferRange{filter_copy.allocation.buffer, filter_copy.allocation.offset, cs.u_floats() * 4};
+    };
+    if (!split) record_filter_transform(context, stream, p, s, 0, ops.filter.whole(), u_of(s));
 
     for (int64_t n0 = 0; n0 < p.N; n0 += wp.images) {
         const int64_t images = std::min(wp.images, p.N - n0);
@@ -158,11 +170,15 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
         for (int64_t row0 = 0; row0 < s.tiles_h; row0 += wp.tile_rows) {
             const WinogradChunk chunk{n0, images, row0, std::min(wp.tile_rows, s.tiles_h - row0)};
             const int64_t tiles = chunk.tiles() * s.tiles_w;
-            const BufferRange v{lowered.allocation.buffer, lowered.allocation.offset, s.v_floats(tiles) * 4};
             const BufferRange m{lowered.allocation.buffer, lowered.allocation.offset + wp.m_offset * 4,
                                 s.m_floats(tiles) * 4};
-            record_input_transform(context, stream, s, chunk, x, v);
-            record_products(context, stream, s, tiles, v, u, m);
+            for (int64_t c0 = 0; c0 < s.in_g; c0 += wp.in_chunk) {
+                const WinogradShape cs = split ? s.input_chunk(std::min(wp.in_chunk, s.in_g - c0)) : s;
+                const BufferRange v{lowered.allocation.buffer, lowered.allocation.offset, cs.v_floats(tiles) * 4};
+                if (split) record_filter_transform(context, stream, p, cs, c0, ops.filter.whole(), u_of(cs));
+                record_input_transform(context, stream, cs, chunk, c0, x, v);
+                record_products(context, stream, cs, tiles, v, u_of(cs), m, c0 > 0);
+            }
             record_output_transform(context, stream, s, chunk, m, y, z, bias, has_bias, epilogue);
         }
     }
