@@ -43,19 +43,6 @@ struct Measured {
 };
 using F32Figures = std::map<std::string, Measured>;  // by algorithm, or pass and algorithm
 
-// The stated bound on one output of a pass whose problem is of `type` (docs/algorithms.md, "Element types"),
-// with `exact` the exact result on the inputs as the tensors hold them, over `terms` products of magnitude
-// sum `magnitude`: the fp32 accumulation's E = (terms + 2)·u·magnitude (u = 2^-24), and for a 16-bit output,
-// rounded once more to the type, (1 + u_t)·E + u_t·|exact| + η (u_t = 2^-11 for fp16, 2^-8 for bf16;
-// η = 2^-25, half fp16's smallest subnormal, 0 for bf16, whose range is fp32's).
-inline double output_bound(vkconv::DataType type, int64_t terms, double magnitude, double exact) {
-    const double e = double(terms + 2) * std::ldexp(1.0, -24) * magnitude;
-    if (type == vkconv::DataType::F32) return e;
-    const double ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
-    const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
-    return (1 + ut) * e + ut * std::fabs(exact) + eta;
-}
-
 // The ratio columns and fields of a 16-bit run: its time and peak over f32's (nullptr: no f32 run to compare).
 inline std::string time_ratio_cell(double ms, const Measured* f32) {
     return f32 ? ratio_text(ms, f32->ms) : std::string("—");
@@ -69,20 +56,6 @@ inline void add_f32_ratios(JsonObject& row, double ms, uint64_t peak_bytes, cons
 // other layers it is skipped without a row, where an "unsupported" line per layer would only be noise.
 inline bool applies(vkconv::Algorithm algorithm, const vkconv::ConvProblem& p) {
     return vkconv::algorithm_applies(algorithm, p, vkconv::Pass::Forward);
-}
-
-// The worst of `ratio_at(index)` (an error over its bound) at `samples` indices of a result of `size`
-// values, drawn from `seed` and evaluated on the host's threads; a NaN ratio counts as infinite.
-inline double worst_sampled_ratio(int64_t size, int samples, uint64_t seed,
-                                  const std::function<double(int64_t)>& ratio_at) {
-    std::mt19937_64 rng(seed);
-    std::vector<int64_t> indices(static_cast<size_t>(samples));
-    for (int64_t& index : indices) index = static_cast<int64_t>(rng() % static_cast<uint64_t>(size));
-    std::vector<double> ratios(indices.size());
-    parallel_for(samples, [&](int64_t i) { ratios[i] = ratio_at(indices[i]); });
-    double worst = 0;
-    for (const double ratio : ratios) worst = std::isnan(ratio) ? INFINITY : std::max(worst, ratio);
-    return worst;
 }
 
 // Untimed runs of `run` right before the timed ones, until together they have taken at least `min_ms` of

@@ -100,44 +100,11 @@ void bench_gemm(vkconv::Context& context, const BenchArgs& args, std::vector<std
     }
 }
 
-// The exact output at `index` (in the problem's layout), accumulated in double, with the sum of |terms|.
-std::pair<double, double> reference_at(const vkconv::ConvProblem& p, const std::vector<float>& x,
-                                       const std::vector<float>& w, int64_t index) {
-    const bool nhwc = p.layout == vkconv::Layout::NHWC;
-    const int64_t P = p.P(), Q = p.Q(), Cg = p.channels_per_group();
-    int64_t n, k, oh, ow;
-    if (nhwc) {
-        k = index % p.K, ow = index / p.K % Q, oh = index / (p.K * Q) % P, n = index / (p.K * Q * P);
-    } else {
-        ow = index % Q, oh = index / Q % P, k = index / (Q * P) % p.K, n = index / (Q * P * p.K);
-    }
-    const int64_t g = k / p.filters_per_group();
-    double sum = 0, magnitude = 0;
-    for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t r = 0; r < p.R; ++r)
-            for (int64_t s = 0; s < p.S; ++s) {
-                const int64_t ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
-                const int64_t iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
-                if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
-                const int64_t channel = g * Cg + c;
-                const double xv = nhwc ? x[((n * p.H + ih) * p.W + iw) * p.C + channel]
-                                       : x[((n * p.C + channel) * p.H + ih) * p.W + iw];
-                const double wv = nhwc ? w[((k * p.R + r) * p.S + s) * Cg + c] : w[((k * Cg + c) * p.R + r) * p.S + s];
-                sum += xv * wv;
-                magnitude += std::fabs(xv * wv);
-            }
-    return {sum, magnitude};
-}
-
-// Worst |gpu - exact| over the problem's type's bound (output_bound) on 512 sampled outputs; above 1 is a wrong
-// result. `x` and `w` are the values the tensors hold (16-bit ones narrowed).
-double sampled_error(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& w,
-                     const std::vector<float>& y) {
-    const int64_t terms = p.channels_per_group() * p.R * p.S;
-    return worst_sampled_ratio(static_cast<int64_t>(y.size()), 512, 11, [&](int64_t index) {
-        const auto [exact, magnitude] = reference_at(p, x, w, index);
-        return std::fabs(y[index] - exact) / (output_bound(p.data_type, terms, magnitude, exact) + 1e-30);
-    });
+// Worst |gpu - exact| over the bound the algorithm that ran holds to (vkconv::error_over_bound) at 512 outputs
+// spread over y; above 1 is a wrong result. `x` and `w` are the values the tensors hold (16-bit ones narrowed).
+double sampled_error(const vkconv::ConvProblem& p, const vkconv::RunStats& ran, const std::vector<float>& x,
+                     const std::vector<float>& w, const std::vector<float>& y) {
+    return vkconv::error_over_bound(vkconv::Pass::Forward, p, ran.algorithm, ran.variant, x, w, {}, y, 512);
 }
 
 // One layer's forward operands in the first context and, with --paged, in the paged one.
@@ -256,14 +223,15 @@ void report_forward(const LayerRun& run, const vkconv::RunStats& stats, double m
 bool check_paged(vkconv::Context& paged, LayerRun& run, vkconv::Algorithm algorithm, double& paged_ratio,
                  std::string& check) {
     LayerTensors& t = run.t;
+    vkconv::RunStats ran;
     try {
-        vkconv::forward(paged, run.p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm);
+        ran = vkconv::forward(paged, run.p, *t.paged_input, *t.paged_filter, nullptr, *t.paged_output, algorithm);
     } catch (const vkconv::Error& e) {
         if (e.category() != vkconv::ErrorCategory::Unsupported) throw;
         check += "; in pages unsupported: " + std::string(e.what());
         return false;
     }
-    paged_ratio = sampled_error(run.p, run.x, run.w, t.paged_output->download());
+    paged_ratio = sampled_error(run.p, ran, run.x, run.w, t.paged_output->download());
     require_within_bound(paged_ratio, run.name + ": " + vkconv::to_string(algorithm) + " in pages gave",
                          run.p.data_type);
     return true;
@@ -287,7 +255,7 @@ void bench_algorithm(vkconv::Context& context, vkconv::Context* paged, const Ben
                     vkconv::to_string(algorithm), vkconv::to_string(p.data_type), e.what());
         return;
     }
-    const double ratio = sampled_error(p, run.x, run.w, result);
+    const double ratio = sampled_error(p, stats, run.x, run.w, result);
     require_within_bound(ratio, run.name + ": " + vkconv::to_string(stats.algorithm) + " gave", p.data_type);
     std::string check = check_column(stats.algorithm, ratio, result, run.direct);
     double paged_ratio = 0;

@@ -9,84 +9,12 @@
 namespace vkconv_cli {
 namespace {
 
-struct Exact {
-    double value = 0, magnitude = 0;  // the exact gradient and the sum of |terms| (for the fp32 bound)
-    int64_t terms = 0;                // the reduction length
-};
-
-int64_t x_index(const vkconv::ConvProblem& p, int64_t n, int64_t c, int64_t h, int64_t w) {
-    return p.layout == vkconv::Layout::NHWC ? ((n * p.H + h) * p.W + w) * p.C + c : ((n * p.C + c) * p.H + h) * p.W + w;
-}
-int64_t y_index(const vkconv::ConvProblem& p, int64_t n, int64_t k, int64_t oh, int64_t ow) {
-    return p.layout == vkconv::Layout::NHWC ? ((n * p.P() + oh) * p.Q() + ow) * p.K + k
-                                            : ((n * p.K + k) * p.P() + oh) * p.Q() + ow;
-}
-int64_t w_index(const vkconv::ConvProblem& p, int64_t k, int64_t c, int64_t r, int64_t s) {
-    const int64_t cg = p.channels_per_group();
-    return p.layout == vkconv::Layout::NHWC ? ((k * p.R + r) * p.S + s) * cg + c : ((k * cg + c) * p.R + r) * p.S + s;
-}
-
-// dx at a flat index of the input, by gathering every tap that reaches it.
-Exact exact_dx(const vkconv::ConvProblem& p, const std::vector<float>& dy, const std::vector<float>& w, int64_t index) {
-    int64_t n, c, h, x;
-    if (p.layout == vkconv::Layout::NHWC)
-        c = index % p.C, x = index / p.C % p.W, h = index / (p.C * p.W) % p.H, n = index / (p.C * p.W * p.H);
-    else
-        x = index % p.W, h = index / p.W % p.H, c = index / (p.W * p.H) % p.C, n = index / (p.W * p.H * p.C);
-    const int64_t cg = p.channels_per_group(), kg = p.filters_per_group(), g = c / cg;
-    Exact e;
-    for (int64_t r = 0; r < p.R; ++r)
-        for (int64_t s = 0; s < p.S; ++s) {
-            const int64_t th = h + p.pad_h - r * p.dilation_h, tw = x + p.pad_w - s * p.dilation_w;
-            if (th < 0 || tw < 0 || th % p.stride_h || tw % p.stride_w) continue;
-            const int64_t oh = th / p.stride_h, ow = tw / p.stride_w;
-            if (oh >= p.P() || ow >= p.Q()) continue;
-            for (int64_t k = g * kg; k < (g + 1) * kg; ++k) {
-                const double t = double(dy[y_index(p, n, k, oh, ow)]) * w[w_index(p, k, c - g * cg, r, s)];
-                e.value += t, e.magnitude += std::fabs(t), ++e.terms;
-            }
-        }
-    return e;
-}
-
-// dw at a flat index of the filter, by the full reduction over n, p, q.
-Exact exact_dw(const vkconv::ConvProblem& p, const std::vector<float>& x, const std::vector<float>& dy, int64_t index) {
-    const int64_t cg = p.channels_per_group();
-    int64_t k, c, r, s;
-    if (p.layout == vkconv::Layout::NHWC)
-        c = index % cg, s = index / cg % p.S, r = index / (cg * p.S) % p.R, k = index / (cg * p.S * p.R);
-    else
-        s = index % p.S, r = index / p.S % p.R, c = index / (p.S * p.R) % cg, k = index / (p.S * p.R * cg);
-    const int64_t channel = k / p.filters_per_group() * cg + c;
-    Exact e;
-    e.terms = p.N * p.P() * p.Q();
-    for (int64_t n = 0; n < p.N; ++n)
-        for (int64_t oh = 0; oh < p.P(); ++oh)
-            for (int64_t ow = 0; ow < p.Q(); ++ow) {
-                const int64_t h = oh * p.stride_h - p.pad_h + r * p.dilation_h;
-                const int64_t wi = ow * p.stride_w - p.pad_w + s * p.dilation_w;
-                if (h < 0 || h >= p.H || wi < 0 || wi >= p.W) continue;
-                const double t = double(x[x_index(p, n, channel, h, wi)]) * dy[y_index(p, n, k, oh, ow)];
-                e.value += t, e.magnitude += std::fabs(t);
-            }
-    return e;
-}
-
-// Worst |gpu - exact| over the bound of the problem's type (output_bound) on 128 sampled entries.
-template <typename ExactAt>
-double sampled_error_over_bound(vkconv::DataType type, const std::vector<float>& result, ExactAt&& exact_at) {
-    return worst_sampled_ratio(static_cast<int64_t>(result.size()), 128, 13, [&](int64_t index) {
-        const Exact e = exact_at(index);
-        const double bound = output_bound(type, e.terms, e.magnitude, e.value) + 1e-30;
-        return std::fabs(result[index] - e.value) / bound;
-    });
-}
-
-// One backward pass of a layer: how it runs with an algorithm, and its check (worst err/bound).
+// One backward pass of a layer: how it runs with an algorithm, and its check of what the run wrote (worst
+// err/bound at 128 outputs, the bound the algorithm that ran holds to: vkconv::error_over_bound).
 struct Pass {
     const char* name;
     std::function<vkconv::RunStats(vkconv::Algorithm)> run;
-    std::function<double()> check;
+    std::function<double(const vkconv::RunStats&)> check;
 };
 
 // One layer in one type: its operands (the host values as the tensors hold them: 16-bit ones narrowed),
@@ -130,7 +58,7 @@ void bench_pass(const BenchArgs& args, const BackwardRun& run, const Pass& pass,
                     algorithm_name.c_str(), vkconv::to_string(p.data_type), e.what());
         return;
     }
-    const double ratio = pass.check();
+    const double ratio = pass.check(stats);
     if (!(ratio <= 1))
         throw vkconv::Error(
             vkconv::ErrorCategory::VulkanFailure,
@@ -164,17 +92,17 @@ void bench_layer_type(vkconv::Context& context, const BenchArgs& args, const std
     const Pass passes[] = {
         {"backward-data",
          [&](vkconv::Algorithm a) { return vkconv::backward_data(context, p, run.tdy, run.tw, run.tdx, a); },
-         [&] {
-             const auto dx = run.tdx.download();
-             return sampled_error_over_bound(p.data_type, dx, [&](int64_t i) { return exact_dx(p, run.dy, run.w, i); });
+         [&](const vkconv::RunStats& ran) {
+             return vkconv::error_over_bound(vkconv::Pass::BackwardData, p, ran.algorithm, ran.variant, run.dy, run.w,
+                                             {}, run.tdx.download(), 128);
          }},
         {"backward-filter",
          [&](vkconv::Algorithm a) {
              return vkconv::backward_filter(context, p, run.tx, run.tdy, run.tdw, &run.tdb, a);
          },
-         [&] {
-             const auto dw = run.tdw.download();
-             return sampled_error_over_bound(p.data_type, dw, [&](int64_t i) { return exact_dw(p, run.x, run.dy, i); });
+         [&](const vkconv::RunStats& ran) {
+             return vkconv::error_over_bound(vkconv::Pass::BackwardFilter, p, ran.algorithm, ran.variant, run.x,
+                                             run.dy, {}, run.tdw.download(), 128);
          }},
     };
     for (const auto& pass : passes)

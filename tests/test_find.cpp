@@ -181,6 +181,33 @@ TEST_CASE("find rejects a candidate whose results are repeatable but wrong, and 
         }
 }
 
+// The check find and bench run holds each algorithm to its own bound: Winograd's result (its error bounded
+// normwise, up to 28 times fp32 summation's for F(4x4)) within Winograd's, and one wrong value at an output the
+// check samples (the first) beyond it whatever the algorithm.
+TEST_CASE("error_over_bound checks a result against the bound of the algorithm that wrote it", "[find][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (vkconv::DataType type : {vkconv::DataType::F32, vkconv::DataType::BF16}) {
+        // (VGG's conv1, where bench's check, held to fp32 summation's bound, once stopped Winograd's F(4x4) result
+        // at 1.49 times that bound.)
+        ConvProblem p = vkt::problem().batch(1).channels(3).image(224, 224).filters(64).kernel(3, 3).pad(1);
+        p.data_type = type;
+        INFO(p.str());
+        auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), 61), type);
+        auto w = vkconv::Tensor::from_host(*context, p.filter_shape(), vkt::random_values(size_t(p.filter_elements()), 62), type);
+        vkconv::Tensor y(*context, p.output_shape(), type);
+        const std::vector<float> xv = x.download(), wv = w.download();
+        for (Algorithm algorithm : {Algorithm::Winograd, Algorithm::Im2col}) {
+            const vkconv::RunStats stats = vkconv::forward(*context, p, x, w, nullptr, y, algorithm);
+            std::vector<float> result = y.download();
+            const double ratio = vkconv::error_over_bound(Pass::Forward, p, stats.algorithm, stats.variant, xv, wv, {},
+                                                          result);
+            CHECK(ratio <= 1);
+            result.front() += 0.25f * (1 + std::fabs(result.front()));
+            CHECK(vkconv::error_over_bound(Pass::Forward, p, stats.algorithm, stats.variant, xv, wv, {}, result) > 1);
+        }
+    }
+}
+
 TEST_CASE("find offers depthwise for depthwise problems", "[find][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     ConvProblem p;

@@ -10,6 +10,7 @@
 #include "context/context_impl.hpp"
 #include "select/auto_choice.hpp"
 #include "conv/heuristic.hpp"
+#include "conv/winograd/winograd.hpp"
 #include "select/find_cache.hpp"
 #include "select/sampled_reference.hpp"
 
@@ -127,8 +128,8 @@ Timing time_candidate(Bench& bench, const std::vector<float>& poison, Algorithm 
 void verify(Bench& bench, const std::vector<float>& first, AlgorithmPerf& perf) {
     const std::vector<float> last = bench.result.download();
     perf.deterministic = std::memcmp(first.data(), last.data(), first.size() * sizeof(float)) == 0;
-    perf.error_over_bound = detail::sampled_error_over_bound(bench.pass, bench.problem, bench.a, bench.b, bench.bias,
-                                                             last, kVerifiedSamples);
+    perf.error_over_bound = error_over_bound(bench.pass, bench.problem, perf.algorithm, perf.variant, bench.a, bench.b,
+                                             bench.bias, last, kVerifiedSamples);
     perf.verified = perf.error_over_bound <= 1.0;
 }
 
@@ -181,6 +182,13 @@ void cache_choice(detail::ContextImpl& impl, Pass pass, const ConvProblem& probl
 }
 
 }  // namespace
+
+double error_over_bound(Pass pass, const ConvProblem& problem, Algorithm algorithm, std::string_view variant,
+                        std::span<const float> a, std::span<const float> b, std::span<const float> bias,
+                        std::span<const float> result, size_t samples) {
+    const int tile = algorithm != Algorithm::Winograd ? 0 : variant == detail::winograd_variant(2) ? 2 : 4;
+    return detail::sampled_error_over_bound(pass, problem, a, b, bias, result, samples, tile);
+}
 
 std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
                                            const PassOptions& options) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "conv/winograd/winograd.hpp"
 #include "io/conv_taps.hpp"
 
 namespace vkconv::detail {
@@ -67,10 +68,29 @@ Sum backward_bias_at(const ConvProblem& p, const ConvIndexer& ix, std::span<cons
     return sum;
 }
 
+double largest_magnitude(std::span<const float> values) {
+    double most = 0;
+    for (float v : values) most = std::max(most, double(std::fabs(v)));
+    return most;
+}
+
+// Winograd's normwise bound on every output of the pass (forward over x and w, backward-data over dy and w):
+// γ_k·α_m²/9 (winograd_relative_bound) times n = 9 · the transformed conv's input channels per group, times
+// the largest |input| and |filter| value.
+double winograd_normwise_bound(Pass pass, const ConvProblem& p, int tile, std::span<const float> a,
+                               std::span<const float> b) {
+    if (tile == 0 || (pass != Pass::Forward && pass != Pass::BackwardData)) return 0;
+    const int64_t channels = pass == Pass::Forward ? p.channels_per_group() : p.filters_per_group();
+    return winograd_relative_bound(tile, channels) * double(9 * channels) * largest_magnitude(a) *
+           largest_magnitude(b);
+}
+
 }  // namespace
 
 double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const float> a, std::span<const float> b,
-                                std::span<const float> bias, std::span<const float> result, size_t samples) {
+                                std::span<const float> bias, std::span<const float> result, size_t samples,
+                                int winograd_tile) {
+    const double normwise = winograd_normwise_bound(pass, p, winograd_tile, a, b);
     const ConvIndexer ix(p);
     int64_t reduction = 0;
     switch (pass) {
@@ -116,7 +136,7 @@ double sampled_error_over_bound(Pass pass, const ConvProblem& p, std::span<const
                 break;
         }
         const double error = std::fabs(double(result[flat]) - sum.value);
-        const double e = factor * sum.magnitude;
+        const double e = factor * sum.magnitude + normwise;
         const double ratio = error / ((1 + rounding) * e + rounding * std::fabs(sum.value) + eta + 1e-30);
         if (!(ratio <= worst)) worst = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
     }

@@ -16,8 +16,10 @@ namespace vkconv::detail {
 // Operands by pass: forward a = input, b = filter, bias (empty without); backward-data a = grad_output,
 // b = filter; backward-filter a = input, b = grad_output; backward-bias a = grad_output. NaN in the result
 // gives infinity.
+// `winograd_tile` (4 or 2; 0: none): the result is Winograd's, F(m×m, 3×3), whose error is bounded normwise
+// (conv/winograd/winograd.hpp): that bound, γ_k·α_m²/9 · n · max|a| · max|b|, is added to the summation's.
 double sampled_error_over_bound(Pass pass, const ConvProblem& problem, std::span<const float> a,
                                 std::span<const float> b, std::span<const float> bias, std::span<const float> result,
-                                size_t samples);
+                                size_t samples, int winograd_tile = 0);
 
 }  // namespace vkconv::detail

@@ -8,6 +8,8 @@
 // and driver).
 #pragma once
 
+#include <cstddef>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +40,17 @@ struct AlgorithmPerf {
 // into the context's Auto cache.
 std::vector<AlgorithmPerf> find_algorithms(Context& context, Pass pass, const ConvProblem& problem,
                                            const PassOptions& options = {});
+
+// How find checks a result, for a result of one's own: the worst |result - reference| / bound at `samples`
+// outputs spread over the whole result (the first and the last included), the reference summed in double, the
+// bound the one `algorithm` holds to in the form `variant` (RunStats::variant) on this pass of `problem`, in the
+// type of its output (docs/algorithms.md: fp32 summation's, Winograd's normwise one added for Winograd, and a
+// 16-bit output's one rounding). Operands, as the tensors hold them: forward a = input, b = filter, bias
+// (empty without); backward-data a = grad_output, b = filter; backward-filter a = input, b = grad_output;
+// backward-bias a = grad_output. Above 1: a wrong result; a NaN gives infinity.
+double error_over_bound(Pass pass, const ConvProblem& problem, Algorithm algorithm, std::string_view variant,
+                        std::span<const float> a, std::span<const float> b, std::span<const float> bias,
+                        std::span<const float> result, size_t samples = 512);
 
 VKCONV_API_END
 }  // namespace vkconv
