@@ -44,8 +44,9 @@ bool pieces_into_16bit(const ConvProblem& p, Pass pass) {
     return out_type != DataType::F32 && direct_reduction(p, pass).in_pieces();
 }
 
-// A 16-bit output would be rounded once per piece. dw's pieces add into an fp32 copy instead (small: one
-// filter); forward's and backward-data's would need a copy of a whole activation, and are refused.
+// A 16-bit output would be rounded once per piece. dw's pieces add into an fp32 copy of dw instead (the
+// filter tensor's elements, in fp32); forward's and backward-data's would need a copy of a whole activation, and
+// are refused (implicit-gemm runs them).
 std::optional<Refusal> pieces_refusal_16bit(ContextImpl& context, const ConvProblem& p, Pass pass) {
     if (!pieces_into_16bit(p, pass)) return std::nullopt;
     const DirectReduction reduction = direct_reduction(p, pass);

@@ -175,7 +175,14 @@ uint64_t wide_filter_rows(ContextImpl& context, const ConvProblem& p, const Gemm
     const uint64_t tensors = uint64_t(p.input_elements() + p.filter_elements() + p.output_elements()) *
                              element_bytes(p.data_type);
     uint64_t room = std::min<uint64_t>(tensors / 12, context.device->limits().maxStorageBufferRange);
-    if (options.workspace_limit) room = std::min(room, options.workspace_limit);
+    if (options.workspace_limit) {
+        // (Less the bias gradient's fp32 partial sums, which a 16-bit db needs beside the copy.)
+        uint64_t bias_bytes = 0;
+        if (p.has_bias)
+            if (auto bias = plan_bias_grad(context, p, options.max_binding_bytes))
+                bias_bytes = context.pool->round(bias->partial_floats * 4);
+        room = std::min(room, options.workspace_limit - std::min(options.workspace_limit, bias_bytes));
+    }
     // Whole tiles where a tile fits, else fours of rows (the register kernel's vec4 loads of dy start on a
     // filter that is a multiple of 4; its rows past a chunk's end go idle).
     const uint64_t step = room / row_bytes >= config.tile_m() ? config.tile_m() : 4;
@@ -261,6 +268,12 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
     if (p.weight_gradient_type() != DataType::F32 && !ip.partials && ip.piece < product.reduction) {
         ip.wide_rows = wide_filter_rows(context, p, config, options);
         plan.slot(Slot::WideOutput) = ip.wide_rows * (filter_floats / uint64_t(p.K));
+        if (plan.slot(Slot::WideOutput) * 4 > range)
+            return unsupported("implicit-gemm: a " + std::string(to_string(p.data_type)) +
+                               " dw summed in pieces needs an fp32 copy of " +
+                               std::to_string(plan.slot(Slot::WideOutput) * 4) +
+                               " bytes, above the device's maxStorageBufferRange (" + std::to_string(range) +
+                               " bytes): " + p.str());
         plan.chunks = static_cast<uint32_t>(ceil_div(uint64_t(p.K), ip.wide_rows));
         if (options.workspace_limit && workspace_bytes_of(context, plan.slots) > options.workspace_limit)
             return unsupported("implicit-gemm: a " + std::string(to_string(p.data_type)) +
@@ -372,13 +385,18 @@ void record_wide_chunks(ContextImpl& context, CommandStream& stream, const ConvP
     }
 }
 
-// A 16-bit dw in chunks of filters (ImplicitPlan::wide_rows < K, one group): `record()` each chunk's pieces
-// into the fp32 copy, its first filter at the copy's start, then the copy rounded into the chunk's filters of
-// dw (whole rows of dw in either layout). `first_out` is the push constant the kernel writes at.
-template <typename Push, typename Record>
-void record_filter_chunks(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ImplicitPlan& ip,
-                          const Operand& dw, const Operand& wide, Push& push, uint32_t Push::*first_out,
-                          Record&& record) {
+// Sets the rows the kernel computes (all of each group's) and, where a 16-bit dw adds up in an fp32 copy of
+// a chunk of filters (ImplicitPlan::wide_rows < K, one group), records the pass chunk by chunk: the chunk's
+// pieces into the copy, its first filter at the copy's start, then the copy rounded into the chunk's filters of
+// dw (whole rows of dw in either layout). Returns whether it did. `first_out` is the push constant the kernel
+// writes at.
+template <typename Push>
+bool recorded_in_filter_chunks(ContextImpl& context, CommandStream& stream, const ConvProblem& p, Pass pass,
+                               const ImplicitPlan& ip, const GemmConfig& config, const Pipeline& pipeline,
+                               std::span<const Binding> bindings, Push& push, uint32_t Push::*first_out,
+                               const ConvOperands& ops, const Workspace& workspace, const OutputOf& written) {
+    push.row_base = 0, push.row_end = uint32_t(product_of(p, pass).rows);
+    if (!ip.wide_rows || ip.wide_rows >= uint64_t(p.K)) return false;
     const uint64_t taps = uint64_t(p.filter_elements() / p.K);
     const uint32_t copy_first = push.*first_out;
     for (uint64_t r0 = 0; r0 < uint64_t(p.K); r0 += ip.wide_rows) {
@@ -386,10 +404,12 @@ void record_filter_chunks(ContextImpl& context, CommandStream& stream, const Con
         push.row_base = uint32_t(r0), push.row_end = uint32_t(r1);
         // The kernel writes filter m at m * taps past first_out: back by r0 filters (unsigned, it wraps).
         push.*first_out = copy_first - uint32_t(r0 * taps);
-        record();
-        record_run(context, stream, wide, 0, dw, r0 * taps, (r1 - r0) * taps, false, DataType::F32,
-                   p.weight_gradient_type());
+        record_reduction(context, stream, p, pass, ip, config, pipeline, bindings, push, written.window,
+                         written.sum_into);
+        record_run(context, stream, workspace[Slot::WideOutput], 0, ops.filter, r0 * taps, (r1 - r0) * taps, false,
+                   DataType::F32, p.weight_gradient_type());
     }
+    return true;
 }
 
 struct RegistersPush {
@@ -480,13 +500,9 @@ void record_registers(ContextImpl& context, CommandStream& stream, const ConvPro
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    push.row_base = 0, push.row_end = uint32_t(product_of(p, pass).rows);
-    if (ip.wide_rows && ip.wide_rows < uint64_t(p.K))
-        return record_filter_chunks(context, stream, p, ip, ops.filter, workspace[Slot::WideOutput], push,
-                                    &RegistersPush::first_y, [&] {
-                                        record_reduction(context, stream, p, pass, ip, config, pipeline, bindings,
-                                                         push, out, written.sum_into);
-                                    });
+    if (recorded_in_filter_chunks(context, stream, p, pass, ip, config, pipeline, bindings, push,
+                                  &RegistersPush::first_y, ops, workspace, written))
+        return;
     if (ip.wide_images) {
         // (Forward: x's and the residual's images from the chunk's first on.)
         const RegistersPush whole = push;
@@ -580,13 +596,9 @@ void record_implicit_pass(ContextImpl& context, CommandStream& stream, const Con
     push.alpha = forward ? epilogue.alpha : 1.0f, push.beta = forward ? epilogue.beta : 0.0f;
     push.negative_slope = epilogue.negative_slope;
     push.slice_floats = partials ? uint32_t(p.filter_elements()) : 0;
-    push.row_base = 0, push.row_end = uint32_t(product_of(p, pass).rows);
-    if (ip.wide_rows && ip.wide_rows < uint64_t(p.K))
-        return record_filter_chunks(context, stream, p, ip, ops.filter, workspace[Slot::WideOutput], push,
-                                    &ImplicitPush::first_out, [&] {
-                                        record_reduction(context, stream, p, pass, ip, config, pipeline, bindings,
-                                                         push, out, written.sum_into);
-                                    });
+    if (recorded_in_filter_chunks(context, stream, p, pass, ip, config, pipeline, bindings, push,
+                                  &ImplicitPush::first_out, ops, workspace, written))
+        return;
     if (ip.wide_images) {
         // Forward: x's and the residual's images from the chunk's first on (with 4 bindings the residual is
         // widened into the copy, where the kernel reads it). Backward-data: dy's.

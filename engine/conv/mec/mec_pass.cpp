@@ -60,7 +60,8 @@ void plan_mec_filter_split(ContextImpl& context, const ConvProblem& p, const Pas
     const uint64_t tensors = uint64_t(p.input_elements() + p.filter_elements() + p.output_elements()) *
                              element_bytes(p.data_type);
     const int64_t room = int64_t(tensors / 12 / (uint64_t(filter_taps(p)) * 4));
-    own.split.filters = !halves ? 0 : nchw ? p.K / 2 : std::clamp<int64_t>(room, std::min<int64_t>(64, p.K / 2), p.K / 2);
+    const int64_t half = (p.K + 1) / 2;  // (two chunks)
+    own.split.filters = !halves ? 0 : nchw ? half : std::clamp<int64_t>(room, std::min<int64_t>(64, half), half);
     const uint64_t product = halves ? uint64_t(own.split.filters) * uint64_t(filter_taps(p))
                                     : uint64_t(group_filter_floats(p));
     if (halves) plan.slot(nchw ? Slot::FilterCopy : Slot::WideOutput) = product;
