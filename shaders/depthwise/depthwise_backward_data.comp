@@ -66,12 +66,13 @@ uint dx_index(uint n, uint c, uint h, uint x) {
     return pc.dx_offset + tensor_offset(NHWC, n, c, h, x, C, H, W);
 }
 
-// What dx value i starts from: what dx holds with accumulate, else 0; and the four from i (a vec4 store's).
-float start_at(uint i) {
-    return pc.accumulate != 0 ? OUTPUT_AT(dx1, i) : 0.0;
+// dx value i, and the four from i (a vec4 store's), as it stands: what the sums add to with accumulate. (Read
+// only behind a branch on accumulate: a select would have lavapipe read, and a 16-bit build widen, every value.)
+float dx_at(uint i) {
+    return OUTPUT_AT(dx1, i);
 }
-vec4 start_at4(uint i) {
-    return vec4(start_at(i), start_at(i + 1), start_at(i + 2), start_at(i + 3));
+vec4 dx_at4(uint i) {
+    return vec4(dx_at(i), dx_at(i + 1), dx_at(i + 2), dx_at(i + 3));
 }
 
 void main() {
@@ -119,23 +120,28 @@ void main() {
         [[unroll]] for (uint x = 0; x < TILE_W; ++x)
             if (x0 + x < W) {
                 const uint i = dx_index(n, c, h0 + t, x0 + x);
-                WRITE4(dx4, i >> 2, start_at4(i) + acc[t * TILE_W + x]);
+                vec4 value = acc[t * TILE_W + x];
+                if (pc.accumulate != 0) value += dx_at4(i);
+                WRITE4(dx4, i >> 2, value);
             }
 #else
         if (VEC4_X) {
             [[unroll]] for (uint x = 0; x < TILE_W; x += 4) {
                 if (x0 + x < W) {
                     const uint i = dx_index(n, c, h0 + t, x0 + x);
-                    WRITE4(dx4, i >> 2,
-                           start_at4(i) + vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1], acc[t * TILE_W + x + 2],
-                                               acc[t * TILE_W + x + 3]));
+                    vec4 value = vec4(acc[t * TILE_W + x], acc[t * TILE_W + x + 1], acc[t * TILE_W + x + 2],
+                                      acc[t * TILE_W + x + 3]);
+                    if (pc.accumulate != 0) value += dx_at4(i);
+                    WRITE4(dx4, i >> 2, value);
                 }
             }
         } else {
             [[unroll]] for (uint x = 0; x < TILE_W; ++x)
                 if (x0 + x < W) {
                     const uint i = dx_index(n, c, h0 + t, x0 + x);
-                    WRITE1(dx1, i, start_at(i) + acc[t * TILE_W + x]);
+                    float value = acc[t * TILE_W + x];
+                    if (pc.accumulate != 0) value += dx_at(i);
+                    WRITE1(dx1, i, value);
                 }
         }
 #endif
