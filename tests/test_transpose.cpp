@@ -242,6 +242,39 @@ TEST_CASE("conv_transpose: every algorithm runs f16 and bf16 tensors, rounding e
     }
 }
 
+// A 16-bit transposed problem's operands with a bias (random, as its tensors hold them), and every value of an
+// output checked against the stated bound: the fp32 accumulation's E over Cg·R·S + 1 terms, the bias included,
+// then one rounding to the type.
+namespace {
+struct BiasedOperands {
+    ConvTransposeProblem p;
+    vkconv::Tensor x, w, b;
+    std::vector<double> expected, magnitude;
+
+    BiasedOperands(vkconv::Context& context, const ConvTransposeProblem& problem, uint32_t& seed) : p(problem) {
+        const vkconv::DataType type = p.data_type;
+        x = vkconv::Tensor::from_host(
+            context, p.input_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++), type);
+        w = vkconv::Tensor::from_host(
+            context, p.filter_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++),
+            type);
+        b = vkconv::Tensor::from_host(context, p.bias_shape(), vkt::random_values(size_t(p.K), seed++), type);
+        const auto xs = x.download(), ws = w.download(), bs = b.download();
+        expected = scatter(p, xs, ws, bs, false);
+        magnitude = scatter(p, vkt::absolute(xs), vkt::absolute(ws), vkt::absolute(bs), true);
+    }
+    void check(const std::vector<float>& result) const {
+        const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, p.data_type == vkconv::DataType::F16 ? -11 : -8);
+        const double eta = p.data_type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
+        const int64_t n = p.C / p.groups * p.R * p.S + 1;
+        REQUIRE(result.size() == expected.size());
+        for (size_t i = 0; i < result.size(); ++i)
+            CHECK(std::fabs(double(result[i]) - expected[i]) <=
+                  (1 + ut) * double(n + 2) * u * magnitude[i] + ut * std::fabs(expected[i]) + eta);
+    }
+};
+}  // namespace
+
 // ... and in bands of rows (bindings too small for one image's lowered matrix), the bias placed in dx first
 // and each value rounded once after the last band.
 TEST_CASE("conv_transpose: 16-bit tensors in bands of rows, the bias rounded in once", "[transpose][types][gpu]") {
@@ -251,31 +284,17 @@ TEST_CASE("conv_transpose: 16-bit tensors in bands of rows, the bias rounded in 
     uint32_t seed = 4500;
     for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
         p.data_type = type;
-        auto x = vkconv::Tensor::from_host(
-            *context, p.input_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++), type);
-        auto w = vkconv::Tensor::from_host(
-            *context, p.filter_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++),
-            type);
-        auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(size_t(p.K), seed++), type);
-        const auto xs = x.download(), ws = w.download(), bs = b.download();
-        const auto expected = scatter(p, xs, ws, bs, false);
-        const auto magnitude = scatter(p, vkt::absolute(xs), vkt::absolute(ws), vkt::absolute(bs), true);
-        const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
-        const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
-        const int64_t n = p.C / p.groups * p.R * p.S + 1;
+        const BiasedOperands ops(*context, p, seed);
         // One image of the convolution's dcol: 9 x 8 positions x 6 x 9 taps x 4 bytes = 15,552; bindings of
         // 8 KiB, which hold the fp32 copy of one output image (6 x 18 x 16 x 4 = 6,912 bytes).
         const vkconv::PassOptions options{.max_binding_bytes = 8192};
         for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec}) {
             INFO(p.str() << " " << vkconv::to_string(algorithm));
             auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(p.N * p.K * p.P() * p.Q()), type);
-            const auto stats = vkconv::conv_transpose(*context, p, x, w, &b, y, algorithm, options);
+            const auto stats = vkconv::conv_transpose(*context, p, ops.x, ops.w, &ops.b, y, algorithm, options);
             CHECK(stats.chunks > uint32_t(p.N));
             CHECK(stats.workspace_bytes == vkconv::conv_transpose_workspace_bytes(*context, p, algorithm, options));
-            const auto result = y.download();
-            for (size_t i = 0; i < result.size(); ++i)
-                CHECK(std::fabs(double(result[i]) - expected[i]) <=
-                      (1 + ut) * double(n + 2) * u * magnitude[i] + ut * std::fabs(expected[i]) + eta);
+            ops.check(y.download());
         }
     }
 }
@@ -291,31 +310,17 @@ TEST_CASE("conv_transpose: 16-bit tensors whose sums run in pieces, the bias rou
     for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
         p.data_type = type;
         p.layout = type == vkconv::DataType::F16 ? Layout::NCHW : Layout::NHWC;
-        auto x = vkconv::Tensor::from_host(
-            *context, p.input_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.input_shape())), seed++), type);
-        auto w = vkconv::Tensor::from_host(
-            *context, p.filter_shape(), vkt::random_values(size_t(vkconv::shape_elements(p.filter_shape())), seed++),
-            type);
-        auto b = vkconv::Tensor::from_host(*context, p.bias_shape(), vkt::random_values(size_t(p.K), seed++), type);
-        const auto xs = x.download(), ws = w.download(), bs = b.download();
-        const auto expected = scatter(p, xs, ws, bs, false);
-        const auto magnitude = scatter(p, vkt::absolute(xs), vkt::absolute(ws), vkt::absolute(bs), true);
-        const double u = std::ldexp(1.0, -24), ut = std::ldexp(1.0, type == vkconv::DataType::F16 ? -11 : -8);
-        const double eta = type == vkconv::DataType::F16 ? std::ldexp(1.0, -25) : 0.0;
-        const int64_t n = p.C / p.groups * p.R * p.S + 1;
+        const BiasedOperands ops(*context, p, seed);
         const int64_t count = p.N * p.K * p.P() * p.Q();
         const vkconv::PassOptions one_image{
             .workspace_limit = context->pool_stats().rounded(uint64_t(count / p.N) * 4)};
         INFO(p.str());
         auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(count), type);
-        const auto stats = vkconv::conv_transpose(*context, p, x, w, &b, y, Algorithm::ImplicitGemm, one_image);
+        const auto stats = vkconv::conv_transpose(*context, p, ops.x, ops.w, &ops.b, y, Algorithm::ImplicitGemm, one_image);
         CHECK(stats.chunks == uint32_t(p.N));
         CHECK(stats.workspace_bytes ==
               vkconv::conv_transpose_workspace_bytes(*context, p, Algorithm::ImplicitGemm, one_image));
-        const auto result = y.download();
-        for (size_t i = 0; i < result.size(); ++i)
-            CHECK(std::fabs(double(result[i]) - expected[i]) <=
-                  (1 + ut) * double(n + 2) * u * magnitude[i] + ut * std::fabs(expected[i]) + eta);
+        ops.check(y.download());
     }
 }
 
