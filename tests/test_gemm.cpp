@@ -313,7 +313,8 @@ TEST_CASE("gemm: a product too small to fill the device is split along K, determ
 }
 
 // C = alpha·op(A)·op(B) + beta·C with each operand fp32, fp16 or bf16, on every configuration (texel ones run
-// as their storage-buffer twins; each with one combination of types, in turn), odd sizes and transposes, and a product split along K: every value of C
+// as their storage-buffer twins; each with one combination of types, in turn), odd sizes, sizes in whole
+// quads and transposes, and a product split along K: every value of C
 // within the fp32 product's bound E = (K + 4)·u·(|alpha|·Σ|a||b| + |beta·c|) plus one rounding to C's type,
 // |ĉ − c| ≤ (1 + u_c)·E + u_c·|c| + η (docs/algorithms.md, "Element types"), on the values the tensors hold.
 TEST_CASE("gemm: fp16 and bf16 operands, fp32 sums, each value of C rounded once", "[gemm][types][gpu]") {
@@ -323,7 +324,9 @@ TEST_CASE("gemm: fp16 and bf16 operands, fp32 sums, each value of C rounded once
                                                          {DataType::BF16, DataType::BF16, DataType::BF16},
                                                          {DataType::F16, DataType::F16, DataType::F32},
                                                          {DataType::F32, DataType::BF16, DataType::F16}};
-    const std::vector<std::array<int64_t, 4>> shapes = {{1, 3, 17, 63}, {2, 65, 7, 17}, {1, 9, 7, 2051}};
+    // Odd sizes, sizes in whole quads (the vec4 loads, which read 4 16-bit or fp32 elements as one), and a
+    // product split along K.
+    const std::vector<std::array<int64_t, 4>> shapes = {{1, 3, 17, 63}, {2, 65, 7, 17}, {2, 16, 12, 20}, {1, 9, 7, 2051}};
     uint32_t seed = 500;
     size_t turn = 0;
     // Each configuration with one of the type combinations, in turn (the configurations outnumber them); the

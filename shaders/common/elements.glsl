@@ -3,8 +3,12 @@
 // A kernel declares each tensor binding as an array of ELEMENT_WORD and goes through two macros:
 //   ELEMENT_AT(buffer, type, i)          the element i of the binding, as a float
 //   STORE_ELEMENT(buffer, type, i, v)    writes float v there, rounded to the type to nearest even
-//   ELEMENT_AT4(buffer, type, q)         elements 4q .. 4q+3 as a vec4 (the vec4 views of fp32 kernels)
-//   STORE_ELEMENT4(buffer, type, q, v)   writes vec4 v to elements 4q .. 4q+3
+//   QUAD_AT(quads, type, q)              elements 4q .. 4q+3 as a vec4 (the vec4 views of fp32 kernels)
+//   STORE_QUAD(quads, type, q, v)        writes vec4 v to elements 4q .. 4q+3
+// where `quads` is a second declaration of the same binding as an array of ELEMENT_QUAD (uvec2 in the 16-bit
+// builds: four 16-bit elements, or two fp32 ones, a quad of fp32 elements being two entries). A quad moves
+// as one 8-byte load or store rather than four 2-byte ones: on lavapipe, where each access of an invocation
+// is a scalar access per SIMD lane, the four-access form made 16-bit passes up to 1.4x slower than fp32.
 // where `type` is the binding's element type, a specialization constant in DataType's order (0 fp32,
 // 1 fp16, 2 bf16), and i counts elements of that type from the binding's start. Each kernel is built three
 // ways (shaders/CMakeLists.txt):
@@ -78,18 +82,7 @@ vec2 decode_pair(uint type, uint word) {
             buf[at_] = uint16_t(encode16((type), value_));     \
         }                                                      \
     }
-#define ELEMENT_AT4(buf, type, q)                                                         \
-    vec4(ELEMENT_AT(buf, type, 4u * (q)), ELEMENT_AT(buf, type, 4u * (q) + 1u), ELEMENT_AT(buf, type, 4u * (q) + 2u), \
-         ELEMENT_AT(buf, type, 4u * (q) + 3u))
-#define STORE_ELEMENT4(buf, type, q, v)                                \
-    {                                                                  \
-        const uint q_ = (q);                                           \
-        const vec4 vector_ = (v);                                      \
-        STORE_ELEMENT(buf, type, 4u * q_, vector_.x)                   \
-        STORE_ELEMENT(buf, type, 4u * q_ + 1u, vector_.y)              \
-        STORE_ELEMENT(buf, type, 4u * q_ + 2u, vector_.z)              \
-        STORE_ELEMENT(buf, type, 4u * q_ + 3u, vector_.w)              \
-    }
+#define ELEMENT_QUAD uvec2
 #elif defined(ELEMENTS_PACKED)
 #define ELEMENT_WORD uint
 #define ELEMENT_AT(buf, type, i)                  \
@@ -107,38 +100,38 @@ vec2 decode_pair(uint type, uint word) {
             atomicOr(buf[at_ >> 1], encode16((type), value_) << shift_); \
         }                                                                \
     }
-// Four 16-bit elements from 4q are the two whole words 2q and 2q+1: read and written without atomics (no
-// other invocation writes into them).
-#define ELEMENT_AT4(buf, type, q)                                                                        \
-    ((type) == ELEMENT_F32 ? vec4(uintBitsToFloat(buf[4u * (q)]), uintBitsToFloat(buf[4u * (q) + 1u]),        \
-                                  uintBitsToFloat(buf[4u * (q) + 2u]), uintBitsToFloat(buf[4u * (q) + 3u])) \
-                           : vec4(decode_pair((type), buf[2u * (q)]), decode_pair((type), buf[2u * (q) + 1u])))
-#define STORE_ELEMENT4(buf, type, q, v)                                                  \
-    {                                                                                    \
-        const uint q_ = (q);                                                             \
-        const vec4 vector_ = (v);                                                        \
-        if ((type) == ELEMENT_F32) {                                                     \
-            buf[4u * q_] = floatBitsToUint(vector_.x);                                   \
-            buf[4u * q_ + 1u] = floatBitsToUint(vector_.y);                              \
-            buf[4u * q_ + 2u] = floatBitsToUint(vector_.z);                              \
-            buf[4u * q_ + 3u] = floatBitsToUint(vector_.w);                              \
-        } else {                                                                         \
-            buf[2u * q_] = encode16((type), vector_.x) | (encode16((type), vector_.y) << 16);      \
-            buf[2u * q_ + 1u] = encode16((type), vector_.z) | (encode16((type), vector_.w) << 16); \
-        }                                                                                \
+#define ELEMENT_QUAD uvec2
+#endif
+
+#if defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
+// A quad is two whole 32-bit words (the lower index in the low half, as in memory), so it is read and
+// written without atomics in the packed build too: no other invocation writes into it.
+vec4 decode_quad(uint type, uvec2 words) {
+    return vec4(decode_pair(type, words.x), decode_pair(type, words.y));
+}
+uvec2 encode_quad(uint type, vec4 v) {
+    return uvec2(encode16(type, v.x) | (encode16(type, v.y) << 16), encode16(type, v.z) | (encode16(type, v.w) << 16));
+}
+#define QUAD_AT(quads, type, q)                                                                              \
+    ((type) == ELEMENT_F32 ? uintBitsToFloat(uvec4(quads[2u * (q)], quads[2u * (q) + 1u])) : decode_quad((type), quads[(q)]))
+#define STORE_QUAD(quads, type, q, v)                        \
+    {                                                        \
+        const uint q_ = (q);                                 \
+        const vec4 vector_ = (v);                            \
+        if ((type) == ELEMENT_F32) {                         \
+            quads[2u * q_] = floatBitsToUint(vector_.xy);    \
+            quads[2u * q_ + 1u] = floatBitsToUint(vector_.zw); \
+        } else {                                             \
+            quads[q_] = encode_quad((type), vector_);        \
+        }                                                    \
     }
 #else
 #define ELEMENT_WORD float
 #define ELEMENT_AT(buf, type, i) buf[(i)]
 #define STORE_ELEMENT(buf, type, i, v) buf[(i)] = (v)
-#define ELEMENT_AT4(buf, type, q) vec4(buf[4u * (q)], buf[4u * (q) + 1u], buf[4u * (q) + 2u], buf[4u * (q) + 3u])
-#define STORE_ELEMENT4(buf, type, q, v)                 \
-    {                                                   \
-        const uint q_ = (q);                            \
-        const vec4 vector_ = (v);                       \
-        buf[4u * q_] = vector_.x, buf[4u * q_ + 1u] = vector_.y; \
-        buf[4u * q_ + 2u] = vector_.z, buf[4u * q_ + 3u] = vector_.w; \
-    }
+#define ELEMENT_QUAD vec4
+#define QUAD_AT(quads, type, q) quads[(q)]
+#define STORE_QUAD(quads, type, q, v) quads[(q)] = (v)
 #endif
 
 #endif

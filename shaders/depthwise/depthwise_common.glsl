@@ -71,11 +71,11 @@ vec4 decode16x4(uint type, uvec4 bits) {
 }
 #elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
 // The 16-bit builds reading storage buffers: every tensor binding is an array of ELEMENT_WORD holding
-// TENSOR_TYPE elements (../common/elements.glsl); a vec4 view reads 4 elements from a multiple of 4.
+// TENSOR_TYPE elements (../common/elements.glsl); a vec4 view is an array of quads, each 4 elements.
 #define SIXTEEN_BIT_BUILD
-#define DECLARE_READ4(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
+#define DECLARE_READ4(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_QUAD name[]; };
 #define DECLARE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };
-#define READ4(name, i) ELEMENT_AT4(name, TENSOR_TYPE, i)
+#define READ4(name, i) QUAD_AT(name, TENSOR_TYPE, i)
 #define READ1(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
 #elif defined(ACCESS_TEXEL)
 #define DECLARE_READ4(b, name) layout(binding = b) uniform samplerBuffer name;
@@ -93,9 +93,9 @@ vec4 decode16x4(uint type, uvec4 bits) {
 #ifdef SIXTEEN_BIT_BUILD
 // Storage-buffer outputs (DECLARE_OUTPUT*, WRITE*, OUTPUT_AT to read one): also read (the packed build's
 // half-word stores are atomics, and the 4-binding forward reads the residual from y).
-#define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
+#define DECLARE_OUTPUT4(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_QUAD name[]; };
 #define DECLARE_OUTPUT1(b, name, qualifier) layout(std430, binding = b) buffer name##_block { ELEMENT_WORD name[]; };
-#define WRITE4(name, q, v) STORE_ELEMENT4(name, TENSOR_TYPE, q, v)
+#define WRITE4(name, q, v) STORE_QUAD(name, TENSOR_TYPE, q, v)
 #define WRITE1(name, i, v) STORE_ELEMENT(name, TENSOR_TYPE, i, v)
 #define OUTPUT_AT(name, i) ELEMENT_AT(name, TENSOR_TYPE, i)
 #define DECLARE_STORAGE_READ1(b, name) layout(std430, binding = b) readonly buffer name##_block { ELEMENT_WORD name[]; };

@@ -63,18 +63,23 @@ layout(constant_id = 11) const uint C_TYPE = 0;
 layout(constant_id = 12) const uint BIAS_TYPE = 0;
 
 #if (defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)) && defined(ACCESS_SSBO)
+// (The vec4 loads read quads of the scalar views' bindings, the same memory: bindings 0 and 2 go unread.)
 #if defined(FOUR_BINDINGS)
 layout(std430, binding = 0) readonly buffer AElements { ELEMENT_WORD a1[]; };
+layout(std430, binding = 0) readonly buffer AQuads { ELEMENT_QUAD a_quads[]; };
 layout(std430, binding = 1) readonly buffer BElements { ELEMENT_WORD b1[]; };
+layout(std430, binding = 1) readonly buffer BQuads { ELEMENT_QUAD b_quads[]; };
 #else
 layout(std430, binding = 0) readonly buffer AVec4 { ELEMENT_WORD a4[]; };
 layout(std430, binding = 1) readonly buffer AScalar { ELEMENT_WORD a1[]; };
+layout(std430, binding = 1) readonly buffer AQuads { ELEMENT_QUAD a_quads[]; };
 layout(std430, binding = 2) readonly buffer BVec4 { ELEMENT_WORD b4[]; };
 layout(std430, binding = 3) readonly buffer BScalar { ELEMENT_WORD b1[]; };
+layout(std430, binding = 3) readonly buffer BQuads { ELEMENT_QUAD b_quads[]; };
 #endif
-#define LOAD_A4(i) ELEMENT_AT4(a1, A_TYPE, i)
+#define LOAD_A4(i) QUAD_AT(a_quads, A_TYPE, i)
 #define LOAD_A1(i) ELEMENT_AT(a1, A_TYPE, i)
-#define LOAD_B4(i) ELEMENT_AT4(b1, B_TYPE, i)
+#define LOAD_B4(i) QUAD_AT(b_quads, B_TYPE, i)
 #define LOAD_B1(i) ELEMENT_AT(b1, B_TYPE, i)
 #elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
 #error "the 16-bit builds read storage buffers (ACCESS_SSBO)"

@@ -94,13 +94,15 @@ layout(binding = 6) uniform samplerBuffer x4_texels;
 #define LOAD_W4(i) texelFetch(w4_texels, int(i))
 #define LOAD_X4(i) texelFetch(x4_texels, int(i))
 #elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
-// (The vec4 views read 4 elements from a multiple of 4 of the scalar views, bound to the same memory.)
+// (The vec4 views are quads of the scalar views' bindings, the same memory.)
 layout(std430, binding = 0) readonly buffer XBuffer { ELEMENT_WORD x[]; };
+layout(std430, binding = 0) readonly buffer XQuads { ELEMENT_QUAD x4[]; };
 layout(std430, binding = 1) readonly buffer WBuffer { ELEMENT_WORD w[]; };
+layout(std430, binding = 1) readonly buffer WQuads { ELEMENT_QUAD w4[]; };
 #define LOAD_X(i) ELEMENT_AT(x, TENSOR_TYPE, i)
 #define LOAD_W(i) ELEMENT_AT(w, TENSOR_TYPE, i)
-#define LOAD_W4(i) ELEMENT_AT4(w, TENSOR_TYPE, i)
-#define LOAD_X4(i) ELEMENT_AT4(x, TENSOR_TYPE, i)
+#define LOAD_W4(i) QUAD_AT(w4, TENSOR_TYPE, i)
+#define LOAD_X4(i) QUAD_AT(x4, TENSOR_TYPE, i)
 #else
 layout(std430, binding = 0) readonly buffer XBuffer { float x[]; };
 layout(std430, binding = 1) readonly buffer WBuffer { float w[]; };

@@ -39,7 +39,7 @@ bool channels4(const ConvProblem& p);
 // Rows per block of a kernel whose blocks span `rows` rows: taller blocks reuse more of each loaded row,
 // but unroll into more code and leave invocations idle on small images.
 uint32_t block_rows(const ConvProblem& p, int64_t rows);
-DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations);
+DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations, bool cpu);
 
 // The specialization constants the depthwise shaders share (geometry, sizes, tile shape), by name.
 template <typename Shader>
