@@ -171,6 +171,8 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassO
         while (plan.rows > 1 && fit.scratch_for(1, plan.rows) * plan.lowered_bytes > budget) --plan.rows;
     const int64_t P = p.P();
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images * ((P + plan.rows - 1) / plan.rows));
+    // Bands taken from the twin: banded NCHW runs Solution B, as the twin does (plan_row_bands).
+    if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW && plan.rows < P) plan.schedule = MecSchedule::B;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // place. An in-place residual (z is y) would be overwritten by the parked result, so Solution A then first
 // moves z itself into (P, N, Q, K) order within y (a copy into L's buffer and a permute back, before the
 // lowering), and the GEMM applies the whole epilogue to the parked values, the permute only moving them.
+// 16-bit tensors do the same with every residual (z permuted straight into y), so each value is rounded once.
 // (One NHWC image needs no permute: its GEMM writes y in place and applies all of it.)
 #include <array>
 
@@ -143,20 +144,27 @@ GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
     return gp;
 }
 
-// An in-place residual under Solution A: z is y's contents, so move it (through `copy`, L's buffer) into
-// the (P, N, Q, K) order the GEMM parks its result in, where the GEMM reads it.
+// Solution A's residual where the GEMM applies the whole epilogue (in place, or 16-bit tensors): z moved into
+// the (P, N, Q, K) order the GEMM parks its result in, within y, where the GEMM reads it. In place z is y's
+// contents, so it goes through `copy` (L's buffer) first.
 void park_residual(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& y,
-                   const BufferRange& copy, int64_t images) {
+                   const Window& z, bool in_place, const BufferRange& copy, int64_t images) {
     const int64_t P = p.P(), Q = p.Q();
-    const uint64_t floats = uint64_t(images) * uint64_t(p.K * P * Q);
+    const uint64_t count = uint64_t(images) * uint64_t(p.K * P * Q), bytes = element_bytes(p.data_type);
     // The chunk's y in (P, N, Q, K) order, and the strides of y's own order along those dimensions.
     const std::array<int64_t, 4> parked_dims{P, images, Q, p.K};
     const std::array<int64_t, 4> final_strides = p.layout == Layout::NHWC
                                                      ? std::array<int64_t, 4>{Q * p.K, P * Q * p.K, p.K, 1}
                                                      : std::array<int64_t, 4>{Q, p.K * P * Q, 1, P * Q};
-    const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
-    stream.copy(chunk_y, copy);
-    record_permute(context, stream, copy, 0, y.range, y.delta, parked_dims, final_strides);
+    if (!in_place) {
+        record_permute(context, stream, z.range, z.delta, y.range, y.delta, parked_dims, final_strides, {},
+                       p.data_type, p.data_type);
+        return;
+    }
+    const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * bytes, count * bytes};
+    stream.copy(chunk_y, {copy.buffer, copy.offset, count * bytes});
+    record_permute(context, stream, copy, 0, y.range, y.delta, parked_dims, final_strides, {}, p.data_type,
+                   p.data_type);
 }
 
 // Solution A's result sits in (P, N, Q, K) order; move it through L's buffer (`copy`) into place, the
@@ -164,16 +172,16 @@ void park_residual(ContextImpl& context, CommandStream& stream, const ConvProble
 void unpark_output(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const Window& y,
                    const BufferRange& copy, int64_t images, const PermuteEpilogue& epilogue) {
     const int64_t P = p.P(), Q = p.Q();
-    const uint64_t floats = uint64_t(images) * uint64_t(p.K * P * Q);
+    const uint64_t count = uint64_t(images) * uint64_t(p.K * P * Q), bytes = element_bytes(p.data_type);
     const int64_t row_stride = images * Q * p.K;  // one output row of every image in the chunk
-    const BufferRange parked{y.range.buffer, y.range.offset + y.delta * 4, floats * 4};
-    stream.copy(parked, copy);
+    const BufferRange parked{y.range.buffer, y.range.offset + y.delta * bytes, count * bytes};
+    stream.copy(parked, {copy.buffer, copy.offset, count * bytes});
     if (p.layout == Layout::NHWC)
         record_permute(context, stream, copy, 0, y.range, y.delta, {images, P, Q, p.K}, {Q * p.K, row_stride, p.K, 1},
-                       epilogue);
+                       epilogue, p.data_type, p.data_type);
     else
         record_permute(context, stream, copy, 0, y.range, y.delta, {images, p.K, P, Q}, {Q * p.K, 1, row_stride, p.K},
-                       epilogue);
+                       epilogue, p.data_type, p.data_type);
 }
 
 }  // namespace
@@ -193,16 +201,22 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         const bool solution_a = plan.schedule == MecSchedule::A;
         const bool permuted = solution_a && !(nhwc && images == 1);  // the result reaches y through a permute
         const bool in_place = residual_in_place(ops.epilogue, ops.output);
-        const uint64_t floats = uint64_t(images) * y_image;
-        const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset, floats * 4};
-        if (permuted && in_place) park_residual(context, stream, p, y, copy, images);
+        // The GEMM applies the whole epilogue to the parked values, the permute only moving them, where the
+        // residual is in place or a 16-bit result would otherwise be rounded twice (by the GEMM, then by a
+        // permute applying the rest).
+        const bool gemm_applies_all = in_place || p.data_type != DataType::F32;
+        // (Bound in whole words: the packed 16-bit builds read an odd count's last element from one.)
+        const BufferRange copy{scratch.allocation.buffer, scratch.allocation.offset,
+                               whole_words(uint64_t(images) * y_image * element_bytes(p.data_type))};
+        if (permuted && gemm_applies_all && ops.epilogue.has_residual())
+            park_residual(context, stream, p, y, z, in_place, copy, images);
         record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, images);
         // What the GEMM applies: all of the epilogue unless a permute writes y and can apply the rest.
-        const FusedEpilogue gemm_epilogue = permuted && !in_place ? ops.epilogue.scale_part() : ops.epilogue;
+        const FusedEpilogue gemm_epilogue = permuted && !gemm_applies_all ? ops.epilogue.scale_part() : ops.epilogue;
         const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z};
         for (int64_t g = 0; g < p.groups; ++g) record_gemm(context, stream, mec_group_gemm(gemm, g));
         if (permuted) {
-            const FusedEpilogue write = in_place ? FusedEpilogue{} : ops.epilogue.write_part();
+            const FusedEpilogue write = gemm_applies_all ? FusedEpilogue{} : ops.epilogue.write_part();
             unpark_output(context, stream, p, y, copy, images, PermuteEpilogue{write, z});
         }
     });

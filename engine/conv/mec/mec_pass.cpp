@@ -19,20 +19,13 @@ struct MecPlan {
     MecFilterSplit split;
 };
 
-// A 16-bit forward runs Solution B: A parks its result in y and moves it into place, rounding it twice
-// where the move applies the residual.
 Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem& p, const PassOptions& options) {
     const bool sixteen = p.data_type != DataType::F32;
-    if (sixteen && options.variant == to_string(MecSchedule::A))
-        return unsupported("mec: Solution A parks its result in y, rounding it twice, on " +
-                           std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
     // The GEMM's reduction in pieces would add each into y.
     if (sixteen && filter_taps(p) > kMaxLoopIterations)
         return unsupported("mec: a reduction of " + std::to_string(filter_taps(p)) + " runs in pieces, each rounding y, on " +
                            std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
-    PassOptions own_options = options;
-    if (sixteen) own_options.variant = to_string(MecSchedule::B);
-    auto lowered = plan_lowered(context, p, Algorithm::Mec, own_options, 0, element_bytes(p.data_type));
+    auto lowered = plan_lowered(context, p, Algorithm::Mec, options, 0, element_bytes(p.data_type));
     if (!lowered) return lowered.refusal();
     AlgorithmPlan plan = lowered_pass_plan(Pass::Forward, *lowered);
     // The OIHW filter's OHWI copy holds the filter's own values, in its type.
