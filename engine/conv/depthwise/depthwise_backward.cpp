@@ -36,7 +36,7 @@ uint32_t multiple_of(int64_t stride, int64_t want) {
 
 // Backward-data blocks start on multiples of the strides so that the tap pattern is the same in every
 // block (see the shader); vec4 dy segments also need the block's first dy column on a vec4 boundary.
-// On a CPU device an NCHW block is one row of 16 (a row per stride): on lavapipe that took 0.66-0.82x the
+// On a CPU device an NCHW block is one row of 16 (a row per stride): on lavapipe that took 0.65-0.82x the
 // time of 4 rows of 8 in fp32 and fp16 (separable_dw_256, mobilenet_dw_112 at batch 1 and 32), its
 // accumulators and dy segment staying in the SIMD registers. Other devices keep the taller blocks, which
 // load each dy value fewer times.
