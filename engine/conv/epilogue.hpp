@@ -5,7 +5,9 @@
 // kernel applies all of it. Where a later shader writes y (MEC's Solution A moves its result through
 // permute4d; a tiled pass copies each tile's result into place with copy_box), the product's kernel applies
 // alpha (and the bias, as always) and the later shader the residual and the activation: scale_part() and
-// write_part() below split the epilogue that way.
+// write_part() below split the epilogue that way. (MEC's Solution A applies all of it in its GEMM, the
+// residual parked first, where the residual is in place or the tensors are 16-bit: its permute then only
+// moves values, and a 16-bit value is rounded once.)
 //
 // The shaders take the activation and whether a residual is read as specialization constants (ACTIVATION,
 // HAS_RESIDUAL), and alpha, beta, negative_slope and the residual's element 0 as push constants. The residual

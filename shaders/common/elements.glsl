@@ -1,17 +1,17 @@
 // elements.glsl — how a kernel reads and writes the elements of its tensors, whatever their type.
 //
-// A kernel declares each tensor binding as an array of ELEMENT_WORD and goes through two macros:
+// A kernel declares each tensor binding as an array of ELEMENT_WORD and goes through these macros:
 //   ELEMENT_AT(buffer, type, i)          the element i of the binding, as a float
 //   STORE_ELEMENT(buffer, type, i, v)    writes float v there, rounded to the type to nearest even
 //   QUAD_AT(quads, type, q)              elements 4q .. 4q+3 as a vec4 (the vec4 views of fp32 kernels)
 //   STORE_QUAD(quads, type, q, v)        writes vec4 v to elements 4q .. 4q+3
-// where `quads` is a second declaration of the same binding as an array of ELEMENT_QUAD (uvec2 in the 16-bit
-// builds: four 16-bit elements, or two fp32 ones, a quad of fp32 elements being two entries). A quad moves
-// as one 8-byte load or store rather than four 2-byte ones: on lavapipe, where each access of an invocation
-// is a scalar access per SIMD lane, the four-access form made 16-bit passes up to 1.4x slower than fp32.
 // where `type` is the binding's element type, a specialization constant in DataType's order (0 fp32,
-// 1 fp16, 2 bf16), and i counts elements of that type from the binding's start. Each kernel is built three
-// ways (shaders/CMakeLists.txt):
+// 1 fp16, 2 bf16), and i counts elements of that type from the binding's start. `quads` is a second
+// declaration of the same binding as an array of ELEMENT_QUAD (uvec2 in the 16-bit builds: four 16-bit
+// elements, or two fp32 ones, a quad of fp32 elements being two entries). A quad moves as one 8-byte load
+// or store rather than four 2-byte ones: on lavapipe, where each access of an invocation is a scalar access
+// per SIMD lane, the four-access form made 16-bit passes up to 1.4x slower than fp32. Each kernel is built
+// three ways (shaders/CMakeLists.txt):
 //   (neither define)   fp32 tensors only: float arrays, the macros plain indexing (`type` unused).
 //   ELEMENTS_16        uint16_t arrays (storageBuffer16BitAccess): a 16-bit element is one entry, an fp32
 //                      element (a workspace, an fp32 dw) two, its low half first.

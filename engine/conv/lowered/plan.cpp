@@ -156,10 +156,11 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassO
                          uint64_t fixed_workspace_bytes, const ChunkFit& fit, LoweredPlan& plan) {
     ConvProblem twin = p;
     twin.data_type = DataType::F32;
-    PassOptions twin_options = options;
-    twin_options.variant = plan.algorithm == Algorithm::Mec ? to_string(plan.schedule) : options.variant;
-    auto fp32 = plan_lowered(context, twin, plan.algorithm, twin_options, fixed_workspace_bytes);
+    auto fp32 = plan_lowered(context, twin, plan.algorithm, options, fixed_workspace_bytes);
     if (!fp32) return;
+    // MEC runs the twin's schedule unless one was asked for: where Solution A does not fit the fp32 twin's
+    // limits it gives way to B there, and the twin's whole-image chunks are then B's.
+    if (plan.algorithm == Algorithm::Mec && options.variant.empty()) plan.schedule = fp32->schedule;
     if (fp32->images < plan.images || (fp32->images == plan.images && fp32->rows < plan.rows)) {
         plan.images = fp32->images;
         plan.rows = fp32->rows;
