@@ -46,15 +46,10 @@ DepthwiseTiles data_tiles(const ConvProblem& p, uint64_t wanted_invocations, boo
     const bool nchw = p.layout == Layout::NCHW;
     t.vec4_y = nchw && p.Q() % 4 == 0;
     const uint32_t column_unit = static_cast<uint32_t>(t.vec4_y ? 4 * p.stride_w : p.stride_w);
-    if (cpu && nchw && p.W > 8) {
-        t.tile_w = multiple_of(column_unit, 16);
-        t.tile_h = static_cast<uint32_t>(p.stride_h);
-        t.vec4_x = p.W % 4 == 0 && t.tile_w % 4 == 0;
-        return t;
-    }
-    t.tile_w = multiple_of(column_unit, p.W > 8 ? 8 : 4);
+    const bool wide_rows = cpu && nchw && p.W > 8;
+    t.tile_w = multiple_of(column_unit, wide_rows ? 16 : p.W > 8 ? 8 : 4);
     // Shorter blocks where the batch's blocks are too few invocations to keep the memory busy (as forward).
-    for (int64_t rows = block_rows(p, p.H);; rows /= 2) {
+    for (int64_t rows = wide_rows ? 1 : block_rows(p, p.H);; rows /= 2) {
         t.tile_h = multiple_of(p.stride_h, rows);
         const uint64_t invocations = uint64_t(p.N) * uint64_t(p.C / t.lane_channels()) * ceil_div(p.H, t.tile_h) *
                                      ceil_div(p.W, t.tile_w);
@@ -120,7 +115,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan, bool add_into_dx) {
     const DepthwiseTiles tiles =
-        vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations, context.device->info().type == "CPU"),
+        vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations, on_cpu(context)),
                   {&grad_output, &grad_input});
     PipelineDesc desc;
     desc.shader = depthwise_shader(context, p, "backward_data", tiles, plan.texel);

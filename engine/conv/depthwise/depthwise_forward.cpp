@@ -91,7 +91,7 @@ Planned<DepthwisePlan> plan_depthwise(ContextImpl& context, const ConvProblem& p
     const bool views = p.data_type == DataType::F32 ? context.device->model().uniform_texel_buffers
                                                     : context.device->model().uniform_texel_16bit;
     const uint64_t texel_limit = texel_binding_limit(context, options, uint32_t(element));
-    plan.texel = context.device->info().type == "CPU" && views && chunk_binding <= texel_limit && filter <= texel_limit;
+    plan.texel = on_cpu(context) && views && chunk_binding <= texel_limit && filter <= texel_limit;
     return plan;
 }
 
@@ -135,7 +135,7 @@ DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations, 
 void record_depthwise_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                               const ConvOperands& ops, const DepthwisePlan& plan) {
     const DepthwiseTiles tiles =
-        vec4_safe(forward_tiles(p, gemm_configs(context).wanted_invocations, context.device->info().type == "CPU"),
+        vec4_safe(forward_tiles(p, gemm_configs(context).wanted_invocations, on_cpu(context)),
                   {&ops.input, &ops.output});
     const FusedEpilogue& epilogue = ops.epilogue;
     using Id = contract::depthwise_forward::spec;

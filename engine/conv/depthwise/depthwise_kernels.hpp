@@ -40,6 +40,10 @@ bool channels4(const ConvProblem& p);
 // but unroll into more code and leave invocations idle on small images.
 uint32_t block_rows(const ConvProblem& p, int64_t rows);
 DepthwiseTiles forward_tiles(const ConvProblem& p, uint64_t wanted_invocations, bool cpu);
+// A CPU implementation (lavapipe, SwiftShader): texel reads and wide, short blocks pay there.
+inline bool on_cpu(const ContextImpl& context) {
+    return context.device->info().type == "CPU";
+}
 
 // The specialization constants the depthwise shaders share (geometry, sizes, tile shape), by name.
 template <typename Shader>

@@ -158,9 +158,9 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassO
     twin.data_type = DataType::F32;
     auto fp32 = plan_lowered(context, twin, plan.algorithm, options, fixed_workspace_bytes);
     if (!fp32) return;
-    // MEC runs the twin's schedule unless one was asked for: where Solution A does not fit the fp32 twin's
-    // limits it gives way to B there, and the twin's whole-image chunks are then B's.
-    if (plan.algorithm == Algorithm::Mec && options.variant.empty()) plan.schedule = fp32->schedule;
+    // MEC runs the twin's schedule, as it runs its chunks: the twin gives way to B where Solution A does not
+    // fit its limits, and where it runs in bands of NCHW rows (plan_row_bands).
+    if (plan.algorithm == Algorithm::Mec) plan.schedule = fp32->schedule;
     if (fp32->images < plan.images || (fp32->images == plan.images && fp32->rows < plan.rows)) {
         plan.images = fp32->images;
         plan.rows = fp32->rows;
@@ -172,8 +172,6 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassO
         while (plan.rows > 1 && fit.scratch_for(1, plan.rows) * plan.lowered_bytes > budget) --plan.rows;
     const int64_t P = p.P();
     plan.chunks = static_cast<uint32_t>((p.N + plan.images - 1) / plan.images * ((P + plan.rows - 1) / plan.rows));
-    // Bands taken from the twin: banded NCHW runs Solution B, as the twin does (plan_row_bands).
-    if (plan.schedule == MecSchedule::A && p.layout == Layout::NCHW && plan.rows < P) plan.schedule = MecSchedule::B;
 }
 
 }  // namespace

@@ -156,15 +156,14 @@ void park_residual(ContextImpl& context, CommandStream& stream, const ConvProble
     const std::array<int64_t, 4> final_strides = p.layout == Layout::NHWC
                                                      ? std::array<int64_t, 4>{Q * p.K, P * Q * p.K, p.K, 1}
                                                      : std::array<int64_t, 4>{Q, p.K * P * Q, 1, P * Q};
-    if (!in_place) {
-        record_permute(context, stream, z.range, z.delta, y.range, y.delta, parked_dims, final_strides, {},
-                       p.data_type, p.data_type);
-        return;
+    Window source = z;
+    if (in_place) {
+        const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * bytes, count * bytes};
+        stream.copy(chunk_y, {copy.buffer, copy.offset, count * bytes});
+        source = {copy, 0};
     }
-    const BufferRange chunk_y{y.range.buffer, y.range.offset + y.delta * bytes, count * bytes};
-    stream.copy(chunk_y, {copy.buffer, copy.offset, count * bytes});
-    record_permute(context, stream, copy, 0, y.range, y.delta, parked_dims, final_strides, {}, p.data_type,
-                   p.data_type);
+    record_permute(context, stream, source.range, source.delta, y.range, y.delta, parked_dims, final_strides, {},
+                   p.data_type, p.data_type);
 }
 
 // Solution A's result sits in (P, N, Q, K) order; move it through L's buffer (`copy`) into place, the
