@@ -78,7 +78,10 @@ private:
                                b.type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
             if (texel) {
                 ++texel_bindings_;
-                const uint64_t element = b.texel_format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16 : 4;
+                const uint64_t element = b.texel_format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16
+                                         : b.texel_format == VK_FORMAT_R16G16B16A16_UINT ? 8
+                                         : b.texel_format == VK_FORMAT_R16_UINT          ? 2
+                                                                                         : 4;
                 if (b.size / element > limits.maxTexelBufferElements)
                     breach(audit.shader, "a texel binding of " + std::to_string(b.size / element) + " elements");
                 if (b.offset % limits.minTexelBufferOffsetAlignment)

@@ -104,6 +104,10 @@ vec2 decode_pair(uint type, uint word) {
 #endif
 
 #if defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
+// Four 16-bit elements as a texel view of their bits gives them (R16G16B16A16_UINT).
+vec4 decode16x4(uint type, uvec4 bits) {
+    return vec4(decode16(type, bits.x), decode16(type, bits.y), decode16(type, bits.z), decode16(type, bits.w));
+}
 // A quad is two whole 32-bit words (the lower index in the low half, as in memory), so it is read and
 // written without atomics in the packed build too: no other invocation writes into it.
 vec4 decode_quad(uint type, uvec2 words) {

@@ -66,9 +66,6 @@ const uint LANE_CHANNELS = 1;
 #define DECLARE_READ1(b, name) layout(binding = b) uniform usamplerBuffer name;
 #define READ4(name, i) decode16x4(TENSOR_TYPE, texelFetch(name, int(i)))
 #define READ1(name, i) decode16(TENSOR_TYPE, texelFetch(name, int(i)).x)
-vec4 decode16x4(uint type, uvec4 bits) {
-    return vec4(decode16(type, bits.x), decode16(type, bits.y), decode16(type, bits.z), decode16(type, bits.w));
-}
 #elif defined(ELEMENTS_16) || defined(ELEMENTS_PACKED)
 // The 16-bit builds reading storage buffers: every tensor binding is an array of ELEMENT_WORD holding
 // TENSOR_TYPE elements (../common/elements.glsl); a vec4 view is an array of quads, each 4 elements.

@@ -8,12 +8,15 @@
 // M is stored [ξ][g][t][k4] (the GEMM's C: rows t, columns k rounded up to 4), so an invocation reads each ξ
 // as one aligned vec4 and neighbouring invocations read neighbouring vec4s of each ξ plane.
 //
-// Built as winograd_output_f4 (WINOGRAD_M 4) and winograd_output_f2 (WINOGRAD_M 2).
+// Built as winograd_output_f4 (WINOGRAD_M 4) and winograd_output_f2 (WINOGRAD_M 2), each also as _texel
+// (ACCESS_TEXEL): M read through an rgba32f texel view, which lavapipe fetches faster than storage-buffer vec4s
+// (cv8 at batch 1: the transforms 12-16 ms with storage buffers, 8 ms with the view). The host takes it
+// (WinogradPlan::product_texels) on CPU devices where M fits a view.
 // Specialization constants: 0 WORKGROUP_SIZE, 1 NHWC, 2 K (channels of the output tensor), 3 P, 4 Q (its
 //   size), 5 KG (channels per group), 6 GROUPS, 7 TILES_W (tile columns), 8 HAS_BIAS, 9 ACTIVATION,
 //   10 HAS_RESIDUAL, 11 KG4 (KG rounded up to 4), 12 TENSOR_TYPE (the element type of y, the bias and z;
 //   M is fp32, so each y value is rounded once, as it is stored).
-// Bindings: 0 M (read), 1 bias (read; any buffer when HAS_BIAS is 0), 2 y (the chunk's window of the output,
+// Bindings: 0 M (read: a storage buffer, or a uniform texel buffer in the _texel builds), 1 bias (read; any buffer when HAS_BIAS is 0), 2 y (the chunk's window of the output,
 //   write), 3 z, the residual (read; any buffer when HAS_RESIDUAL is 0; may be y's own memory: each value is
 //   read by the invocation that then writes it).
 // Push constants: y_offset, z_offset, bias_offset (elements from each binding's start to the chunk's first image,
@@ -43,7 +46,13 @@ layout(constant_id = 10) const bool HAS_RESIDUAL = false;
 layout(constant_id = 11) const uint KG4 = 4;
 layout(constant_id = 12) const uint TENSOR_TYPE = 0;  // of y, the bias and the residual (../common/elements.glsl)
 
+#if defined(ACCESS_TEXEL)
+layout(binding = 0) uniform samplerBuffer products;
+#define PRODUCT(i) texelFetch(products, int(i))
+#else
 layout(std430, binding = 0) readonly buffer ProductBuffer { vec4 products[]; };
+#define PRODUCT(i) products[i]
+#endif
 layout(std430, binding = 1) readonly buffer BiasBuffer { ELEMENT_WORD bias[]; };
 layout(std430, binding = 2) buffer OutputBuffer { ELEMENT_WORD y[]; };
 layout(std430, binding = 3) readonly buffer ResidualBuffer { ELEMENT_WORD residual[]; };
@@ -76,7 +85,7 @@ void main() {
     vec4 am[M][ALPHA];
     [[unroll]] for (uint s = 0; s < ALPHA; ++s) {
         vec4 column[ALPHA];
-        [[unroll]] for (uint r = 0; r < ALPHA; ++r) column[r] = products[(r * ALPHA + s) * plane + index];
+        [[unroll]] for (uint r = 0; r < ALPHA; ++r) column[r] = PRODUCT((r * ALPHA + s) * plane + index);
         const vec4[M] reduced = output_1d(column);
         [[unroll]] for (uint r = 0; r < M; ++r) am[r][s] = reduced[r];
     }

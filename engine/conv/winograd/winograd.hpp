@@ -7,8 +7,10 @@
 //                      K = i4 (the group's input and output channels rounded up to 4, zero-filled, so the GEMM's
 //                      vec4 loads always hold and every transform loads and stores aligned vec4s)
 //   y = Aᵀ M A         winograd_output.comp, per chunk: cropped at the edges, + bias, the forward epilogue
-// Each transform invocation handles 4 channels (or filters): on lavapipe the transforms' scattered stores, not
-// their arithmetic, are what they cost, and a vec4 store is one store.
+// Each transform invocation handles 4 channels (or filters): on lavapipe the transforms' scattered loads and
+// stores, not their arithmetic, are what they cost, and a vec4 store is one store. There the filter and output
+// transforms also read through texel views where they can (WinogradPlan::filter_texels, product_texels), which
+// lavapipe fetches faster than it loads storage buffers.
 //
 // Chunks: whole images, or bands of tile rows of one image where one image's V or M would exceed the binding
 // limit (PassOptions::max_binding_bytes, maxStorageBufferRange) or the workspace limit. Workspace, in the
@@ -85,8 +87,8 @@ std::optional<std::string> winograd_refusal(const ConvProblem& problem, Pass pas
 // (docs/benchmarks.md): Winograd where it applies, on a CPU device, with at least kMinRuleChannels channels and
 // filters per group (the GEMM, not the transforms, dominates) and at least kMinRuleTiles output tiles in the pass.
 // The filter is transformed on every call, (m+2)² floats written per weight, while the GEMM makes T multiply-adds
-// per transformed weight: with 9 tiles (cv12 at batch 1) the transform outweighs the saving (0.5-0.7× the best
-// other algorithm), with 36 (cv11, cv6 in F(2×2)) Winograd ran 0.9-1.7×, with more 1.4-2×.
+// per transformed weight: with 9 tiles (cv12 at batch 1) the transform outweighs the saving (0.76× the best
+// other algorithm), with 25-36 (cv6, cv11 in F(2×2)) Winograd ran 1.3-1.7×, with more 1.6-2×.
 constexpr int64_t kMinRuleTiles = 16, kMinRuleChannels = 16;
 bool winograd_preferred(const ContextImpl& context, const ConvProblem& problem, Pass pass);
 
@@ -131,6 +133,13 @@ struct WinogradPlan {
     // Input channels (of the transformed conv) a GEMM sums at a time, U and V made for them alone, M adding up
     // over them: all of them, or (a 16-bit pass, one group) half, so that U halves with the tensors.
     int64_t in_chunk = 1;
+    // The filter transform reads w through a texel view of quads (winograd_filter.comp's _texel builds): on a
+    // CPU device, forward, channels per group a multiple of 4, the view within maxTexelBufferElements. The
+    // record falls back to storage buffers for an application's buffer or a w that does not start on a quad.
+    bool filter_texels = false;
+    // The output transform reads M through an rgba32f texel view (winograd_output.comp's _texel builds): on a
+    // CPU device, where the largest chunk's M is within maxTexelBufferElements.
+    bool product_texels = false;
 };
 
 // The tile PassOptions::variant names, else the rule's, and the chunks under the binding and workspace limits;

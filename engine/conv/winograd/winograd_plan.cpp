@@ -174,6 +174,30 @@ int64_t input_chunk_channels(const ConvProblem& p, const WinogradShape& s) {
     return s.in_g4 / 8 * 4;
 }
 
+// The texel views of WinogradPlan: CPU devices only, where texel fetches beat storage-buffer loads (lavapipe:
+// 4x on cv12's filter transform, 1.5-2x on cv8's output transform); on GPUs unmeasured, they keep storage
+// buffers.
+bool cpu_device(const ContextImpl& context) {
+    return context.device->properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+// WinogradPlan::filter_texels: w viewed as quads (rgba32f, or R16G16B16A16_UINT of the 16-bit bits).
+bool filter_texels(const ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions& options) {
+    const bool f32 = p.data_type == DataType::F32;
+    const DeviceModel& model = context.device->model();
+    const uint32_t texel_bytes = f32 ? 16 : 8;
+    return cpu_device(context) && pass == Pass::Forward && p.channels_per_group() % 4 == 0 &&
+           (f32 ? model.uniform_texel_buffers : model.uniform_texel_16bit) &&
+           uint64_t(p.filter_elements()) * element_bytes(p.data_type) <=
+               texel_binding_limit(context, options, texel_bytes);
+}
+
+// WinogradPlan::product_texels, for a largest chunk's M of `m_floats`.
+bool product_texels(const ContextImpl& context, const PassOptions& options, uint64_t m_floats) {
+    return cpu_device(context) && context.device->model().uniform_texel_buffers &&
+           m_floats * 4 <= texel_binding_limit(context, options, 16);
+}
+
 }  // namespace
 
 const char* winograd_variant(int m) {
@@ -199,6 +223,7 @@ Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, 
     WinogradPlan plan;
     plan.m = s.m;
     plan.in_chunk = in_chunk;
+    plan.filter_texels = filter_texels(context, p, pass, options);
     if (fit.fits(1, s.tiles_h)) {
         while (plan.images < p.N && fit.fits(plan.images + 1, s.tiles_h)) ++plan.images;
         plan.tile_rows = s.tiles_h;
@@ -217,6 +242,7 @@ Planned<WinogradPlan> plan_winograd(ContextImpl& context, const ConvProblem& p, 
     if (p.data_type != DataType::F32) within_half_of_fp32(context, p, pass, options, fit, plan);
     plan.m_offset = fit.m_offset(plan.images * plan.tile_rows * s.tiles_w);
     plan.lowered_floats = fit.lowered(plan.images, plan.tile_rows);
+    plan.product_texels = product_texels(context, options, plan.lowered_floats - plan.m_offset);
     plan.filter_floats = s.u_floats();
     return plan;
 }

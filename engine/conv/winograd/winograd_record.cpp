@@ -42,10 +42,10 @@ uint32_t u32(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
-// The registry name of a shader's build for tile m and the problem's element type ("winograd_input" ->
-// "winograd_input_f4", "winograd_input_f4_s16").
-std::string variant(const ContextImpl& context, const char* shader, int m, DataType type) {
-    return std::string(shader) + (m == 2 ? "_f2" : "_f4") + element_build(context, type);
+// The registry name of a shader's build for tile m, the access path (`access`: "" or "_texel") and the problem's
+// element type ("winograd_input" -> "winograd_input_f4", "winograd_filter_f2_texel_s16").
+std::string variant(const ContextImpl& context, const char* shader, int m, DataType type, const char* access = "") {
+    return std::string(shader) + (m == 2 ? "_f2" : "_f4") + access + element_build(context, type);
 }
 
 PipelineDesc storage_desc(const std::string& shader, size_t bindings, uint32_t push_bytes) {
@@ -57,10 +57,16 @@ PipelineDesc storage_desc(const std::string& shader, size_t bindings, uint32_t p
 }
 
 // U for the input channels [c0, c0 + s.in_g) of the transformed conv (`s` that chunk's shape): the filter read
-// from those channels on (forward: w's input channels; backward-data: its filters).
+// from those channels on (forward: w's input channels; backward-data: its filters); `texels`: through a view of
+// quads (WinogradPlan::filter_texels), else a storage buffer.
 void record_filter_transform(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
-                             const WinogradShape& s, int64_t c0, const Window& w, const BufferRange& u) {
-    PipelineDesc desc = storage_desc(variant(context, "winograd_filter", s.m, p.data_type), 2, sizeof(FilterPush));
+                             const WinogradShape& s, int64_t c0, const Window& w, const BufferRange& u, bool texels) {
+    const int64_t taps = s.transposed ? p.channels_per_group() * 9 : s.nhwc ? 1 : 9;  // from one channel to the next
+    const uint64_t w_offset = w.delta + uint64_t(c0 * taps);
+    texels = texels && w_offset % 4 == 0 && !context.device->foreign_buffer(w.range.buffer);
+    PipelineDesc desc = storage_desc(variant(context, "winograd_filter", s.m, p.data_type, texels ? "_texel" : ""), 2,
+                                     sizeof(FilterPush));
+    if (texels) desc.bindings[0] = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
     using Id = contract::winograd_filter::spec;
     Specialization<contract::winograd_filter> spec;
     spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::NHWC, s.nhwc);
@@ -68,11 +74,11 @@ void record_filter_transform(ContextImpl& context, CommandStream& stream, const 
     spec.set(Id::TRANSPOSED, s.transposed).set(Id::OUT_G, s.out_g).set(Id::IN_G, s.in_g).set(Id::IN_G4, s.in_g4);
     spec.set(Id::OUT_G4, s.out_g4).set(Id::TENSOR_TYPE, element_constant(p.data_type));
     desc.specialization = spec.values();
-    const std::array<Binding, 2> bindings{Binding{w.range, false}, Binding{u, true}};
+    const VkFormat quads = p.data_type == DataType::F32 ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R16G16B16A16_UINT;
+    const std::array<Binding, 2> bindings{Binding{w.range, false, texels ? quads : VK_FORMAT_UNDEFINED},
+                                          Binding{u, true}};
     const uint64_t invocations = uint64_t(s.groups * s.out_g4 * s.in_g4 / 4);
-    const int64_t taps = s.transposed ? p.channels_per_group() * 9 : s.nhwc ? 1 : 9;  // from one channel to the next
-    dispatch_elements(stream, context.pipelines->get(desc), bindings, FilterPush{u32(w.delta + c0 * taps), 0, 0},
-                      invocations);
+    dispatch_elements(stream, context.pipelines->get(desc), bindings, FilterPush{u32(w_offset), 0, 0}, invocations);
 }
 
 // One chunk: images [n0, n0 + images), tile rows [row0, row0 + rows) of each.
@@ -115,10 +121,13 @@ void record_products(ContextImpl& context, CommandStream& stream, const Winograd
     record_gemm(context, stream, gp);
 }
 
+// y from M for the chunk's tiles; `texels`: M read through an rgba32f view (WinogradPlan::product_texels).
 void record_output_transform(ContextImpl& context, CommandStream& stream, const WinogradShape& s,
                              const WinogradChunk& chunk, const BufferRange& m, const Window& y, const Window& z,
-                             const Window& bias, bool has_bias, const FusedEpilogue& epilogue) {
-    PipelineDesc desc = storage_desc(variant(context, "winograd_output", s.m, s.type), 4, sizeof(OutputPush));
+                             const Window& bias, bool has_bias, const FusedEpilogue& epilogue, bool texels) {
+    PipelineDesc desc = storage_desc(variant(context, "winograd_output", s.m, s.type, texels ? "_texel" : ""), 4,
+                                     sizeof(OutputPush));
+    if (texels) desc.bindings[0] = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
     using Id = contract::winograd_output::spec;
     Specialization<contract::winograd_output> spec;
     spec.set(Id::LOCAL_SIZE_X, kElementwiseWorkgroup).set(Id::NHWC, s.nhwc);
@@ -128,7 +137,8 @@ void record_output_transform(ContextImpl& context, CommandStream& stream, const 
     spec.set(Id::KG4, s.out_g4).set(Id::TENSOR_TYPE, element_constant(s.type));
     desc.specialization = spec.values();
     const int64_t tiles = chunk.tiles() * s.tiles_w;
-    const std::array<Binding, 4> bindings{Binding{m, false}, Binding{bias.range, false}, Binding{y.range, true},
+    const VkFormat m_format = texels ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
+    const std::array<Binding, 4> bindings{Binding{m, false, m_format}, Binding{bias.range, false}, Binding{y.range, true},
                                           Binding{z.range, false}};
     const OutputPush push{u32(y.delta), u32(z.delta), u32(bias.delta), u32(chunk.row0), u32(chunk.rows), u32(tiles),
                           epilogue.alpha, epilogue.beta, epilogue.negative_slope, 0, 0};
@@ -158,7 +168,7 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
     auto u_of = [&](const WinogradShape& cs) {
         return BufferRange{filter_copy.allocation.buffer, filter_copy.allocation.offset, cs.u_floats() * 4};
     };
-    if (!split) record_filter_transform(context, stream, p, s, 0, ops.filter.whole(), u_of(s));
+    if (!split) record_filter_transform(context, stream, p, s, 0, ops.filter.whole(), u_of(s), wp.filter_texels);
 
     for (int64_t n0 = 0; n0 < p.N; n0 += wp.images) {
         const int64_t images = std::min(wp.images, p.N - n0);
@@ -175,11 +185,11 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
             for (int64_t c0 = 0; c0 < s.in_g; c0 += wp.in_chunk) {
                 const WinogradShape cs = split ? s.input_chunk(std::min(wp.in_chunk, s.in_g - c0)) : s;
                 const BufferRange v{lowered.allocation.buffer, lowered.allocation.offset, cs.v_floats(tiles) * 4};
-                if (split) record_filter_transform(context, stream, p, cs, c0, ops.filter.whole(), u_of(cs));
+                if (split) record_filter_transform(context, stream, p, cs, c0, ops.filter.whole(), u_of(cs), wp.filter_texels);
                 record_input_transform(context, stream, cs, chunk, c0, x, v);
                 record_products(context, stream, cs, tiles, v, u_of(cs), m, c0 > 0);
             }
-            record_output_transform(context, stream, s, chunk, m, y, z, bias, has_bias, epilogue);
+            record_output_transform(context, stream, s, chunk, m, y, z, bias, has_bias, epilogue, wp.product_texels);
         }
     }
 }
