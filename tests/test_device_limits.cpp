@@ -78,7 +78,9 @@ private:
                                b.type == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
             if (texel) {
                 ++texel_bindings_;
-                const uint64_t element = b.texel_format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16
+                const uint64_t element = b.texel_format == VK_FORMAT_R32G32B32A32_SFLOAT ||
+                                                 b.texel_format == VK_FORMAT_R32G32B32A32_UINT
+                                             ? 16
                                          : b.texel_format == VK_FORMAT_R16G16B16A16_UINT ? 8
                                          : b.texel_format == VK_FORMAT_R16_UINT          ? 2
                                                                                          : 4;

@@ -152,6 +152,8 @@ std::vector<vkt::NamedProblem> depthwise_problems() {
          vkt::problem().batch(1).channels(3).depthwise(2).image(7, 13).kernel(3, 3).pad(1).stride(2)},
         {"depthwise 5x3 dilation 2", vkt::problem().batch(1).channels(3).depthwise(3).image(8, 7).kernel(5, 3).pad(2).dilation(2)},
         {"depthwise 7x7", vkt::problem().batch(1).channels(4).depthwise(1).image(15, 16).kernel(7, 7).pad(3)},
+        {"depthwise stride 2, dy rows of 16",  // 8-element dy fetches on CPU devices
+         vkt::problem().batch(2).channels(3).depthwise(2).image(11, 32).kernel(3, 3).pad(1).stride(2)},
     };
 }
 

@@ -167,7 +167,7 @@ void CommandStream::scramble_writes(std::span<const Binding> bindings) {
 }
 
 VkBufferView CommandStream::make_view(const BufferRange& range, VkFormat format) {
-    const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT ? 16
+    const uint64_t texel = format == VK_FORMAT_R32G32B32A32_SFLOAT || format == VK_FORMAT_R32G32B32A32_UINT ? 16
                            : format == VK_FORMAT_R16G16B16A16_UINT ? 8
                            : format == VK_FORMAT_R16_UINT          ? 2
                                                                    : 4;

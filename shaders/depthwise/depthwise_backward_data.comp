@@ -14,7 +14,7 @@
 // first column SHIFT floats into the first vec4; with VEC4_X the block is stored as vec4s.
 //
 // Specialization constants: 0..20 as in depthwise_common.glsl (TILE_W, TILE_H count dx values).
-// Bindings: 0 dy as vec4 (the chunk's window), 1 dy as float (the same window), 2 w (float),
+// Bindings: 0 dy as vec4 (the chunk's window; with VEC8_Y as 8-element texels), 1 dy as float (the same window), 2 w (float),
 //   3 dx (the chunk's window; storage buffer, written, and read with accumulate).
 // Push constants: dy_offset and dx_offset (floats from each binding's start to the chunk's first image),
 //   w_offset (floats from binding 2's start to the filter's element 0), accumulate (1: add to what dx holds,
@@ -39,12 +39,17 @@ layout(push_constant) uniform Params {
     uint base, count;
 } pc;
 
+// 16-bit texel builds: dy's binding 0 viewed as R32G32B32A32_UINT, 8 elements a fetch (host: NCHW, Q % 8 == 0,
+// TILE_W % (8·sw) == 0, dy's chunk on an 8-element boundary), half the fetches of the 4-element view. On
+// lavapipe fp16 took 1.04-1.07x fp32's time with 4 (separable_dw_256), 1.005-1.02x with 8. Other builds: false.
+layout(constant_id = 21) const bool VEC8_Y = false;
+
 // dy columns (relative to x0 / sw) the block reads: from E_MIN_W (last tap, first column) to E_MAX_W.
 const int E_MIN_W = FLOOR_DIV(int(PAD_W) - int((S - 1) * DIL_W), int(STRIDE_W));
 const int E_MAX_W = FLOOR_DIV(int(TILE_W - 1 + PAD_W), int(STRIDE_W));
 const uint DSEG = uint(E_MAX_W - E_MIN_W + 1);
-const uint SHIFT = VEC4_Y ? MOD4(E_MIN_W) : 0;
-const uint DSEG_LOADED = VEC4_Y ? (SHIFT + DSEG + 3) / 4 * 4 : DSEG;
+const uint SHIFT = VEC8_Y ? uint((E_MIN_W + 4096) % 8) : VEC4_Y ? MOD4(E_MIN_W) : 0;  // E_MIN_W >= -4096
+const uint DSEG_LOADED = VEC8_Y ? (SHIFT + DSEG + 7) / 8 * 8 : VEC4_Y ? (SHIFT + DSEG + 3) / 4 * 4 : DSEG;
 // dy rows (relative to h0 / sh) the block reads.
 const int E_MIN_H = FLOOR_DIV(int(PAD_H) - int((R - 1) * DIL_H), int(STRIDE_H));
 const int E_MAX_H = FLOOR_DIV(int(TILE_H - 1 + PAD_H), int(STRIDE_H));
@@ -75,6 +80,21 @@ vec4 dx_at4(uint i) {
     return vec4(dx_at(i), dx_at(i + 1), dx_at(i + 2), dx_at(i + 3));
 }
 
+#if defined(SIXTEEN_BIT_BUILD) && defined(ACCESS_TEXEL) && !defined(CHANNELS4)
+// LOAD_SEGMENT's aligned form 8 elements a fetch (VEC8_Y): a fetch wholly inside or outside the row.
+void load_segment8(out float seg[DSEG_LOADED], uint row_base, int col0) {
+    [[unroll]] for (uint q = 0; q < DSEG_LOADED / 8; ++q) {
+        const int col = col0 + int(8 * q);
+        const bool inside = in_range(col, Q);
+        const uvec4 bits = texelFetch(dy4, int((row_base + (inside ? uint(col) : 0u)) >> 3));
+        [[unroll]] for (uint h = 0; h < 4; ++h) {
+            const vec2 pair = inside ? decode_pair(TENSOR_TYPE, bits[h]) : vec2(0.0);
+            seg[8 * q + 2 * h] = pair.x, seg[8 * q + 2 * h + 1] = pair.y;
+        }
+    }
+}
+#endif
+
 void main() {
     if (gl_GlobalInvocationID.x >= pc.count) return;
     uint index = pc.base + gl_GlobalInvocationID.x;
@@ -96,6 +116,11 @@ void main() {
             if (!in_range(p, P)) continue;
             const uint row_base = pc.dy_offset + tensor_offset(NHWC, n, k, uint(p), 0, K, P, Q);
             VAL seg[DSEG_LOADED];
+#if defined(SIXTEEN_BIT_BUILD) && defined(ACCESS_TEXEL) && !defined(CHANNELS4)
+            if (VEC8_Y)
+                load_segment8(seg, row_base, col0);
+            else
+#endif
             LOAD_SEGMENT(seg, DSEG_LOADED, dy4, dy1, row_base, col0, Q, column_stride(NHWC, K), VEC4_Y)
             // Every dx row t of the block that dy row i reaches, through the one filter row r with
             // t + ph - r*dh = (E_MIN_H + i) * sh; then every (column, tap) pair whose division is exact.

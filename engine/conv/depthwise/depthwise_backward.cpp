@@ -56,6 +56,7 @@ DepthwiseTiles data_tiles(const ConvProblem& p, uint64_t wanted_invocations, boo
         if (rows <= 1 || invocations >= wanted_invocations) break;
     }
     t.vec4_x = nchw && p.W % 4 == 0 && t.tile_w % 4 == 0;
+    t.vec8_y = t.vec4_y && p.data_type != DataType::F32 && p.Q() % 8 == 0 && t.tile_w % (8 * p.stride_w) == 0;
     return t;
 }
 
@@ -114,21 +115,25 @@ DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProb
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan, bool add_into_dx) {
-    const DepthwiseTiles tiles =
-        vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations, on_cpu(context)),
-                  {&grad_output, &grad_input});
+    DepthwiseTiles tiles = vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations, on_cpu(context)),
+                                     {&grad_output, &grad_input});
+    tiles.vec8_y = tiles.vec8_y && plan.texel;  // a texel view's reinterpretation
     PipelineDesc desc;
     desc.shader = depthwise_shader(context, p, "backward_data", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);
     desc.bindings = {read, read, read, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER};
     desc.push_constant_bytes = sizeof(DataPush);
-    desc.specialization = depthwise_specialization<contract::depthwise_backward_data>(p, tiles).values();
+    auto specialization = depthwise_specialization<contract::depthwise_backward_data>(p, tiles);
+    specialization.set(contract::depthwise_backward_data::spec::VEC8_Y, tiles.vec8_y);
+    desc.specialization = specialization.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =
         uint64_t(p.C / tiles.lane_channels()) * ceil_div(p.H, tiles.tile_h) * ceil_div(p.W, tiles.tile_w);
     const Window w = filter.whole();
     for_each_image_chunk(context, p, plan, grad_input, grad_output, [&](const ImageChunk& chunk) {
-        const std::array<Binding, 4> bindings{read4(chunk.y.range, plan.texel, p.data_type), read1(chunk.y.range, plan.texel, p.data_type),
+        Binding dy4 = read4(chunk.y.range, plan.texel, p.data_type);
+        if (tiles.vec8_y) dy4.texel_format = VK_FORMAT_R32G32B32A32_UINT;  // 8 16-bit elements a texel
+        const std::array<Binding, 4> bindings{dy4, read1(chunk.y.range, plan.texel, p.data_type),
                                               read1(w.range, plan.texel, p.data_type), Binding{chunk.x.range, true}};
         const DataPush push{u32(chunk.y.delta), u32(chunk.x.delta), u32(w.delta), add_into_dx ? 1u : 0u, 0, 0};
         const uint64_t macs = uint64_t(chunk.images) * uint64_t(p.K * p.P() * p.Q() * p.R * p.S);

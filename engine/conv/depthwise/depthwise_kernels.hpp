@@ -19,14 +19,17 @@ struct DepthwiseTiles {
     bool vec4_x = false;              // NCHW x (or dx) rows as aligned vec4
     bool vec4_y = false;              // NCHW y (or dy) rows as aligned vec4
     bool channels4 = false;           // NHWC, 4 adjacent channels per invocation (the _c4 shaders)
+    bool vec8_y = false;              // backward-data's 16-bit texel reads: NCHW dy rows 8 elements a fetch
     uint32_t lane_channels() const { return channels4 ? 4 : 1; }
 };
 
 // `tiles` without vec4 loads and stores where an operand's element 0 is off a 4-float boundary (a view that
-// starts mid-vec4, Operand::first): its values then move as floats.
+// starts mid-vec4, Operand::first): its values then move as floats; without 8-element fetches off an 8 one.
 inline DepthwiseTiles vec4_safe(DepthwiseTiles tiles, std::initializer_list<const Operand*> operands) {
     for (const Operand* op : operands)
         if (op->first % 4 != 0) tiles.vec4_x = tiles.vec4_y = tiles.channels4 = false;
+    for (const Operand* op : operands)
+        if (op->first % 8 != 0) tiles.vec8_y = false;
     return tiles;
 }
 
