@@ -757,16 +757,15 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
     p.data_type = DataType::F16;
     Tensor x(*context, p.input_shape(), DataType::F16), w(*context, p.filter_shape(), DataType::F16);
     Tensor y(*context, p.output_shape(), DataType::F16), y32(*context, p.output_shape());
-    // A reduction whose GEMM would run in pieces, each adding into y (7x7 taps of 512 channels).
+    // A reduction whose GEMM runs in pieces, each adding into its output (7x7 taps of 512 channels).
     ConvProblem deep = vkt::problem().batch(1).channels(512).image(8, 8).filters(2).kernel(7, 7).pad(3);
     deep.data_type = DataType::F16;
     Tensor dx_(*context, deep.input_shape(), DataType::F16), dw_(*context, deep.filter_shape(), DataType::F16);
     Tensor dy_(*context, deep.output_shape(), DataType::F16);
-    for (Algorithm a : {Algorithm::Im2col, Algorithm::Mec}) {
-        const auto pieces = vkt::thrown_error([&] { vkconv::forward(*context, deep, dx_, dw_, nullptr, dy_, a); });
-        CHECK(pieces.category() == vkconv::ErrorCategory::Unsupported);
-        CHECK_THAT(std::string(pieces.what()), Catch::Contains("runs in pieces"));
-    }
+    // MEC refuses it (im2col's pieces add up in an fp32 copy: tested below).
+    const auto pieces = vkt::thrown_error([&] { vkconv::forward(*context, deep, dx_, dw_, nullptr, dy_, Algorithm::Mec); });
+    CHECK(pieces.category() == vkconv::ErrorCategory::Unsupported);
+    CHECK_THAT(std::string(pieces.what()), Catch::Contains("runs in pieces"));
     // Auto takes an algorithm that runs them.
     const Algorithm chosen = vkconv::forward(*context, p, x, w, nullptr, y).algorithm;
     CHECK(std::find(std::begin(kSixteenBit), std::end(kSixteenBit), chosen) != std::end(kSixteenBit));
@@ -781,4 +780,20 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
         [&] { vkconv::backward_bias(*context, with_bias, y, db, vkconv::PassOptions{.workspace_limit = 1}); });
     CHECK(bias.category() == vkconv::ErrorCategory::Unsupported);
     CHECK_THAT(std::string(bias.what()), Catch::Contains("fp32 partial sums"));
+}
+
+// im2col's forward GEMM over 16,650 taps runs in pieces: a 16-bit y adds up in an fp32 copy of a chunk's images (of
+// a band's image), the epilogue applied there, rounded once. 512 KiB bindings: bands of one row (133,200 bytes).
+TEST_CASE("16-bit im2col forward in reduction pieces adds up in an fp32 copy, rounded once", "[types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    uint32_t seed = 1900;
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (const vkconv::PassOptions& options : {vkconv::PassOptions{}, {.max_binding_bytes = 1 << 19}}) {
+            ConvProblem p = vkt::problem().batch(3).channels(1850).image(5, 4).filters(3).kernel(3, 3).pad(1).bias();
+            p.data_type = type, p.layout = type == DataType::F16 ? Layout::NCHW : Layout::NHWC;
+            INFO(p.str() << ", max_binding_bytes " << options.max_binding_bytes);
+            check_passes(*context, p, Algorithm::Im2col, seed += 10, options);
+            const auto stats = check_epilogue(*context, p, Algorithm::Im2col, type == DataType::BF16, seed += 4, options);
+            CHECK(stats.chunks == (options.max_binding_bytes ? 15u : 1u));
+        }
 }

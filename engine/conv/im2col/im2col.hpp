@@ -9,9 +9,13 @@
 
 namespace vkconv::detail {
 
-// Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats).
+// Records the whole pass (every chunk) into `stream`, using `scratch` (plan.scratch_floats). `wide`: a 16-bit
+// forward whose reduction runs in pieces sums each chunk's images (a band's whole image) into this fp32 copy
+// (Slot::WideOutput; y's layout, from the chunk's first image), the epilogue applied there, its residual
+// widened into it first; the copy is rounded into y once, after the image's last band. None: the GEMM writes y.
 void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                           const ConvOperands& operands, const LoweredPlan& plan, const Operand& scratch);
+                           const ConvOperands& operands, const LoweredPlan& plan, const Operand& scratch,
+                           const Operand& wide = {});
 // The im2col lowering of one chunk (images [n0, n0 + images) bound through `x`, output rows
 // [p0, p0 + rows)) into `col` ([g][m][k], or [g][k][m] when `transposed`), in elements of `col_type`.
 void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, bool transposed,

@@ -8,6 +8,7 @@
 #include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -45,45 +46,61 @@ void record_im2col_lowering(ContextImpl& context, CommandStream& stream, const C
     dispatch_elements(stream, context.pipelines->get(desc), bindings, LowerPush{u(p0), u(x.delta), 0, 0}, floats);
 }
 
-void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
-                           const LoweredPlan& plan, const Operand& scratch) {
+namespace {
+
+// One chunk's GEMMs, a group each: col (the chunk lowered) times the filter into C, which is y's window, or
+// (`wide`) the fp32 copy holding the chunk's images in y's layout, where the residual was widened first.
+void record_chunk_gemms(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
+                        const LoweredPlan& plan, const Chunk& chunk, const BufferRange& col, const Window& z,
+                        const Window* wide) {
     auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
-    const int64_t Q = p.Q(), G = p.groups, Kg = p.filters_per_group();
-    const uint64_t k_red = uint64_t(filter_taps(p));
+    const int64_t Q = p.Q(), Kg = p.filters_per_group(), rows = chunk.rows;
+    const uint64_t k_red = uint64_t(filter_taps(p)), m_chunk = uint64_t(chunk.images * rows * Q);
     const Window w = ops.filter.whole(), b = ops.bias_or(ops.filter);
-    const uint64_t y_image = uint64_t(p.K * p.P() * Q);
-    for_each_chunk(p, plan, context.pool->alignment(), ops.input, ops.output, [&](const Chunk& chunk) {
-        const int64_t images = chunk.images, p0 = chunk.p0, rows = chunk.rows;
-        const Window& x = chunk.input;
-        const Window& y = chunk.output;
-        const Window z =
-            residual_window(ops.epilogue, chunk.n0 * y_image, uint64_t(images) * y_image, context.pool->alignment(), y);
-        const uint64_t m_chunk = uint64_t(images * rows * Q);
-        const uint64_t col_elements = m_chunk * k_red * G;
+    const DataType type = p.data_type;  // of every operand, col included; the copy is fp32
+    const Window& out = wide ? *wide : chunk.output;
+    // One image per batch entry: an NCHW output is not one matrix across images.
+    for (int64_t g = 0; g < p.groups; ++g) {
+        const GemmExtent shape = forward_gemm(p, rows * Q);  // per image, the batch runs over the chunk's
+        GemmProblem gp;
+        gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
+        gp.batch_i = u(chunk.images);
+        const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
+        if (plan.transposed)  // the layout the lowering wrote
+            gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0, type};
+        else
+            gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0, type};
+        gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0, type};
+        const OutputMatrix at = output_matrix(p, out.delta, g, chunk.p0, rows);
+        gp.c = {out.range, at.offset, at.row_stride, at.col_stride, at.image_stride, 0, wide ? DataType::F32 : type};
+        if (ops.bias) gp.bias = b.range, gp.bias_offset = b.delta + uint64_t(g * Kg), gp.bias_type = type;
+        // The GEMM writes y (or the copy): all of the epilogue; the copy is its own residual.
+        set_gemm_epilogue(gp, ops.epilogue, out, wide ? out : z);
+        record_gemm(context, stream, gp);
+    }
+}
+
+}  // namespace
+
+void record_im2col_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
+                           const LoweredPlan& plan, const Operand& scratch, const Operand& wide) {
+    const uint64_t k_red = uint64_t(filter_taps(p)), y_image = uint64_t(p.K * p.P() * p.Q());
+    const uint64_t align = context.pool->alignment();
+    for_each_chunk(p, plan, align, ops.input, ops.output, [&](const Chunk& chunk) {
+        const uint64_t first = uint64_t(chunk.n0) * y_image, count = uint64_t(chunk.images) * y_image;
+        const Window z = residual_window(ops.epilogue, first, count, align, chunk.output);
+        const uint64_t col_elements = uint64_t(chunk.images * chunk.rows * p.Q()) * k_red * uint64_t(p.groups);
         const BufferRange col{scratch.allocation.buffer, scratch.allocation.offset,
                               whole_words(col_elements * plan.lowered_bytes)};
-        record_im2col_lowering(context, stream, p, plan.transposed, x, col, p.data_type, p0, rows, images);
-
-        // One image per batch entry: an NCHW output is not one matrix across images.
-        const bool transposed = plan.transposed;  // the layout the lowering wrote
-        for (int64_t g = 0; g < G; ++g) {
-            const GemmExtent shape = forward_gemm(p, rows * Q);  // per image, the batch runs over the chunk's
-            GemmProblem gp;
-            gp.M = u(shape.M), gp.N = u(shape.N), gp.K = u(shape.K);
-            gp.batch_i = u(images);
-            const uint64_t group_base = uint64_t(g) * m_chunk * k_red;
-            const DataType type = p.data_type;  // of every operand, col included
-            if (transposed)
-                gp.a = {col, group_base, 1, m_chunk, uint64_t(rows * Q), 0, type};
-            else
-                gp.a = {col, group_base, k_red, 1, uint64_t(rows * Q) * k_red, 0, type};
-            gp.b = {w.range, w.delta + uint64_t(g * Kg) * k_red, 1, k_red, 0, 0, type};
-            const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
-            gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0, type};
-            if (ops.bias) gp.bias = b.range, gp.bias_offset = b.delta + uint64_t(g * Kg), gp.bias_type = type;
-            set_gemm_epilogue(gp, ops.epilogue, y, z);  // the GEMM writes y: all of the epilogue
-            record_gemm(context, stream, gp);
-        }
+        record_im2col_lowering(context, stream, p, plan.transposed, chunk.input, col, p.data_type, chunk.p0,
+                               chunk.rows, chunk.images);
+        if (!wide) return record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, nullptr);
+        if (chunk.p0 == 0 && ops.epilogue.has_residual())  // the images' residual, widened (a band's: whole)
+            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type, DataType::F32);
+        const Window copy = wide.whole();
+        record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, &copy);
+        if (chunk.p0 + chunk.rows == p.P())  // the images' last band: rounded into y once
+            record_run(context, stream, wide, 0, ops.output, first, count, false, DataType::F32, p.data_type);
     });
 }
 

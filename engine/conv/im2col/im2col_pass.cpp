@@ -17,16 +17,39 @@ struct Im2colPlan {
     uint32_t splits = 1;
 };
 
-// Why a 16-bit problem's pass would round an output more than once, if it would: a forward GEMM whose
-// reduction runs in pieces (each adding into y). (Backward-filter sums into an fp32 dw, backward-data's
-// bands into an fp32 dx image, each rounded once: Slot::WideOutput.)
-std::optional<Refusal> refusal_16bit(const ConvProblem& p, Pass pass) {
-    if (p.data_type == DataType::F32) return std::nullopt;
-    const std::string what = std::string(" on ") + to_string(p.data_type) + " tensors (" + p.str() + ")";
-    if (pass == Pass::Forward && filter_taps(p) > kMaxLoopIterations)
-        return unsupported("im2col: a reduction of " + std::to_string(filter_taps(p)) +
-                           " runs in pieces, each rounding y," + what);
-    return std::nullopt;
+// A 16-bit forward whose GEMM's reduction runs in pieces (each adding into its C) sums into an fp32 copy of the
+// chunk's images instead (Slot::WideOutput), rounded into y once. (Backward-filter sums into an fp32 dw,
+// backward-data's bands into an fp32 dx image, each rounded once, likewise.)
+bool needs_wide_output(const ConvProblem& p, Pass pass) {
+    return pass == Pass::Forward && p.data_type != DataType::F32 && filter_taps(p) > kMaxLoopIterations;
+}
+
+// The chunks of such a forward: each chunk's copy (its images, or a band's whole image) within a binding, so
+// the lowering binds half the limit (its 16-bit y chunk is half the copy); under a workspace limit, smaller
+// chunks until col and the copy fit together. Refused where one image's copy cannot.
+Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
+                                       uint64_t& wide_floats) {
+    const uint64_t image = uint64_t(p.K * p.P() * p.Q()), limit = storage_binding_limit(context, options);
+    const std::string what = "im2col: a " + std::string(to_string(p.data_type)) + " forward whose reduction of " +
+                             std::to_string(filter_taps(p)) + " runs in pieces adds up in an fp32 copy of one image's "
+                             "output, " + std::to_string(image * 4) + " bytes, ";
+    if (image * 4 + context.pool->alignment() > limit)
+        return unsupported(what + "beyond the binding limit of " + std::to_string(limit) + " bytes (" + p.str() + ")");
+    PassOptions halved = options;
+    halved.max_binding_bytes = limit / 2;
+    for (;;) {
+        const uint64_t one_image = context.pool->round(image * 4);
+        auto lowered = plan_lowered(context, p, Algorithm::Im2col, halved, one_image, element_bytes(p.data_type));
+        if (!lowered) return lowered.refusal();
+        wide_floats = uint64_t(lowered->rows < p.P() ? 1 : lowered->images) * image;
+        const uint64_t col = slot_floats(lowered->scratch_floats, lowered->lowered_bytes);
+        const uint64_t bytes = context.pool->round(col * 4) + context.pool->round(wide_floats * 4);
+        if (!options.workspace_limit || bytes <= options.workspace_limit) return lowered;
+        if (lowered->images <= 1)
+            return unsupported(what + "which with its smallest chunk's lowering exceeds the workspace limit of " +
+                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
+        halved.max_binding_bytes = std::max<uint64_t>(1, uint64_t(lowered->images - 1) * image * element_bytes(p.data_type));
+    }
 }
 
 // A 16-bit dw sums into an fp32 copy (Slot::WideOutput) where it would otherwise be rounded more than once:
@@ -43,7 +66,9 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
     const bool sixteen = p.data_type != DataType::F32, filter = pass == Pass::BackwardFilter;
     const uint32_t lowered_bytes = sixteen && pass != Pass::BackwardData ? element_bytes(p.data_type) : 4;
     const uint64_t wide_floats = uint64_t(p.filter_elements());
-    auto lowered = plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
+    uint64_t wide_output_floats = 0;
+    auto lowered = needs_wide_output(p, pass) ? plan_wide_forward(context, p, options, wide_output_floats)
+                                              : plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
     // In several chunks a 16-bit dw needs its fp32 copy: chunks that leave room for it.
     if (lowered && filter && p.weight_gradient_type() != DataType::F32 && lowered->chunks > 1)
         lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(wide_floats * 4),
@@ -54,9 +79,9 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
         lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(image_floats * 4),
                                lowered_bytes);
     if (!lowered) return lowered.refusal();
-    if (auto refusal = refusal_16bit(p, pass)) return *refusal;
     AlgorithmPlan plan = lowered_pass_plan(pass, *lowered);
     Im2colPlan& own = plan.own.emplace<Im2colPlan>(Im2colPlan{*lowered});
+    if (wide_output_floats) plan.slot(Slot::WideOutput) = wide_output_floats;
     if (pass == Pass::BackwardData && sixteen && own.lowered.rows < p.P()) {
         if (auto refusal = wide_image_refusal(context, p, options, "im2col")) return *refusal;
         plan.slot(Slot::WideOutput) = image_floats;
@@ -80,7 +105,8 @@ void record_im2col_pass(ContextImpl& context, CommandStream& stream, const ConvP
     const auto& [lowered, splits] = plan.own_as<Im2colPlan>();
     switch (plan.pass) {
         case Pass::Forward:
-            record_im2col_forward(context, stream, p, ops, lowered, workspace[Slot::Lowered]);
+            record_im2col_forward(context, stream, p, ops, lowered, workspace[Slot::Lowered],
+                                  plan.own_slot(workspace, Slot::WideOutput));
             break;
         case Pass::BackwardData:
             record_im2col_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
