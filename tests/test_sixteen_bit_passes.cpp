@@ -762,8 +762,8 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
     deep.data_type = DataType::F16;
     Tensor dx_(*context, deep.input_shape(), DataType::F16), dw_(*context, deep.filter_shape(), DataType::F16);
     Tensor dy_(*context, deep.output_shape(), DataType::F16);
-    // MEC refuses it (im2col's pieces add up in an fp32 copy: tested below).
-    const auto pieces = vkt::thrown_error([&] { vkconv::forward(*context, deep, dx_, dw_, nullptr, dy_, Algorithm::Mec); });
+    // direct refuses it (im2col's and MEC's pieces add up in an fp32 copy: tested below).
+    const auto pieces = vkt::thrown_error([&] { vkconv::forward(*context, deep, dx_, dw_, nullptr, dy_, Algorithm::Direct); });
     CHECK(pieces.category() == vkconv::ErrorCategory::Unsupported);
     CHECK_THAT(std::string(pieces.what()), Catch::Contains("runs in pieces"));
     // Auto takes an algorithm that runs them.
@@ -782,18 +782,19 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
     CHECK_THAT(std::string(bias.what()), Catch::Contains("fp32 partial sums"));
 }
 
-// im2col's forward GEMM over 16,650 taps runs in pieces: a 16-bit y adds up in an fp32 copy of a chunk's images (of
-// a band's image), the epilogue applied there, rounded once. 512 KiB bindings: bands of one row (133,200 bytes).
-TEST_CASE("16-bit im2col forward in reduction pieces adds up in an fp32 copy, rounded once", "[types][gpu]") {
+// im2col's and MEC's forward GEMM over 16,650 taps runs in pieces: a 16-bit y adds up in an fp32 copy of a chunk's
+// images (a band's image), the epilogue applied there, rounded once. 512 KiB bindings: bands (im2col 1 row, MEC 3).
+TEST_CASE("16-bit im2col and MEC forward in reduction pieces add up in an fp32 copy, rounded once", "[types][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
     uint32_t seed = 1900;
     for (DataType type : {DataType::F16, DataType::BF16})
-        for (const vkconv::PassOptions& options : {vkconv::PassOptions{}, {.max_binding_bytes = 1 << 19}}) {
-            ConvProblem p = vkt::problem().batch(3).channels(1850).image(5, 4).filters(3).kernel(3, 3).pad(1).bias();
-            p.data_type = type, p.layout = type == DataType::F16 ? Layout::NCHW : Layout::NHWC;
-            INFO(p.str() << ", max_binding_bytes " << options.max_binding_bytes);
-            check_passes(*context, p, Algorithm::Im2col, seed += 10, options);
-            const auto stats = check_epilogue(*context, p, Algorithm::Im2col, type == DataType::BF16, seed += 4, options);
-            CHECK(stats.chunks == (options.max_binding_bytes ? 15u : 1u));
-        }
+        for (const vkconv::PassOptions& options : {vkconv::PassOptions{}, {.max_binding_bytes = 1 << 19}})
+            for (Algorithm a : {Algorithm::Im2col, Algorithm::Mec}) {
+                ConvProblem p = vkt::problem().batch(3).channels(1850).image(5, 4).filters(3).kernel(3, 3).pad(1).bias();
+                p.data_type = type, p.layout = type == DataType::F16 ? Layout::NCHW : Layout::NHWC;
+                INFO(vkconv::to_string(a) << " " << p.str() << ", max_binding_bytes " << options.max_binding_bytes);
+                check_passes(*context, p, a, seed += 10, options);
+                const auto stats = check_epilogue(*context, p, a, type == DataType::BF16, seed += 4, options);
+                CHECK(stats.chunks == (!options.max_binding_bytes ? 1u : a == Algorithm::Im2col ? 15u : 6u));
+            }
 }

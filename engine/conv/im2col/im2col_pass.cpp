@@ -24,34 +24,6 @@ bool needs_wide_output(const ConvProblem& p, Pass pass) {
     return pass == Pass::Forward && p.data_type != DataType::F32 && filter_taps(p) > kMaxLoopIterations;
 }
 
-// The chunks of such a forward: each chunk's copy (its images, or a band's whole image) within a binding, so
-// the lowering binds half the limit (its 16-bit y chunk is half the copy); under a workspace limit, smaller
-// chunks until col and the copy fit together. Refused where one image's copy cannot.
-Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& p, const PassOptions& options,
-                                       uint64_t& wide_floats) {
-    const uint64_t image = uint64_t(p.K * p.P() * p.Q()), limit = storage_binding_limit(context, options);
-    const std::string what = "im2col: a " + std::string(to_string(p.data_type)) + " forward whose reduction of " +
-                             std::to_string(filter_taps(p)) + " runs in pieces adds up in an fp32 copy of one image's "
-                             "output, " + std::to_string(image * 4) + " bytes, ";
-    if (image * 4 + context.pool->alignment() > limit)
-        return unsupported(what + "beyond the binding limit of " + std::to_string(limit) + " bytes (" + p.str() + ")");
-    PassOptions halved = options;
-    halved.max_binding_bytes = limit / 2;
-    for (;;) {
-        const uint64_t one_image = context.pool->round(image * 4);
-        auto lowered = plan_lowered(context, p, Algorithm::Im2col, halved, one_image, element_bytes(p.data_type));
-        if (!lowered) return lowered.refusal();
-        wide_floats = uint64_t(lowered->rows < p.P() ? 1 : lowered->images) * image;
-        const uint64_t col = slot_floats(lowered->scratch_floats, lowered->lowered_bytes);
-        const uint64_t bytes = context.pool->round(col * 4) + context.pool->round(wide_floats * 4);
-        if (!options.workspace_limit || bytes <= options.workspace_limit) return lowered;
-        if (lowered->images <= 1)
-            return unsupported(what + "which with its smallest chunk's lowering exceeds the workspace limit of " +
-                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
-        halved.max_binding_bytes = std::max<uint64_t>(1, uint64_t(lowered->images - 1) * image * element_bytes(p.data_type));
-    }
-}
-
 // A 16-bit dw sums into an fp32 copy (Slot::WideOutput) where it would otherwise be rounded more than once:
 // added up over several chunks, or written by a GEMM whose reduction runs in pieces (one chunk, no split).
 bool needs_wide_filter(const ConvProblem& p, const LoweredPlan& lowered, uint32_t splits) {
@@ -67,7 +39,7 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
     const uint32_t lowered_bytes = sixteen && pass != Pass::BackwardData ? element_bytes(p.data_type) : 4;
     const uint64_t wide_floats = uint64_t(p.filter_elements());
     uint64_t wide_output_floats = 0;
-    auto lowered = needs_wide_output(p, pass) ? plan_wide_forward(context, p, options, wide_output_floats)
+    auto lowered = needs_wide_output(p, pass) ? plan_wide_forward(context, p, Algorithm::Im2col, options, wide_output_floats)
                                               : plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
     // In several chunks a 16-bit dw needs its fp32 copy: chunks that leave room for it.
     if (lowered && filter && p.weight_gradient_type() != DataType::F32 && lowered->chunks > 1)

@@ -69,6 +69,13 @@ uint64_t storage_binding_limit(const ContextImpl& context, const PassOptions& op
 // one image, bound whole by col2im and mec_gather, which must fit a binding.
 std::optional<Refusal> wide_image_refusal(const ContextImpl& context, const ConvProblem& problem,
                                           const PassOptions& options, const char* algorithm);
+// A 16-bit forward whose GEMM's reduction runs in pieces (each adding into its C; im2col and MEC) sums into an
+// fp32 copy of each chunk's images instead (Slot::WideOutput, `wide_floats`: one chunk's, or a band's whole
+// image's), rounded into y once. Its chunks: the copy within a binding, so the lowering binds half the limit
+// (a chunk's 16-bit y is half its copy); MEC in Solution B (A parks its result in y); under a workspace
+// limit, smaller chunks until the lowering and the copy fit together. Refused where one image's copy cannot.
+Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
+                                       const PassOptions& options, uint64_t& wide_floats);
 // The same, also readable through an r32f texel view (4 * maxTexelBufferElements): what a kernel reading
 // through texel views may bind (the depthwise kernels choose that path only where their chunks fit it).
 // (Views of 16-bit elements: element_bytes 2.)

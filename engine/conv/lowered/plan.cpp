@@ -211,4 +211,38 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
     return plan;
 }
 
+Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
+                                       const PassOptions& options, uint64_t& wide_floats) {
+    const uint64_t image = uint64_t(p.K * p.P() * p.Q()), limit = storage_binding_limit(context, options);
+    const std::string what = std::string(to_string(algorithm)) + ": a " + to_string(p.data_type) +
+                             " forward whose reduction of " + std::to_string(filter_taps(p)) +
+                             " runs in pieces adds up in an fp32 copy of one image's output, " +
+                             std::to_string(image * 4) + " bytes, ";
+    if (image * 4 + context.pool->alignment() > limit)
+        return unsupported(what + "beyond the binding limit of " + std::to_string(limit) + " bytes (" + p.str() + ")");
+    const bool mec = algorithm == Algorithm::Mec;
+    if (mec && options.variant == to_string(MecSchedule::A))
+        return unsupported(what + "which Solution A, parking its result in y, cannot write (" + p.str() + ")");
+    PassOptions halved = options;
+    halved.max_binding_bytes = limit / 2;
+    if (mec) halved.variant = to_string(MecSchedule::B);
+    for (;;) {
+        const uint64_t one_image = context.pool->round(image * 4);
+        auto lowered = plan_lowered(context, p, algorithm, halved, one_image, element_bytes(p.data_type));
+        if (!lowered) return lowered.refusal();
+        wide_floats = uint64_t(lowered->rows < p.P() ? 1 : lowered->images) * image;
+        const uint64_t col = slot_floats(lowered->scratch_floats, lowered->lowered_bytes);
+        const uint64_t filter_copy = lowered->filter_floats ? context.pool->round(uint64_t(p.filter_elements()) *
+                                                                                  element_bytes(p.data_type))
+                                                            : 0;  // MEC's OHWI copy of an OIHW filter
+        const uint64_t bytes = context.pool->round(col * 4) + context.pool->round(wide_floats * 4) + filter_copy;
+        if (!options.workspace_limit || bytes <= options.workspace_limit) return lowered;
+        if (lowered->images <= 1)
+            return unsupported(what + "which with its smallest chunk's lowering exceeds the workspace limit of " +
+                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
+        halved.max_binding_bytes =
+            std::max<uint64_t>(1, uint64_t(lowered->images - 1) * image * element_bytes(p.data_type));
+    }
+}
+
 }  // namespace vkconv::detail

@@ -41,9 +41,11 @@ Specialization<Shader> mec_specialization(const ConvProblem& p, int64_t lowered_
 void record_mec_lowering(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Window& x,
                          const BufferRange& lowered, int64_t p0, int64_t rows, int64_t images);
 
+// `wide`: a 16-bit forward whose reduction runs in pieces (Solution B) sums into this fp32 copy of each chunk's
+// images (a band's whole image), as im2col does (im2col.hpp), rounded into y once after the image's last band.
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
                         const ConvOperands& operands, const LoweredPlan& plan, const Operand& scratch,
-                        const Operand& filter_copy);
+                        const Operand& filter_copy, const Operand& wide = {});
 
 // MEC backward passes, in the forward's chunks (plan_lowered with Solution B: the lowered buffer holds L or
 // dL, `filter_copy` a copy of the filter or gradient in the order the GEMM needs). Backward-data: dL = dy * w

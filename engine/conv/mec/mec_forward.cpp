@@ -17,6 +17,7 @@
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -95,6 +96,7 @@ struct MecChunkGemm {
     bool permuted;                 // the result reaches y through a permute
     const FusedEpilogue& epilogue;  // the part the GEMM applies
     const Window& z;
+    const Window* wide = nullptr;   // Solution B into the fp32 copy of the chunk's images, its own residual
 };
 
 // The GEMM of group g of a chunk: the rows of one schedule's product over L's windows and the filters.
@@ -137,9 +139,11 @@ GemmProblem mec_group_gemm(const MecChunkGemm& c, int64_t g) {
         gp.M = u(rows * Q), gp.batch_i = u(images);
         gp.a_m_segment = u(Q), gp.a_m_segment_stride = u(window_step);
         gp.a = {c.l.range, uint64_t(g) * c.l.group_floats, lda, 1, c.l.image_floats, 0, type};
-        const OutputMatrix out = output_matrix(p, y.delta, g, p0, rows);
-        gp.c = {y.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0, type};
-        set_gemm_epilogue(gp, c.epilogue, y, c.z);
+        const Window& target = c.wide ? *c.wide : y;
+        const OutputMatrix out = output_matrix(p, target.delta, g, p0, rows);
+        gp.c = {target.range, out.offset, out.row_stride, out.col_stride, out.image_stride, 0,
+                c.wide ? DataType::F32 : type};
+        set_gemm_epilogue(gp, c.epilogue, target, c.wide ? target : c.z);
     }
     return gp;
 }
@@ -186,7 +190,8 @@ void unpark_output(ContextImpl& context, CommandStream& stream, const ConvProble
 }  // namespace
 
 void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& p, const ConvOperands& ops,
-                        const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy) {
+                        const LoweredPlan& plan, const Operand& scratch, const Operand& filter_copy,
+                        const Operand& wide) {
     const bool nhwc = p.layout == Layout::NHWC;
     const Window filter = filter_in_tap_order(context, stream, p, ops, filter_copy);
     const Window bias = ops.bias_or(ops.filter);
@@ -212,8 +217,15 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, images);
         // What the GEMM applies: all of the epilogue unless a permute writes y and can apply the rest.
         const FusedEpilogue gemm_epilogue = permuted && !gemm_applies_all ? ops.epilogue.scale_part() : ops.epilogue;
-        const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z};
+        const Window wide_copy = wide ? wide.whole() : y;
+        const uint64_t first = uint64_t(chunk.n0) * y_image, count = uint64_t(images) * y_image;
+        if (wide && chunk.p0 == 0 && ops.epilogue.has_residual())  // the images' residual, widened
+            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type, DataType::F32);
+        const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z,
+                                wide ? &wide_copy : nullptr};
         for (int64_t g = 0; g < p.groups; ++g) record_gemm(context, stream, mec_group_gemm(gemm, g));
+        if (wide && chunk.p0 + chunk.rows == p.P())  // the images' last band: rounded into y once
+            record_run(context, stream, wide, 0, ops.output, first, count, false, DataType::F32, p.data_type);
         if (permuted) {
             const FusedEpilogue write = gemm_applies_all ? FusedEpilogue{} : ops.epilogue.write_part();
             unpark_output(context, stream, p, y, copy, images, PermuteEpilogue{write, z});

@@ -20,14 +20,14 @@ struct MecPlan {
 };
 
 Planned<AlgorithmPlan> plan_mec_forward(ContextImpl& context, const ConvProblem& p, const PassOptions& options) {
-    const bool sixteen = p.data_type != DataType::F32;
-    // The GEMM's reduction in pieces would add each into y.
-    if (sixteen && filter_taps(p) > kMaxLoopIterations)
-        return unsupported("mec: a reduction of " + std::to_string(filter_taps(p)) + " runs in pieces, each rounding y, on " +
-                           std::string(to_string(p.data_type)) + " tensors (" + p.str() + ")");
-    auto lowered = plan_lowered(context, p, Algorithm::Mec, options, 0, element_bytes(p.data_type));
+    // A 16-bit y whose GEMM's reduction runs in pieces adds up in an fp32 copy (Slot::WideOutput), in Solution B.
+    const bool wide = p.data_type != DataType::F32 && filter_taps(p) > kMaxLoopIterations;
+    uint64_t wide_floats = 0;
+    auto lowered = wide ? plan_wide_forward(context, p, Algorithm::Mec, options, wide_floats)
+                        : plan_lowered(context, p, Algorithm::Mec, options, 0, element_bytes(p.data_type));
     if (!lowered) return lowered.refusal();
     AlgorithmPlan plan = lowered_pass_plan(Pass::Forward, *lowered);
+    if (wide) plan.slot(Slot::WideOutput) = wide_floats;
     // The OIHW filter's OHWI copy holds the filter's own values, in its type.
     if (lowered->filter_floats)
         plan.slot(Slot::FilterCopy) = slot_floats(uint64_t(p.filter_elements()), element_bytes(p.data_type));
@@ -110,7 +110,7 @@ void record_mec_pass(ContextImpl& context, CommandStream& stream, const ConvProb
     switch (plan.pass) {
         case Pass::Forward:
             record_mec_forward(context, stream, p, ops, lowered, workspace[Slot::Lowered],
-                               workspace[Slot::FilterCopy]);
+                               workspace[Slot::FilterCopy], plan.own_slot(workspace, Slot::WideOutput));
             break;
         case Pass::BackwardData:
             record_mec_backward_data(context, stream, p, ops.output, ops.filter, ops.input, lowered,
