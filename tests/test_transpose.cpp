@@ -299,12 +299,13 @@ TEST_CASE("conv_transpose: 16-bit tensors in bands of rows, the bias rounded in 
     }
 }
 
-// ... and through implicit-gemm over 11,700 terms, past one dispatch's loop cap: each image's sums add up
-// in an fp32 copy, the bias (placed in the output first) added as the copy is rounded into it, once.
+// ... and over 16,650 terms, past one dispatch's loop cap (implicit-gemm's and direct's): each image's (direct:
+// the whole output's) sums add up in an fp32 copy, the bias (placed in the output first) added as the copy is
+// rounded into it, once.
 TEST_CASE("conv_transpose: 16-bit tensors whose sums run in pieces, the bias rounded in once",
           "[transpose][types][gpu]") {
     VKT_REQUIRE_CONTEXT(context);
-    ConvTransposeProblem p = base(3, 1300, 4, 3, 2, 3, 3);
+    ConvTransposeProblem p = base(3, 1850, 4, 3, 2, 3, 3);
     p.has_bias = true;
     uint32_t seed = 4600;
     for (vkconv::DataType type : {vkconv::DataType::F16, vkconv::DataType::BF16}) {
@@ -314,13 +315,17 @@ TEST_CASE("conv_transpose: 16-bit tensors whose sums run in pieces, the bias rou
         const int64_t count = p.N * p.K * p.P() * p.Q();
         const vkconv::PassOptions one_image{
             .workspace_limit = context->pool_stats().rounded(uint64_t(count / p.N) * 4)};
-        INFO(p.str());
-        auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(count), type);
-        const auto stats = vkconv::conv_transpose(*context, p, ops.x, ops.w, &ops.b, y, Algorithm::ImplicitGemm, one_image);
-        CHECK(stats.chunks == uint32_t(p.N));
-        CHECK(stats.workspace_bytes ==
-              vkconv::conv_transpose_workspace_bytes(*context, p, Algorithm::ImplicitGemm, one_image));
-        ops.check(y.download());
+        for (Algorithm algorithm : {Algorithm::ImplicitGemm, Algorithm::Direct}) {
+            INFO(p.str() << " " << vkconv::to_string(algorithm));
+            const bool direct = algorithm == Algorithm::Direct;  // (its copy holds the whole output)
+            const vkconv::PassOptions options = direct ? vkconv::PassOptions{} : one_image;
+            auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(count), type);
+            const auto stats = vkconv::conv_transpose(*context, p, ops.x, ops.w, &ops.b, y, algorithm, options);
+            CHECK(stats.chunks == (direct ? 1u : uint32_t(p.N)));
+            CHECK(stats.workspace_bytes == vkconv::conv_transpose_workspace_bytes(*context, p, algorithm, options));
+            CHECK(stats.workspace_bytes >= context->pool_stats().rounded(uint64_t(direct ? count : count / p.N) * 4));
+            ops.check(y.download());
+        }
     }
 }
 

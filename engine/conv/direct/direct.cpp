@@ -7,6 +7,8 @@
 #include "conv/constants.hpp"
 #include "context/element_build.hpp"
 #include "conv/epilogue.hpp"
+#include "conv/shared/wide_output.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "vulkan/shader_limits.hpp"
 
 namespace vkconv::detail {
@@ -40,13 +42,18 @@ template void dispatch_direct(ContextImpl&, CommandStream&, const Pipeline&, std
                               DirectForwardPush, uint64_t, uint64_t, uint64_t, bool);
 
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                           const ConvOperands& operands) {
+                           const ConvOperands& operands, const Operand& wide) {
     using Id = contract::conv2d_direct::spec;
     const FusedEpilogue& epilogue = operands.epilogue;
+    const uint64_t elements = uint64_t(problem.output_elements());
     // A device that allows fewer than 5 storage buffers per stage runs the variant without the residual's
-    // binding: z is copied into y first, and the kernel reads it there (in place, nothing to copy).
+    // binding: z is copied into y (widened into the copy) first, and the kernel reads it there (in place in y,
+    // nothing to copy).
     const bool four = context.device->limits().maxPerStageDescriptorStorageBuffers < 5;
-    if (four) copy_residual_into_output(context, stream, epilogue, operands.output, problem.data_type);
+    if (four && wide && epilogue.has_residual())
+        record_run(context, stream, epilogue.residual, 0, wide, 0, elements, false, problem.data_type, DataType::F32);
+    else if (four)
+        copy_residual_into_output(context, stream, epilogue, operands.output, problem.data_type);
     PipelineDesc desc;
     desc.shader = std::string(four ? "conv2d_direct_4" : "conv2d_direct") + element_build(context, problem.data_type);
     desc.bindings.assign(four ? 4 : 5, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -56,14 +63,15 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     spec.set(Id::HAS_BIAS, problem.has_bias);
     spec.set(Id::ACTIVATION, activation_constant(epilogue.activation)).set(Id::HAS_RESIDUAL, epilogue.has_residual());
     const uint32_t type = element_constant(problem.data_type);
-    for (uint32_t id : {Id::X_TYPE, Id::W_TYPE, Id::BIAS_TYPE, Id::Y_TYPE, Id::Z_TYPE}) spec.set(id, type);
+    for (uint32_t id : {Id::X_TYPE, Id::W_TYPE, Id::BIAS_TYPE, Id::Z_TYPE}) spec.set(id, type);
+    spec.set(Id::Y_TYPE, wide ? element_constant(DataType::F32) : type);
     desc.specialization = spec.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
 
     // Without a bias (a residual) the shader never reads binding 2 (4), but Vulkan wants it bound: the filter
     // stands in.
     const Window x = operands.input.whole(), w = operands.filter.whole(), b = operands.bias_or(operands.filter),
-                 y = operands.output.whole();
+                 y = (wide ? wide : operands.output).whole();
     const Window z = epilogue.has_residual() ? epilogue.residual.whole() : w;
     const std::array<Binding, 5> all{Binding{x.range, false}, Binding{w.range, false}, Binding{b.range, false},
                                      Binding{y.range, true}, Binding{z.range, false}};
@@ -77,8 +85,8 @@ void record_direct_forward(ContextImpl& context, CommandStream& stream, const Co
     push.first3 = uint32_t(y.delta), push.first4 = uint32_t(z.delta);
     push.alpha = epilogue.alpha, push.beta = epilogue.beta, push.negative_slope = epilogue.negative_slope;
     const DirectReduction reduction = direct_reduction(problem, Pass::Forward);
-    dispatch_direct(context, stream, pipeline, bindings, push, static_cast<uint64_t>(problem.output_elements()),
-                    reduction.extent, reduction.unit_iterations);
+    dispatch_direct(context, stream, pipeline, bindings, push, elements, reduction.extent, reduction.unit_iterations);
+    round_wide_output(context, stream, wide, operands.output, elements, problem.data_type);
 }
 
 }  // namespace vkconv::detail

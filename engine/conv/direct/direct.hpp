@@ -30,7 +30,9 @@ void dispatch_direct(ContextImpl& context, CommandStream& stream, const Pipeline
                      std::span<const Binding> bindings, Push push, uint64_t elements, uint64_t extent,
                      uint64_t unit_iterations, bool add_first = false);
 
+// `wide`: a 16-bit y whose reduction runs in pieces adds up in this fp32 copy of y (Slot::WideOutput), the
+// epilogue applied there, and is rounded into y once at the end.
 void record_direct_forward(ContextImpl& context, CommandStream& stream, const ConvProblem& problem,
-                           const ConvOperands& operands);
+                           const ConvOperands& operands, const Operand& wide = {});
 
 }  // namespace vkconv::detail

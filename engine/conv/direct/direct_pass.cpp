@@ -7,6 +7,7 @@
 #include "conv/direct/direct.hpp"
 #include "conv/shared/whole_tensors.hpp"
 #include "conv/shared/wide_output.hpp"
+#include "conv/tiled/copy_run.hpp"
 #include "context/element_build.hpp"
 
 namespace vkconv::detail {
@@ -44,24 +45,24 @@ bool pieces_into_16bit(const ConvProblem& p, Pass pass) {
     return out_type != DataType::F32 && direct_reduction(p, pass).in_pieces();
 }
 
-// A 16-bit output would be rounded once per piece. dw's pieces add into an fp32 copy of dw instead (the
-// filter tensor's elements, in fp32); forward's and backward-data's would need a copy of a whole activation, and
-// are refused (implicit-gemm runs them).
+// The elements of a 16-bit output whose reduction runs in pieces: they add up in an fp32 copy (Slot::WideOutput),
+// rounded into the output once at the end.
+uint64_t wide_elements(const ConvProblem& p, Pass pass) {
+    if (!pieces_into_16bit(p, pass)) return 0;
+    return uint64_t(pass == Pass::Forward ? p.output_elements() : pass == Pass::BackwardData ? p.input_elements()
+                                                                                           : p.filter_elements());
+}
+
+// Where that copy, bound whole like every direct operand, would exceed a binding.
 std::optional<Refusal> pieces_refusal_16bit(ContextImpl& context, const ConvProblem& p, Pass pass) {
-    if (!pieces_into_16bit(p, pass)) return std::nullopt;
+    const uint64_t copy_bytes = wide_elements(p, pass) * 4, range = context.device->limits().maxStorageBufferRange;
+    if (copy_bytes <= range) return std::nullopt;
     const DirectReduction reduction = direct_reduction(p, pass);
-    if (pass == Pass::BackwardFilter) {
-        const uint64_t copy_bytes = uint64_t(p.filter_elements()) * 4;
-        const uint64_t range = context.device->limits().maxStorageBufferRange;
-        if (copy_bytes <= range) return std::nullopt;
-        return unsupported("direct: a " + std::string(to_string(p.data_type)) + " dw summed in pieces needs an fp32 "
-                           "copy of " + std::to_string(copy_bytes) + " bytes, above the device's "
-                           "maxStorageBufferRange (" + std::to_string(range) + " bytes): " + p.str());
-    }
-    return unsupported("direct: a " + std::string(to_string(pass)) + " reduction of " +
-                       std::to_string(reduction.extent * reduction.unit_iterations) +
-                       " terms runs in pieces, which would round a " + to_string(p.data_type) +
-                       " output more than once (" + p.str() + ")");
+    return unsupported("direct: a " + std::string(to_string(p.data_type)) + " " + to_string(pass) +
+                       " whose reduction of " + std::to_string(reduction.extent * reduction.unit_iterations) +
+                       " terms runs in pieces adds up in an fp32 copy of its output, " + std::to_string(copy_bytes) +
+                       " bytes, above the device's maxStorageBufferRange (" + std::to_string(range) +
+                       " bytes): " + p.str());
 }
 
 Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem& p, Pass pass, const PassOptions&) {
@@ -76,7 +77,7 @@ Planned<AlgorithmPlan> plan_direct_pass(ContextImpl& context, const ConvProblem&
     AlgorithmPlan plan;
     plan.pass = pass;
     plan.algorithm = Algorithm::Direct;
-    if (pieces_into_16bit(p, pass)) plan.slot(Slot::WideOutput) = uint64_t(p.filter_elements());
+    plan.slot(Slot::WideOutput) = wide_elements(p, pass);
     return plan;
 }
 
@@ -84,13 +85,21 @@ void record_direct_pass(ContextImpl& context, CommandStream& stream, const ConvP
                         const ConvOperands& ops, Workspace workspace) {
     switch (plan.pass) {
         case Pass::Forward:
-            record_direct_forward(context, stream, p, ops);
+            record_direct_forward(context, stream, p, ops, plan.own_slot(workspace, Slot::WideOutput));
             break;
-        case Pass::BackwardData:
+        case Pass::BackwardData: {
+            // A 16-bit dx in pieces: summed in its fp32 copy (from what dx holds, where the pass adds into it),
+            // rounded into dx once.
+            const Operand wide = plan.own_slot(workspace, Slot::WideOutput);
+            const uint64_t elements = uint64_t(p.input_elements());
+            if (wide && ops.add_into_dx)
+                record_run(context, stream, ops.input, 0, wide, 0, elements, false, p.data_type, DataType::F32);
             record_backward_direct<contract::conv2d_backward_data_direct>(
-                context, stream, p, plan.pass, ops.output, ops.filter, ops.input, p.data_type,
-                uint64_t(p.input_elements()), ops.add_into_dx);
+                context, stream, p, plan.pass, ops.output, ops.filter, wide ? wide : ops.input,
+                wide ? DataType::F32 : p.data_type, elements, ops.add_into_dx);
+            round_wide_output(context, stream, wide, ops.input, elements, p.data_type);
             break;
+        }
         case Pass::BackwardFilter: {
             // A 16-bit dw in pieces: summed in its fp32 copy, rounded into dw once.
             const Operand wide = plan.own_slot(workspace, Slot::WideOutput);
