@@ -5,9 +5,11 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpu.hpp"
 #include "sixteen_bit_checks.hpp"
+#include "vkconv/reference.hpp"
 
 using namespace sixteen;
 
@@ -174,6 +176,16 @@ TEST_CASE("16-bit im2col and MEC forward in reduction pieces add up in an fp32 c
                 const auto stats = check_epilogue(*context, p, a, type == DataType::BF16, seed += 4, options);
                 CHECK(stats.chunks == (!options.max_binding_bytes ? 1u : a == Algorithm::Im2col ? 15u : 6u));
             }
+    // Under a workspace limit below the whole pass's (3 images a chunk), smaller chunks whose lowering and copy
+    // fit it together.
+    for (Algorithm a : {Algorithm::Im2col, Algorithm::Mec}) {
+        ConvProblem p = vkt::problem().batch(3).channels(1850).image(5, 4).filters(3).kernel(3, 3).pad(1).bias();
+        p.data_type = DataType::F16;
+        const vkconv::PassOptions tight{.workspace_limit = vkconv::forward_workspace_bytes(*context, p, a) - 1};
+        INFO(vkconv::to_string(a) << " " << p.str() << ", workspace limit " << tight.workspace_limit);
+        CHECK(vkconv::forward_workspace_bytes(*context, p, a, tight) <= tight.workspace_limit);
+        CHECK(check_epilogue(*context, p, a, false, seed += 4, tight).chunks > 1);
+    }
 }
 
 // direct's forward over 16,650 taps and backward-data over 16,650 (filter, tap) pairs run in pieces: a 16-bit
@@ -205,4 +217,47 @@ TEST_CASE("16-bit direct forward and backward-data in reduction pieces add up in
         INFO("vulkan-minimum " << p.str() << (in_place ? " in place" : ""));
         check_epilogue(*limited, p, Algorithm::Direct, in_place, seed += 4);
     }
+}
+
+// With 0/1 inputs and a filter of ones every partial sum is an integer fp32 holds exactly, so a value rounded
+// once is the exact sum rounded to the type, bit for bit. A piece rounded to 16 bits on the way (a sum past
+// 2,048 in fp16, 256 in bf16, rounded to its spacing, then added to) would differ; the bound cannot tell.
+TEST_CASE("16-bit outputs whose reductions run in pieces are the exact sums rounded once, bit for bit",
+          "[types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    auto zeros_and_ones = [](int64_t count, uint32_t seed) {
+        std::vector<float> values = vkt::random_values(size_t(count), seed);
+        for (float& v : values) v = v > 0 ? 1.0f : 0.0f;
+        return values;
+    };
+    auto rounded_once = [&](const std::vector<double>& exact, const vkconv::Shape& shape, DataType type) {
+        return Tensor::from_host(*context, shape, std::vector<float>(exact.begin(), exact.end()), type).download();
+    };
+    // 16,650 taps a forward value (1,850 channels, 3x3); 16,650 (filter, tap) pairs a backward-data one.
+    const ConvProblem deep = vkt::problem().batch(2).channels(1850).image(5, 4).filters(3).kernel(3, 3).pad(1);
+    const ConvProblem wide = vkt::problem().batch(2).channels(3).image(5, 4).filters(1850).kernel(3, 3).pad(1);
+    uint32_t seed = 2100;
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (const vkconv::PassOptions& options : {vkconv::PassOptions{}, {.max_binding_bytes = 1 << 19}})
+            for (Algorithm a : {Algorithm::Direct, Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm}) {
+                ConvProblem p = deep, q = wide;
+                p.data_type = q.data_type = type;
+                p.layout = q.layout = (seed / 10) % 2 ? Layout::NHWC : Layout::NCHW;
+                INFO(vkconv::to_string(a) << " " << p.str() << ", max_binding_bytes " << options.max_binding_bytes);
+                const auto x = zeros_and_ones(p.input_elements(), seed += 10);
+                const std::vector<float> w(size_t(p.filter_elements()), 1.0f);
+                Tensor tx = Tensor::from_host(*context, p.input_shape(), x, type);
+                Tensor tw = Tensor::from_host(*context, p.filter_shape(), w, type);
+                Tensor ty = Tensor::from_host(*context, p.output_shape(), vkt::poison(p.output_elements()), type);
+                vkconv::forward(*context, p, tx, tw, nullptr, ty, a, options);
+                CHECK(ty.download() == rounded_once(vkconv::reference::forward(p, x, w, {}), p.output_shape(), type));
+                if (a == Algorithm::Im2col || a == Algorithm::Mec) continue;  // (their dcol sums are short)
+                const auto dy = zeros_and_ones(q.output_elements(), seed + 1);
+                const std::vector<float> wq(size_t(q.filter_elements()), 1.0f);
+                Tensor tdy = Tensor::from_host(*context, q.output_shape(), dy, type);
+                Tensor twq = Tensor::from_host(*context, q.filter_shape(), wq, type);
+                Tensor tdx = Tensor::from_host(*context, q.input_shape(), vkt::poison(q.input_elements()), type);
+                vkconv::backward_data(*context, q, tdy, twq, tdx, a, options);
+                CHECK(tdx.download() == rounded_once(vkconv::reference::backward_data(q, dy, wq), q.input_shape(), type));
+            }
 }

@@ -88,3 +88,33 @@ TEST_CASE("winograd reads a filter or products past maxTexelBufferElements throu
         }
     }
 }
+
+TEST_CASE("winograd reads a filter that is a view from its second filter on through quads, to the same bits",
+          "[winograd][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+        for (vkconv::DataType type : {vkconv::DataType::F32, vkconv::DataType::F16}) {
+            ConvProblem p = vkt::problem().batch(1).channels(4).image(9, 7).filters(5).kernel(3, 3).pad(1);
+            p.layout = layout, p.data_type = type;
+            INFO(p.str());
+            // Filters 1 .. 5 of 6: the view starts 36 elements in, 9 quads (in f16 72 bytes: bound from the
+            // 16-byte alignment below, the shader's quads start one in).
+            vkconv::Shape carrier_shape = p.filter_shape();
+            carrier_shape[0] += 1;
+            const auto values = vkt::random_values(size_t(vkconv::shape_elements(carrier_shape)), 1500);
+            auto carrier = vkconv::Tensor::from_host(*context, carrier_shape, values, type);
+            vkconv::Tensor view = carrier.images(1, p.K);
+            auto own = vkconv::Tensor::from_host(
+                *context, p.filter_shape(),
+                std::vector<float>(values.begin() + p.filter_elements() / p.K, values.end()), type);
+            auto x = vkconv::Tensor::from_host(*context, p.input_shape(), vkt::random_values(p.input_elements(), 1501), type);
+            std::vector<std::vector<float>> results;
+            for (const vkconv::Tensor* w : {&own, &view}) {
+                auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(p.output_elements()), type);
+                vkconv::forward(*context, p, x, *w, nullptr, y, vkconv::Algorithm::Winograd);
+                results.push_back(y.download());
+                CHECK(vkt::all_written(results.back()));
+            }
+            CHECK(results[0] == results[1]);
+        }
+}

@@ -70,7 +70,8 @@ struct PassOptions {
     const Tensor* workspace = nullptr;
 };
 
-// Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct). Exact: the
+// Bytes of temporary device memory `algorithm` needs for this forward problem (0 for direct, except an fp32 copy
+// of a 16-bit output whose reduction runs in pieces, docs/algorithms.md "Element types"). Exact: the
 // pool's in-use counter grows by exactly this much during the pass (allocation rounding included).
 // A workspace query never runs GPU work. With Algorithm::Auto it is exact whenever the choice is known
 // without measuring (AutoChoice::Stored or Heuristic, or a measurement the context holds); under

@@ -41,14 +41,14 @@ layout(push_constant) uniform Params {
 
 // 16-bit texel builds: dy's binding 0 viewed as R32G32B32A32_UINT, 8 elements a fetch (host: NCHW, Q % 8 == 0,
 // TILE_W % (8·sw) == 0, dy's chunk on an 8-element boundary), half the fetches of the 4-element view. On
-// lavapipe fp16 took 1.04-1.07x fp32's time with 4 (separable_dw_256), 1.005-1.02x with 8. Other builds: false.
+// lavapipe fp16 took 1.04-1.07x fp32's time with 4 (separable_dw_256), 1.02-1.03x with 8. Other builds: false.
 layout(constant_id = 21) const bool VEC8_Y = false;
 
 // dy columns (relative to x0 / sw) the block reads: from E_MIN_W (last tap, first column) to E_MAX_W.
 const int E_MIN_W = FLOOR_DIV(int(PAD_W) - int((S - 1) * DIL_W), int(STRIDE_W));
 const int E_MAX_W = FLOOR_DIV(int(TILE_W - 1 + PAD_W), int(STRIDE_W));
 const uint DSEG = uint(E_MAX_W - E_MIN_W + 1);
-const uint SHIFT = VEC8_Y ? uint((E_MIN_W + 4096) % 8) : VEC4_Y ? MOD4(E_MIN_W) : 0;  // E_MIN_W >= -4096
+const uint SHIFT = VEC8_Y ? uint(E_MIN_W & 7) : VEC4_Y ? MOD4(E_MIN_W) : 0;
 const uint DSEG_LOADED = VEC8_Y ? (SHIFT + DSEG + 7) / 8 * 8 : VEC4_Y ? (SHIFT + DSEG + 3) / 4 * 4 : DSEG;
 // dy rows (relative to h0 / sh) the block reads.
 const int E_MIN_H = FLOOR_DIV(int(PAD_H) - int((R - 1) * DIL_H), int(STRIDE_H));

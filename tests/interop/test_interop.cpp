@@ -434,3 +434,40 @@ TEST_CASE("a workspace smaller than a pass needs makes it plan within it, or is 
     options.workspace = &x;
     CHECK_THROWS_AS(vkconv::forward(*context, p, x, w, &b, y, Algorithm::Im2col, options), vkconv::Error);
 }
+
+// Winograd on a CPU device reads its filter as quads and its products through texel views; an application's
+// buffer (created without texel usage) is read through storage buffers instead, to the same bits. (Its
+// accuracy against the reference is tests/test_winograd.cpp's.)
+TEST_CASE("winograd reads an application's filter and workspace through storage buffers, to the same bits",
+          "[interop]") {
+    auto app = AppVulkan::create();
+    if (!app) return;
+    auto context = external_context(*app);
+    // 8 channels a group: the filter's quads line up.
+    const ConvProblem p = vkt::problem().batch(2).channels(8).image(10, 9).filters(6).kernel(3, 3).pad(1);
+    const auto x = vkt::random_values(size_t(p.input_elements()), 21);
+    const auto w = vkt::random_values(size_t(p.filter_elements()), 22);
+    const uint64_t need = vkconv::forward_workspace_bytes(*context, p, Algorithm::Winograd), w_bytes = w.size() * 4;
+    const VkBufferUsageFlags usage =
+        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    auto ws_buffer = app->make_buffer(need, usage), w_buffer = app->make_buffer(w_bytes, usage);
+    {
+        auto tx = vkconv::Tensor::from_host(*context, p.input_shape(), x);
+        auto pool_w = vkconv::Tensor::from_host(*context, p.filter_shape(), w);
+        auto app_w = vkconv::wrap_buffer(*context, app->range(w_buffer, 0, w_bytes), p.filter_shape());
+        app_w.upload(w);
+        auto app_ws = vkconv::wrap_buffer(*context, app->range(ws_buffer, 0, need), {int64_t(need / 4)});
+        std::vector<std::vector<float>> results;
+        for (bool application : {false, true}) {
+            auto y = vkconv::Tensor::from_host(*context, p.output_shape(), vkt::poison(p.output_elements()));
+            vkconv::PassOptions options;
+            if (application) options.workspace = &app_ws;
+            vkconv::forward(*context, p, tx, application ? app_w : pool_w, nullptr, y, Algorithm::Winograd, options);
+            results.push_back(y.download());
+            CHECK(vkt::all_written(results.back()));
+        }
+        CHECK(std::memcmp(results[0].data(), results[1].data(), results[0].size() * 4) == 0);
+    }
+    app->destroy(ws_buffer);
+    app->destroy(w_buffer);
+}

@@ -117,7 +117,8 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
                                     const DepthwisePlan& plan, bool add_into_dx) {
     DepthwiseTiles tiles = vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations, on_cpu(context)),
                                      {&grad_output, &grad_input});
-    tiles.vec8_y = tiles.vec8_y && plan.texel;  // a texel view's reinterpretation
+    // A texel view's reinterpretation, of dy's chunks from an 8-element boundary on.
+    tiles.vec8_y = tiles.vec8_y && plan.texel && grad_output.first % 8 == 0;
     PipelineDesc desc;
     desc.shader = depthwise_shader(context, p, "backward_data", tiles, plan.texel);
     const VkDescriptorType read = read_descriptor(plan.texel);

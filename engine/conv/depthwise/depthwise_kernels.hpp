@@ -24,12 +24,10 @@ struct DepthwiseTiles {
 };
 
 // `tiles` without vec4 loads and stores where an operand's element 0 is off a 4-float boundary (a view that
-// starts mid-vec4, Operand::first): its values then move as floats; without 8-element fetches off an 8 one.
+// starts mid-vec4, Operand::first): its values then move as floats.
 inline DepthwiseTiles vec4_safe(DepthwiseTiles tiles, std::initializer_list<const Operand*> operands) {
     for (const Operand* op : operands)
         if (op->first % 4 != 0) tiles.vec4_x = tiles.vec4_y = tiles.channels4 = false;
-    for (const Operand* op : operands)
-        if (op->first % 8 != 0) tiles.vec8_y = false;
     return tiles;
 }
 

@@ -1,5 +1,6 @@
-// The direct algorithm: conv2d_direct.comp, one invocation per output value, no workspace; forward applies
-// the whole epilogue (conv/epilogue.hpp) as it writes y.
+// The direct algorithm: conv2d_direct.comp, one invocation per output value, no workspace (but an fp32 copy of
+// a 16-bit output whose reduction runs in pieces); forward applies the whole epilogue (conv/epilogue.hpp) as it
+// writes y.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,5 @@
-// The direct algorithm: every pass, no workspace; refused where one of the problem's tensors exceeds
+// The direct algorithm: every pass, no workspace (but an fp32 copy of a 16-bit output whose reduction runs in
+// pieces); refused where one of the problem's tensors exceeds
 // maxStorageBufferRange (the passes then run direct in tiles, tiled/tiled.hpp).
 // Its entry in the algorithm table (conv/algorithm_plan.hpp).
 #include <array>

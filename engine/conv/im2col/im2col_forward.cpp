@@ -96,7 +96,8 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
                                chunk.rows, chunk.images);
         if (!wide) return record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, nullptr);
         if (chunk.p0 == 0 && ops.epilogue.has_residual())  // the images' residual, widened (a band's: whole)
-            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type, DataType::F32);
+            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type,
+                       DataType::F32);
         const Window copy = wide.whole();
         record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, &copy);
         if (chunk.p0 + chunk.rows == p.P())  // the images' last band: rounded into y once

@@ -39,8 +39,9 @@ Planned<AlgorithmPlan> plan_im2col_pass(ContextImpl& context, const ConvProblem&
     const uint32_t lowered_bytes = sixteen && pass != Pass::BackwardData ? element_bytes(p.data_type) : 4;
     const uint64_t wide_floats = uint64_t(p.filter_elements());
     uint64_t wide_output_floats = 0;
-    auto lowered = needs_wide_output(p, pass) ? plan_wide_forward(context, p, Algorithm::Im2col, options, wide_output_floats)
-                                              : plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
+    auto lowered = needs_wide_output(p, pass)
+                       ? plan_wide_forward(context, p, Algorithm::Im2col, options, wide_output_floats)
+                       : plan_lowered(context, p, Algorithm::Im2col, options, 0, lowered_bytes);
     // In several chunks a 16-bit dw needs its fp32 copy: chunks that leave room for it.
     if (lowered && filter && p.weight_gradient_type() != DataType::F32 && lowered->chunks > 1)
         lowered = plan_lowered(context, p, Algorithm::Im2col, options, context.pool->round(wide_floats * 4),

@@ -71,9 +71,9 @@ std::optional<Refusal> wide_image_refusal(const ContextImpl& context, const Conv
                                           const PassOptions& options, const char* algorithm);
 // A 16-bit forward whose GEMM's reduction runs in pieces (each adding into its C; im2col and MEC) sums into an
 // fp32 copy of each chunk's images instead (Slot::WideOutput, `wide_floats`: one chunk's, or a band's whole
-// image's), rounded into y once. Its chunks: the copy within a binding, so the lowering binds half the limit
-// (a chunk's 16-bit y is half its copy); MEC in Solution B (A parks its result in y); under a workspace
-// limit, smaller chunks until the lowering and the copy fit together. Refused where one image's copy cannot.
+// image's), rounded into y once. Its chunks are plan_lowered's with `wide_output`: the copy within a binding
+// and, beside the lowering, within the workspace limit; MEC in Solution B (A parks its result in y; asked
+// for, refused). Refused where one output row's lowering beside one image's copy cannot fit.
 Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
                                        const PassOptions& options, uint64_t& wide_floats);
 // The same, also readable through an r32f texel view (4 * maxTexelBufferElements): what a kernel reading
@@ -85,9 +85,11 @@ uint64_t texel_binding_limit(const ContextImpl& context, const PassOptions& opti
 // plan's workspace plus `fixed_workspace_bytes` (what the pass needs besides the lowered matrix and MEC's
 // OIHW filter copy) fits. Refused when not even one output row of one image fits.
 // `lowered_bytes`: the bytes of the lowered matrix's elements (4, or 2 where it holds a 16-bit x).
+// `wide_output`: each chunk's output images (a band's whole image) also take an fp32 copy (plan_wide_forward),
+// which must fit a binding and, beside the rest, the workspace limit.
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
                                   const PassOptions& options, uint64_t fixed_workspace_bytes = 0,
-                                  uint32_t lowered_bytes = 4);
+                                  uint32_t lowered_bytes = 4, bool wide_output = false);
 // The workspace of the smallest chunk (one output row of one image) of an im2col or MEC pass.
 uint64_t smallest_lowered_workspace(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm);
 

@@ -67,6 +67,9 @@ struct ChunkFit {
     const LoweredPlan& plan;
     uint64_t limit, align, x_image, y_image;
     uint64_t filter_bytes, fixed_workspace_bytes;
+    bool wide_output;  // the chunk's images (a band's whole image) also in an fp32 copy (plan_wide_forward)
+
+    int64_t copy_images(int64_t images, int64_t rows) const { return rows < p.P() ? 1 : images; }
 
     uint64_t scratch_for(int64_t images, int64_t rows) const {
         uint64_t floats = lowered_floats(p, plan.algorithm, images, rows);
@@ -75,25 +78,30 @@ struct ChunkFit {
         return floats;
     }
     uint64_t workspace_for(int64_t images, int64_t rows) const {
-        return context.pool->round(scratch_for(images, rows) * plan.lowered_bytes) + filter_bytes + fixed_workspace_bytes;
+        const uint64_t copy = wide_output ? context.pool->round(uint64_t(copy_images(images, rows)) * y_image * 4) : 0;
+        return context.pool->round(scratch_for(images, rows) * plan.lowered_bytes) + filter_bytes +
+               fixed_workspace_bytes + copy;
     }
     bool workspace_fits(int64_t images, int64_t rows) const {
         return !options.workspace_limit || workspace_for(images, rows) <= options.workspace_limit;
     }
     bool binding_fits(int64_t images, int64_t rows) const {
         const uint64_t bytes = element_bytes(p.data_type);
+        const uint64_t copy = wide_output ? uint64_t(copy_images(images, rows)) * y_image * 4 + align : 0;
         return images * x_image * bytes + align <= limit && images * y_image * bytes + align <= limit &&
-               scratch_for(images, rows) * plan.lowered_bytes <= limit;
+               scratch_for(images, rows) * plan.lowered_bytes <= limit && copy <= limit;
     }
     bool fits(int64_t images, int64_t rows) const { return binding_fits(images, rows) && workspace_fits(images, rows); }
 };
 
 ChunkFit chunk_fit(ContextImpl& context, const ConvProblem& p, const PassOptions& options, const LoweredPlan& plan,
-                   uint64_t limit, uint64_t fixed_workspace_bytes) {
+                   uint64_t limit, uint64_t fixed_workspace_bytes, bool wide_output) {
     const uint64_t align = context.pool->alignment();
     const uint64_t x_image = uint64_t(p.C * p.H * p.W), y_image = uint64_t(p.K * p.P() * p.Q());
     const uint64_t filter_bytes = plan.filter_floats ? context.pool->round(plan.filter_floats * 4) : 0;
-    return ChunkFit{context, p, options, plan, limit, align, x_image, y_image, filter_bytes, fixed_workspace_bytes};
+    return ChunkFit{context, p,      options,      plan,         limit,
+                    align,   x_image, y_image, filter_bytes, fixed_workspace_bytes,
+                    wide_output};
 }
 
 std::optional<Refusal> filter_refusal(const ConvProblem& p, uint64_t limit) {
@@ -177,7 +185,8 @@ void within_half_of_fp32(ContextImpl& context, const ConvProblem& p, const PassO
 }  // namespace
 
 Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
-                                  const PassOptions& options, uint64_t fixed_workspace_bytes, uint32_t lowered_bytes) {
+                                  const PassOptions& options, uint64_t fixed_workspace_bytes, uint32_t lowered_bytes,
+                                  bool wide_output) {
     // Every binding must fit the storage-buffer range (the GEMM reads an operand too large for a texel view
     // through a storage buffer).
     const uint64_t limit = storage_binding_limit(context, options);
@@ -187,7 +196,7 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
     plan.algorithm = algorithm;
     plan.lowered_bytes = lowered_bytes;
     if (algorithm == Algorithm::Mec) choose_mec_schedule(p, options, plan);
-    const ChunkFit fit = chunk_fit(context, p, options, plan, limit, fixed_workspace_bytes);
+    const ChunkFit fit = chunk_fit(context, p, options, plan, limit, fixed_workspace_bytes, wide_output);
     // Under a workspace limit, Solution A (which also parks the output in its scratch) gives way to B.
     if (algorithm == Algorithm::Mec && plan.schedule == MecSchedule::A && options.variant.empty() &&
         !fit.fits(1, P))
@@ -213,36 +222,17 @@ Planned<LoweredPlan> plan_lowered(ContextImpl& context, const ConvProblem& p, Al
 
 Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& p, Algorithm algorithm,
                                        const PassOptions& options, uint64_t& wide_floats) {
-    const uint64_t image = uint64_t(p.K * p.P() * p.Q()), limit = storage_binding_limit(context, options);
-    const std::string what = std::string(to_string(algorithm)) + ": a " + to_string(p.data_type) +
-                             " forward whose reduction of " + std::to_string(filter_taps(p)) +
-                             " runs in pieces adds up in an fp32 copy of one image's output, " +
-                             std::to_string(image * 4) + " bytes, ";
-    if (image * 4 + context.pool->alignment() > limit)
-        return unsupported(what + "beyond the binding limit of " + std::to_string(limit) + " bytes (" + p.str() + ")");
-    const bool mec = algorithm == Algorithm::Mec;
-    if (mec && options.variant == to_string(MecSchedule::A))
-        return unsupported(what + "which Solution A, parking its result in y, cannot write (" + p.str() + ")");
-    PassOptions halved = options;
-    halved.max_binding_bytes = limit / 2;
-    if (mec) halved.variant = to_string(MecSchedule::B);
-    for (;;) {
-        const uint64_t one_image = context.pool->round(image * 4);
-        auto lowered = plan_lowered(context, p, algorithm, halved, one_image, element_bytes(p.data_type));
-        if (!lowered) return lowered.refusal();
-        wide_floats = uint64_t(lowered->rows < p.P() ? 1 : lowered->images) * image;
-        const uint64_t col = slot_floats(lowered->scratch_floats, lowered->lowered_bytes);
-        const uint64_t filter_copy = lowered->filter_floats ? context.pool->round(uint64_t(p.filter_elements()) *
-                                                                                  element_bytes(p.data_type))
-                                                            : 0;  // MEC's OHWI copy of an OIHW filter
-        const uint64_t bytes = context.pool->round(col * 4) + context.pool->round(wide_floats * 4) + filter_copy;
-        if (!options.workspace_limit || bytes <= options.workspace_limit) return lowered;
-        if (lowered->images <= 1)
-            return unsupported(what + "which with its smallest chunk's lowering exceeds the workspace limit of " +
-                               std::to_string(options.workspace_limit) + " bytes (" + p.str() + ")");
-        halved.max_binding_bytes =
-            std::max<uint64_t>(1, uint64_t(lowered->images - 1) * image * element_bytes(p.data_type));
-    }
+    const uint64_t image = uint64_t(p.K * p.P() * p.Q());
+    if (algorithm == Algorithm::Mec && options.variant == to_string(MecSchedule::A))
+        return unsupported("mec: a " + std::string(to_string(p.data_type)) + " forward whose reduction of " +
+                           std::to_string(filter_taps(p)) + " runs in pieces adds up in an fp32 copy of its "
+                           "images' output, which Solution A, parking its result in y, cannot write (" + p.str() + ")");
+    PassOptions schedule_b = options;
+    if (algorithm == Algorithm::Mec) schedule_b.variant = to_string(MecSchedule::B);
+    auto lowered = plan_lowered(context, p, algorithm, schedule_b, 0, element_bytes(p.data_type), true);
+    if (!lowered) return lowered.refusal();
+    wide_floats = uint64_t(lowered->rows < p.P() ? 1 : lowered->images) * image;
+    return lowered;
 }
 
 }  // namespace vkconv::detail

@@ -220,7 +220,8 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         const Window wide_copy = wide ? wide.whole() : y;
         const uint64_t first = uint64_t(chunk.n0) * y_image, count = uint64_t(images) * y_image;
         if (wide && chunk.p0 == 0 && ops.epilogue.has_residual())  // the images' residual, widened
-            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type, DataType::F32);
+            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type,
+                       DataType::F32);
         const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z,
                                 wide ? &wide_copy : nullptr};
         for (int64_t g = 0; g < p.groups; ++g) record_gemm(context, stream, mec_group_gemm(gemm, g));

@@ -63,7 +63,11 @@ void record_filter_transform(ContextImpl& context, CommandStream& stream, const 
                              const WinogradShape& s, int64_t c0, const Window& w, const BufferRange& u, bool texels) {
     const int64_t taps = s.transposed ? p.channels_per_group() * 9 : s.nhwc ? 1 : 9;  // from one channel to the next
     const uint64_t w_offset = w.delta + uint64_t(c0 * taps);
-    texels = texels && w_offset % 4 == 0 && !context.device->foreign_buffer(w.range.buffer);
+    // (The view spans the binding from its start: within maxTexelBufferElements quads, which the plan checked
+    // for the filter alone.)
+    const uint64_t quad_bytes = 4 * element_bytes(p.data_type);
+    texels = texels && w_offset % 4 == 0 && !context.device->foreign_buffer(w.range.buffer) &&
+             (w.range.size + quad_bytes - 1) / quad_bytes <= context.device->limits().maxTexelBufferElements;
     PipelineDesc desc = storage_desc(variant(context, "winograd_filter", s.m, p.data_type, texels ? "_texel" : ""), 2,
                                      sizeof(FilterPush));
     if (texels) desc.bindings[0] = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
@@ -138,8 +142,8 @@ void record_output_transform(ContextImpl& context, CommandStream& stream, const 
     desc.specialization = spec.values();
     const int64_t tiles = chunk.tiles() * s.tiles_w;
     const VkFormat m_format = texels ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_UNDEFINED;
-    const std::array<Binding, 4> bindings{Binding{m, false, m_format}, Binding{bias.range, false}, Binding{y.range, true},
-                                          Binding{z.range, false}};
+    const std::array<Binding, 4> bindings{Binding{m, false, m_format}, Binding{bias.range, false},
+                                          Binding{y.range, true}, Binding{z.range, false}};
     const OutputPush push{u32(y.delta), u32(z.delta), u32(bias.delta), u32(chunk.row0), u32(chunk.rows), u32(tiles),
                           epilogue.alpha, epilogue.beta, epilogue.negative_slope, 0, 0};
     dispatch_elements(stream, context.pipelines->get(desc), bindings, push, uint64_t(s.groups * tiles * s.out_g4 / 4));
@@ -163,6 +167,8 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
 
     const Operand& lowered = workspace[Slot::Lowered];
     const Operand& filter_copy = workspace[Slot::FilterCopy];
+    // An application's workspace buffer is never viewed as texels (its usage may not allow them).
+    const bool product_texels = wp.product_texels && !context.device->foreign_buffer(lowered.allocation.buffer);
     // U once for all input channels, or (WinogradPlan::in_chunk) for each chunk of them as its turn comes.
     const bool split = wp.in_chunk < s.in_g;
     auto u_of = [&](const WinogradShape& cs) {
@@ -185,11 +191,12 @@ void record_winograd(ContextImpl& context, CommandStream& stream, const ConvProb
             for (int64_t c0 = 0; c0 < s.in_g; c0 += wp.in_chunk) {
                 const WinogradShape cs = split ? s.input_chunk(std::min(wp.in_chunk, s.in_g - c0)) : s;
                 const BufferRange v{lowered.allocation.buffer, lowered.allocation.offset, cs.v_floats(tiles) * 4};
-                if (split) record_filter_transform(context, stream, p, cs, c0, ops.filter.whole(), u_of(cs), wp.filter_texels);
+                if (split)
+                    record_filter_transform(context, stream, p, cs, c0, ops.filter.whole(), u_of(cs), wp.filter_texels);
                 record_input_transform(context, stream, cs, chunk, c0, x, v);
                 record_products(context, stream, cs, tiles, v, u_of(cs), m, c0 > 0);
             }
-            record_output_transform(context, stream, s, chunk, m, y, z, bias, has_bias, epilogue, wp.product_texels);
+            record_output_transform(context, stream, s, chunk, m, y, z, bias, has_bias, epilogue, product_texels);
         }
     }
 }
