@@ -30,10 +30,13 @@ TEST_CASE("winograd's transforms read through texel views where they apply, stor
     // 8 channels, 6 filters; 2 groups of 4 channels and 5 filters (U's filters padded to 8 with zeros).
     const ConvProblem whole = vkt::problem().batch(2).channels(8).image(9, 11).filters(6).kernel(3, 3).pads(1, 0, 2, 1).bias();
     const ConvProblem grouped = vkt::problem().batch(1).channels(8).image(7, 6).filters(10).kernel(3, 3).pad(1).groups(2);
+    // Each (problem, layout, type) runs one tile, the tiles in turn, so both meet every type and layout.
     uint32_t seed = 1300;
+    size_t turn = 0;
     for (const ConvProblem& base : {whole, grouped}) {
         for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
             for (vkconv::DataType type : {vkconv::DataType::F32, vkconv::DataType::F16, vkconv::DataType::BF16}) {
+                ++turn;
                 for (int m : {4, 2}) {
                     ConvProblem p = base;
                     p.layout = layout, p.data_type = type;
@@ -44,6 +47,7 @@ TEST_CASE("winograd's transforms read through texel views where they apply, stor
                     CHECK(forward.product_texels == cpu);
                     CHECK_FALSE(data.filter_texels);
                     CHECK(data.product_texels == cpu);
+                    if (turn % 2 != (m == 4 ? 0u : 1u)) continue;
                     check_winograd_forward(*context, p, seed += 3, {}, with_tile({}, m));
                     check_winograd_backward_data(*context, p, seed += 3, with_tile({}, m));
                 }
