@@ -8,7 +8,6 @@
 #include "conv/gemm_mapping.hpp"
 #include "conv/im2col/im2col.hpp"
 #include "conv/lowered/lowered.hpp"
-#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -95,13 +94,9 @@ void record_im2col_forward(ContextImpl& context, CommandStream& stream, const Co
         record_im2col_lowering(context, stream, p, plan.transposed, chunk.input, col, p.data_type, chunk.p0,
                                chunk.rows, chunk.images);
         if (!wide) return record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, nullptr);
-        if (chunk.p0 == 0 && ops.epilogue.has_residual())  // the images' residual, widened (a band's: whole)
-            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type,
-                       DataType::F32);
-        const Window copy = wide.whole();
-        record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, &copy);
-        if (chunk.p0 + chunk.rows == p.P())  // the images' last band: rounded into y once
-            record_run(context, stream, wide, 0, ops.output, first, count, false, DataType::F32, p.data_type);
+        record_wide_chunk(context, stream, p, chunk, ops, wide, [&](const Window& copy) {
+            record_chunk_gemms(context, stream, p, ops, plan, chunk, col, z, &copy);
+        });
     });
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "conv/algorithm_plan.hpp"
@@ -76,6 +77,11 @@ std::optional<Refusal> wide_image_refusal(const ContextImpl& context, const Conv
 // for, refused). Refused where one output row's lowering beside one image's copy cannot fit.
 Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& problem, Algorithm algorithm,
                                        const PassOptions& options, uint64_t& wide_floats);
+// One chunk of such a forward, `record_gemms(copy)` writing its images into the copy (a Window over `wide`):
+// the images' residual widened into the copy before their first band, the copy rounded into y after their last.
+void record_wide_chunk(ContextImpl& context, CommandStream& stream, const ConvProblem& problem, const Chunk& chunk,
+                       const ConvOperands& operands, const Operand& wide,
+                       const std::function<void(const Window& copy)>& record_gemms);
 // The same, also readable through an r32f texel view (4 * maxTexelBufferElements): what a kernel reading
 // through texel views may bind (the depthwise kernels choose that path only where their chunks fit it).
 // (Views of 16-bit elements: element_bytes 2.)

@@ -17,7 +17,6 @@
 #include "conv/gemm_mapping.hpp"
 #include "conv/lowered/lowered.hpp"
 #include "conv/mec/mec.hpp"
-#include "conv/tiled/copy_run.hpp"
 #include "gemm/gemm.hpp"
 #include "vulkan/dispatch.hpp"
 
@@ -217,16 +216,15 @@ void record_mec_forward(ContextImpl& context, CommandStream& stream, const ConvP
         record_mec_lowering(context, stream, p, chunk.input, l.range, chunk.p0, chunk.rows, images);
         // What the GEMM applies: all of the epilogue unless a permute writes y and can apply the rest.
         const FusedEpilogue gemm_epilogue = permuted && !gemm_applies_all ? ops.epilogue.scale_part() : ops.epilogue;
-        const Window wide_copy = wide ? wide.whole() : y;
-        const uint64_t first = uint64_t(chunk.n0) * y_image, count = uint64_t(images) * y_image;
-        if (wide && chunk.p0 == 0 && ops.epilogue.has_residual())  // the images' residual, widened
-            record_run(context, stream, ops.epilogue.residual, first, wide, 0, count, false, p.data_type,
-                       DataType::F32);
-        const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z,
-                                wide ? &wide_copy : nullptr};
-        for (int64_t g = 0; g < p.groups; ++g) record_gemm(context, stream, mec_group_gemm(gemm, g));
-        if (wide && chunk.p0 + chunk.rows == p.P())  // the images' last band: rounded into y once
-            record_run(context, stream, wide, 0, ops.output, first, count, false, DataType::F32, p.data_type);
+        auto record_gemms = [&](const Window* copy) {
+            const MecChunkGemm gemm{p, chunk, l, filter, bias, bool(ops.bias), solution_a, permuted, gemm_epilogue, z,
+                                    copy};
+            for (int64_t g = 0; g < p.groups; ++g) record_gemm(context, stream, mec_group_gemm(gemm, g));
+        };
+        if (wide)
+            record_wide_chunk(context, stream, p, chunk, ops, wide, [&](const Window& copy) { record_gemms(&copy); });
+        else
+            record_gemms(nullptr);
         if (permuted) {
             const FusedEpilogue write = gemm_applies_all ? FusedEpilogue{} : ops.epilogue.write_part();
             unpark_output(context, stream, p, y, copy, images, PermuteEpilogue{write, z});
