@@ -27,6 +27,8 @@ struct DepthwisePlan {
     uint64_t workspace_floats = 0;  // backward-filter: the pieces' partial sums; 0 otherwise
     uint64_t workspace_bytes = 0;   // workspace_floats as the pool counts them (allocation rounding)
     bool texel = false;             // read-only operands through texel-buffer views (else storage buffers)
+    uint32_t data_rows = 0;         // backward-data: dx rows per block where rows are streamed (0: chosen
+                                    // from the problem and device; tests set it to reach every block shape)
 };
 
 // Refused, naming the problem, when it is not depthwise, or when one image's tensors exceed the binding

@@ -36,24 +36,30 @@ uint32_t multiple_of(int64_t stride, int64_t want) {
 
 // Backward-data blocks start on multiples of the strides so that the tap pattern is the same in every
 // block (see the shader); vec4 dy segments also need the block's first dy column on a vec4 boundary.
-// On a CPU device an NCHW block is one row of 16 (a row per stride): on lavapipe that took 0.65-0.82x the
-// time of 4 rows of 8 in fp32 and fp16 (separable_dw_256, mobilenet_dw_112 at batch 1 and 32), its
-// accumulators and dy segment staying in the SIMD registers. Other devices keep the taller blocks, which
-// load each dy value fewer times.
-DepthwiseTiles data_tiles(const ConvProblem& p, uint64_t wanted_invocations, bool cpu) {
+// On a CPU device an NCHW layer with one filter per channel streams its rows: a strip 32 columns wide (16
+// on narrower images) walks down the image, each dy row loaded once. On lavapipe (separable_dw_256) that
+// took 0.74x the time of the blocks of 1 row of 16 in fp32 and 0.70x in fp16, where re-reading each dy row
+// for 3 blocks made fp16's widening cost more than its halved traffic saved. Strips of 8, 16 or 64 columns
+// were slower (16: 1.3x in fp32); whole images and 128 rows took about the same time. Other CPU blocks
+// are one row of 16; GPUs keep the taller blocks of 8, which load each dy value fewer times.
+// `rows_wanted`: streamed rows per block (tests), 0 to choose them.
+DepthwiseTiles data_tiles(const ConvProblem& p, uint64_t wanted_invocations, bool cpu, uint32_t rows_wanted) {
     DepthwiseTiles t;
     t.channels4 = channels4(p);
     const bool nchw = p.layout == Layout::NCHW;
     t.vec4_y = nchw && p.Q() % 4 == 0;
     const uint32_t column_unit = static_cast<uint32_t>(t.vec4_y ? 4 * p.stride_w : p.stride_w);
     const bool wide_rows = cpu && nchw && p.W > 8;
-    t.tile_w = multiple_of(column_unit, wide_rows ? 16 : p.W > 8 ? 8 : 4);
+    t.stream_rows = wide_rows && p.filters_per_group() == 1;
+    t.tile_w = multiple_of(column_unit, t.stream_rows ? (p.W >= 32 ? 32 : 16) : wide_rows ? 16 : p.W > 8 ? 8 : 4);
     // Shorter blocks where the batch's blocks are too few invocations to keep the memory busy (as forward).
-    for (int64_t rows = wide_rows ? 1 : block_rows(p, p.H);; rows /= 2) {
+    const int64_t first_rows = t.stream_rows ? std::min<int64_t>(p.H, 4096) : wide_rows ? 1 : block_rows(p, p.H);
+    const bool forced = rows_wanted && t.stream_rows;  // (the blocks' kernel unrolls its rows: never forced)
+    for (int64_t rows = forced ? rows_wanted : first_rows;; rows /= 2) {
         t.tile_h = multiple_of(p.stride_h, rows);
         const uint64_t invocations = uint64_t(p.N) * uint64_t(p.C / t.lane_channels()) * ceil_div(p.H, t.tile_h) *
                                      ceil_div(p.W, t.tile_w);
-        if (rows <= 1 || invocations >= wanted_invocations) break;
+        if (rows <= 1 || forced || invocations >= wanted_invocations) break;
     }
     t.vec4_x = nchw && p.W % 4 == 0 && t.tile_w % 4 == 0;
     t.vec8_y = t.vec4_y && p.data_type != DataType::F32 && p.Q() % 8 == 0 && t.tile_w % (8 * p.stride_w) == 0;
@@ -115,8 +121,9 @@ DepthwiseFilterSplit depthwise_filter_split(ContextImpl& context, const ConvProb
 void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                     const Operand& grad_output, const Operand& filter, const Operand& grad_input,
                                     const DepthwisePlan& plan, bool add_into_dx) {
-    DepthwiseTiles tiles = vec4_safe(data_tiles(p, gemm_configs(context).wanted_invocations, on_cpu(context)),
-                                     {&grad_output, &grad_input});
+    const uint64_t wanted = gemm_configs(context).wanted_invocations;
+    DepthwiseTiles tiles =
+        vec4_safe(data_tiles(p, wanted, on_cpu(context), plan.data_rows), {&grad_output, &grad_input});
     // A texel view's reinterpretation, of dy's chunks from an 8-element boundary on.
     tiles.vec8_y = tiles.vec8_y && plan.texel && grad_output.first % 8 == 0;
     PipelineDesc desc;
@@ -126,6 +133,7 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
     desc.push_constant_bytes = sizeof(DataPush);
     auto specialization = depthwise_specialization<contract::depthwise_backward_data>(p, tiles);
     specialization.set(contract::depthwise_backward_data::spec::VEC8_Y, tiles.vec8_y);
+    specialization.set(contract::depthwise_backward_data::spec::STREAM_ROWS, tiles.stream_rows);
     desc.specialization = specialization.values();
     const Pipeline& pipeline = context.pipelines->get(desc);
     const uint64_t blocks =

@@ -20,6 +20,7 @@ struct DepthwiseTiles {
     bool vec4_y = false;              // NCHW y (or dy) rows as aligned vec4
     bool channels4 = false;           // NHWC, 4 adjacent channels per invocation (the _c4 shaders)
     bool vec8_y = false;              // backward-data's 16-bit texel reads: NCHW dy rows 8 elements a fetch
+    bool stream_rows = false;         // backward-data walks its tile_h rows with a ring (see the shader)
     uint32_t lane_channels() const { return channels4 ? 4 : 1; }
 };
 
