@@ -65,3 +65,36 @@ TEST_CASE("depthwise backward-data is right in streamed blocks of every height",
         }
     }
 }
+
+// 16-bit rows read 8 elements a fetch (texel views on CPU devices: backward-data's dy, backward-filter's x
+// and dy, where NCHW rows and each chunk's start fall on 8 elements), in every pass, whole and in chunks of
+// images, beside shapes where only x's rows or neither qualify.
+TEST_CASE("depthwise 16-bit passes are right where rows are read 8 elements a fetch", "[depthwise][types][gpu]") {
+    VKT_REQUIRE_CONTEXT(context);
+    const std::vector<vkt::NamedProblem> problems = {
+        {"rows of 16", vkt::problem().batch(5).channels(4).depthwise(1).image(12, 16).kernel(3, 3).pad(1)},
+        {"5x5 stride 2, x rows of 32, dy rows of 16",
+         vkt::problem().batch(3).channels(2).depthwise(1).image(10, 32).kernel(5, 5).pad(2).stride(2)},
+        {"dilation 2: x rows of 16, dy rows of 18",
+         vkt::problem().batch(2).channels(3).depthwise(1).image(12, 16).kernel(3, 3).pad(3).dilation(2)},
+        {"multiplier 2, rows of 24", vkt::problem().batch(2).channels(2).depthwise(2).image(9, 24).kernel(3, 3).pad(1)},
+    };
+    uint32_t seed = 9300;
+    for (const auto& [name, base] : problems) {
+        for (DataType type : {DataType::F16, DataType::BF16}) {
+            ConvProblem p = base;
+            p.data_type = type;
+            INFO(name << ", " << vkconv::to_string(type));
+            check_passes(*context, p, Algorithm::Depthwise, seed += 5);
+            // Two images of the larger of x and y a binding: chunks that start 2 images apart.
+            vkconv::PassOptions chunked;
+            chunked.max_binding_bytes = 2 * uint64_t(std::max(p.input_elements(), p.output_elements()) / p.N) * 2 + 1024;
+            check_passes(*context, p, Algorithm::Depthwise, seed += 5, chunked);
+            Tensor x = Tensor::from_host(*context, p.input_shape(), vkt::random_values(size_t(p.input_elements()), seed), type);
+            Tensor dy = Tensor::from_host(*context, p.output_shape(), vkt::random_values(size_t(p.output_elements()), seed), type);
+            Tensor dw = Tensor::from_host(*context, p.filter_shape(), vkt::poison(p.filter_elements()), type);
+            const auto stats = vkconv::backward_filter(*context, p, x, dy, dw, nullptr, Algorithm::Depthwise, chunked);
+            CHECK(stats.chunks == uint32_t((p.N + 1) / 2));
+        }
+    }
+}

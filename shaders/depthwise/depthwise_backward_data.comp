@@ -130,10 +130,10 @@ vec4 dx_at4(uint i) {
     }
 #endif
 
-#if defined(SIXTEEN_BIT_BUILD) && defined(ACCESS_TEXEL) && !defined(CHANNELS4)
+#ifdef HAS_LOAD_SEGMENT8
 #define LOAD_DY_ROW(seg, row_base)                                                                            \
     if (VEC8_Y)                                                                                               \
-        load_segment8(seg, row_base, col0);                                                                   \
+        LOAD_SEGMENT8(seg, DSEG_LOADED, dy4, row_base, col0, Q)                                               \
     else                                                                                                      \
         LOAD_SEGMENT(seg, DSEG_LOADED, dy4, dy1, row_base, col0, Q, column_stride(NHWC, K), VEC4_Y)
 #else
@@ -152,20 +152,6 @@ vec4 dx_at4(uint i) {
         }                                                                                               \
     }
 
-#if defined(SIXTEEN_BIT_BUILD) && defined(ACCESS_TEXEL) && !defined(CHANNELS4)
-// LOAD_SEGMENT's aligned form 8 elements a fetch (VEC8_Y): a fetch wholly inside or outside the row.
-void load_segment8(out float seg[DSEG_LOADED], uint row_base, int col0) {
-    [[unroll]] for (uint q = 0; q < DSEG_LOADED / 8; ++q) {
-        const int col = col0 + int(8 * q);
-        const bool inside = in_range(col, Q);
-        const uvec4 bits = texelFetch(dy4, int((row_base + (inside ? uint(col) : 0u)) >> 3));
-        [[unroll]] for (uint h = 0; h < 4; ++h) {
-            const vec2 pair = inside ? decode_pair(TENSOR_TYPE, bits[h]) : vec2(0.0);
-            seg[8 * q + 2 * h] = pair.x, seg[8 * q + 2 * h + 1] = pair.y;
-        }
-    }
-}
-#endif
 
 void main() {
     if (gl_GlobalInvocationID.x >= pc.count) return;

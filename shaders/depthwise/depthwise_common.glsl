@@ -148,3 +148,23 @@ const uint LANE_CHANNELS = 1;
             }                                                                                            \
         }                                                                                                \
     }
+
+#if defined(SIXTEEN_BIT_BUILD) && defined(ACCESS_TEXEL) && !defined(CHANNELS4)
+// LOAD_SEGMENT's aligned form 8 elements a fetch, through an R32G32B32A32_UINT view of a 16-bit tensor's
+// binding `buf` (NCHW; row_base, col0 and WIDTH multiples of 8): every fetch lies wholly inside or outside
+// the row. Half the fetches of the 4-element view, which on lavapipe is what a 16-bit kernel's time over
+// fp32's turns on (see the kernels that use it).
+#define LOAD_SEGMENT8(seg, LEN, buf, row_base, col0, WIDTH)                                             \
+    {                                                                                                   \
+        [[unroll]] for (uint q_ = 0; q_ < (LEN) / 8; ++q_) {                                            \
+            const int col_ = (col0) + int(8 * q_);                                                      \
+            const bool in_ = in_range(col_, WIDTH);                                                     \
+            const uvec4 bits_ = texelFetch(buf, int(((row_base) + (in_ ? uint(col_) : 0u)) >> 3));      \
+            [[unroll]] for (uint h_ = 0; h_ < 4; ++h_) {                                                \
+                const vec2 pair_ = in_ ? decode_pair(TENSOR_TYPE, bits_[h_]) : vec2(0.0);               \
+                seg[8 * q_ + 2 * h_] = pair_.x, seg[8 * q_ + 2 * h_ + 1] = pair_.y;                     \
+            }                                                                                           \
+        }                                                                                               \
+    }
+#define HAS_LOAD_SEGMENT8
+#endif

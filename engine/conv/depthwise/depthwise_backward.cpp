@@ -80,6 +80,10 @@ DepthwiseTiles filter_tiles(const ConvProblem& p) {
     t.tile_w = p.Q() <= 4 ? 4 : nchw && p.Q() >= 16 ? 16 : 8;
     t.vec4_x = nchw && p.W % 4 == 0;
     t.vec4_y = nchw && p.Q() % 4 == 0;
+    // 16-bit rows 8 elements a fetch (texel views only; record_depthwise_backward_filter checks the chunks).
+    const bool sixteen = p.data_type != DataType::F32;
+    t.vec8_x = sixteen && nchw && p.W % 8 == 0 && (t.tile_w * p.stride_w) % 8 == 0;
+    t.vec8_y = sixteen && nchw && p.Q() % 8 == 0 && t.tile_w % 8 == 0;
     return t;
 }
 
@@ -154,7 +158,10 @@ void record_depthwise_backward_data(ContextImpl& context, CommandStream& stream,
 void record_depthwise_backward_filter(ContextImpl& context, CommandStream& stream, const ConvProblem& p,
                                       const Operand& input, const Operand& grad_output, const Operand& grad_filter,
                                       const DepthwisePlan& plan, const Operand& workspace) {
-    const DepthwiseTiles tiles = vec4_safe(filter_tiles(p), {&input, &grad_output});
+    DepthwiseTiles tiles = vec4_safe(filter_tiles(p), {&input, &grad_output});
+    // A texel view's reinterpretation, of each operand's chunks from an 8-element boundary on.
+    tiles.vec8_x = tiles.vec8_x && tiles.vec4_x && plan.texel && input.first % 8 == 0;
+    tiles.vec8_y = tiles.vec8_y && tiles.vec4_y && plan.texel && grad_output.first % 8 == 0;
     const VkDescriptorType read = read_descriptor(plan.texel);
     // Reading storage buffers on a device that allows fewer than their 5: the build with each operand's two
     // views on one binding.
@@ -166,6 +173,8 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
     desc.push_constant_bytes = sizeof(FilterPush);
     auto spec = depthwise_specialization<contract::depthwise_backward_filter>(p, tiles);
     spec.set(contract::depthwise_backward_filter::spec::COLUMN_PARTS, plan.column_parts);
+    spec.set(contract::depthwise_backward_filter::spec::VEC8_X, tiles.vec8_x);
+    spec.set(contract::depthwise_backward_filter::spec::VEC8_Y, tiles.vec8_y);
     desc.specialization = spec.set(contract::depthwise_backward_filter::spec::TAP_ROWS, filter_tap_rows(p)).values();
     const Pipeline& partial_pipeline = context.pipelines->get(desc);
 
@@ -181,9 +190,11 @@ void record_depthwise_backward_filter(ContextImpl& context, CommandStream& strea
         const uint64_t pieces = ceil_div(units, per_piece);
         const BufferRange partials{workspace.allocation.buffer, workspace.allocation.offset + accumulator_bytes,
                                    pieces * filter_floats * 4};
-        const std::array<Binding, 5> all{read4(chunk.x.range, plan.texel, p.data_type), read1(chunk.x.range, plan.texel, p.data_type),
-                                         read4(chunk.y.range, plan.texel, p.data_type), read1(chunk.y.range, plan.texel, p.data_type),
-                                         Binding{partials, true}};
+        std::array<Binding, 5> all{read4(chunk.x.range, plan.texel, p.data_type), read1(chunk.x.range, plan.texel, p.data_type),
+                                   read4(chunk.y.range, plan.texel, p.data_type), read1(chunk.y.range, plan.texel, p.data_type),
+                                   Binding{partials, true}};
+        if (tiles.vec8_x) all[0].texel_format = VK_FORMAT_R32G32B32A32_UINT;  // 8 16-bit elements a texel
+        if (tiles.vec8_y) all[2].texel_format = VK_FORMAT_R32G32B32A32_UINT;
         const std::array<Binding, 3> compact{Binding{chunk.x.range, false}, Binding{chunk.y.range, false},
                                              Binding{partials, true}};
         const std::span<const Binding> bindings = four ? std::span<const Binding>(compact) : std::span<const Binding>(all);

@@ -19,7 +19,8 @@ struct DepthwiseTiles {
     bool vec4_x = false;              // NCHW x (or dx) rows as aligned vec4
     bool vec4_y = false;              // NCHW y (or dy) rows as aligned vec4
     bool channels4 = false;           // NHWC, 4 adjacent channels per invocation (the _c4 shaders)
-    bool vec8_y = false;              // backward-data's 16-bit texel reads: NCHW dy rows 8 elements a fetch
+    bool vec8_x = false;              // 16-bit texel reads: NCHW x rows 8 elements a fetch (backward-filter)
+    bool vec8_y = false;              // the same for dy rows (backward-data and backward-filter)
     bool stream_rows = false;         // backward-data walks its tile_h rows with a ring (see the shader)
     uint32_t lane_channels() const { return channels4 ? 4 : 1; }
 };
