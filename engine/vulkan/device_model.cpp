@@ -235,7 +235,8 @@ DeviceModel query_device_model(const InstanceFunctions& vk, VkPhysicalDevice dev
     model.storage_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT);
     model.uniform_texel_buffers = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT);
     model.uniform_texel_16bit = buffer_feature(vk, device, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT,
-                                               {VK_FORMAT_R16_UINT, VK_FORMAT_R16G16B16A16_UINT});
+                                               {VK_FORMAT_R16_UINT, VK_FORMAT_R16G16B16A16_UINT,
+                                                VK_FORMAT_R32G32B32A32_UINT});
     return model;
 }
 

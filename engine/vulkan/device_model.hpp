@@ -22,7 +22,8 @@ struct DeviceModel {
     // R32_SFLOAT and R32G32B32A32_SFLOAT both usable as storage / uniform texel buffers.
     bool storage_texel_buffers = true;
     bool uniform_texel_buffers = true;
-    // R16_UINT and R16G16B16A16_UINT as uniform texel buffers: 16-bit elements read through texel views.
+    // R16_UINT, R16G16B16A16_UINT and R32G32B32A32_UINT as uniform texel buffers: 16-bit elements read
+    // through texel views (the last 8 a fetch).
     bool uniform_texel_16bit = true;
     // Whether the optional features in `info` (storage_16bit) are known: a device's always, a profile's
     // where it has a "features" section. Imposing a profile that says nothing of them leaves the device's.

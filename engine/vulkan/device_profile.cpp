@@ -385,7 +385,8 @@ DeviceModel model_of(const json& document, const std::string& origin) {
     model.storage_texel_buffers = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT");
     model.uniform_texel_buffers = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT");
     model.uniform_texel_16bit = buffer_feature(capabilities.formats, "VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT",
-                                               {"VK_FORMAT_R16_UINT", "VK_FORMAT_R16G16B16A16_UINT"});
+                                               {"VK_FORMAT_R16_UINT", "VK_FORMAT_R16G16B16A16_UINT",
+                                                "VK_FORMAT_R32G32B32A32_UINT"});
     return model;
 }
 
