@@ -4,11 +4,14 @@ import json
 import os
 import shutil
 
-from .layers import image_gemm
 from .roofline import profile_peaks
 from .runner import read_json
 
 PASSES = ["forward", "backward-data", "backward-filter"]
+# Element types in the order they are measured: fp32 first, the baseline every 16-bit time is divided by,
+# so a run stopped at its time limit still has the whole fp32 table.
+DTYPES = ["f32", "f16", "bf16"]
+DTYPE_NAMES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
 NO_DRIVER_CACHE = {"MESA_SHADER_CACHE_DISABLE": "true", "__GL_SHADER_DISK_CACHE": "0"}
 
 
@@ -100,7 +103,7 @@ def measure_cudnn(s):
         return
     json_path = s.runner.work("cudnn.json")
     argv = [s.opts.python, os.path.join(s.repo, "samples", "cudnn_layers.py"), "--batch", str(s.opts.batch),
-            "--repeat", str(s.opts.cudnn_repeat), "--json", json_path]
+            "--repeat", str(s.opts.cudnn_repeat), "--dtype", ",".join(s.opts.dtypes), "--json", json_path]
     argv += [f"--layer={name}" for name in s.opts.layers] + [f"--gemm={g}" for g in s.gemm_shapes()]
     if len(s.opts.layouts) == 1:
         argv += ["--layout", s.opts.layouts[0]]
@@ -108,7 +111,8 @@ def measure_cudnn(s):
     doc = read_json(json_path)
     if doc:
         sec.update(status="measured" if result.ok else "partial", torch=doc["torch"], cudnn=doc["cudnn"],
-                   cuda=doc.get("cuda"), device=doc["device"], repeat=doc["repeat"], rows=doc["rows"])
+                   cuda=doc.get("cuda"), device=doc["device"], repeat=doc["repeat"], dtypes=doc.get("dtypes", ["f32"]),
+                   rows=doc["rows"])
         if not result.ok:
             sec["reason"] = result.why()
     else:
@@ -159,26 +163,41 @@ def measure_gemm(s):
     s.report.save()
 
 
-def measure_separable(s):
-    sec = s.report.section("separable")
+def run_separable(s, dtype):
+    """One run of the separable-layer sample in one element type: (the command's result, its JSON or None)."""
     argv = [s.separable, "--json"] + s.opts.separable_args + s.device_args
-    result = s.runner.run("separable", argv, s.opts.separable_cap)
+    if dtype != "f32":  # the fp32 run keeps the command line of reports made before 16-bit types
+        argv += ["--dtype", dtype]
+    result = s.runner.run("separable" if dtype == "f32" else f"separable-{dtype}", argv, s.opts.separable_cap)
     try:
-        doc = json.loads(result.output[result.output.index("{"):]) if result.ok else None
+        return result, json.loads(result.output[result.output.index("{"):]) if result.ok else None
     except ValueError:
-        doc = None
+        return result, None
+
+
+def measure_separable(s):
+    """The sample in fp32 (always: it is what the 16-bit runs are compared with), then once per 16-bit type
+    asked for, each in its own process, under by_dtype."""
+    sec = s.report.section("separable")
+    result, doc = run_separable(s, "f32")
     if doc:
         sec.update(status="measured", process_wall_s=round(result.seconds, 2), args=s.opts.separable_args, result=doc)
     else:
         sec.update(status="failed", reason=result.why())
     s.report.save()
+    for dtype in (d for d in s.opts.dtypes if d != "f32"):
+        result, doc = run_separable(s, dtype)
+        runs = sec.setdefault("by_dtype", {})
+        runs[dtype] = {"process_wall_s": round(result.seconds, 2), "result": doc} if doc else {"error": result.why()}
+        s.report.save()
 
 
-def best_per_pass(rows):
-    """{pass: {"best": row, "others": [(algorithm, ms)]}} from one layer's bench rows."""
+def best_per_pass(rows, dtype="f32"):
+    """{pass: {"best": row, "others": [(algorithm, ms)]}} from one layer's bench rows in one element type."""
     out = {}
     for kind in PASSES:
-        candidates = sorted((r for r in rows if r.get("kind") == kind), key=lambda r: r["gpu_ms"])
+        candidates = sorted((r for r in rows if r.get("kind") == kind and r.get("data_type", "f32") == dtype),
+                            key=lambda r: r["gpu_ms"])
         if candidates:
             out[kind] = {"best": candidates[0], "others": [[algorithm_name(r), r["gpu_ms"]] for r in candidates[1:]]}
     return out
@@ -188,21 +207,40 @@ def algorithm_name(row):
     return row["algorithm"] + ("-" + row["mec_schedule"] if row.get("mec_schedule") else "")
 
 
+def layer_entries(sec, dtype=None):
+    """The layers section's entries, of one element type or of all. fp32's stay in "entries", as in reports
+    made before 16-bit types (whose entries carry no dtype); the 16-bit ones are in "entries_16bit"."""
+    fp32 = [dict(e, dtype="f32") for e in sec.get("entries", [])]
+    every = fp32 + sec.get("entries_16bit", [])
+    return every if dtype is None else [e for e in every if e["dtype"] == dtype]
+
+
+def bench_layer(s, layer, layout, dtype):
+    """One layer in one layout and element type, every algorithm and pass: the section's entry for it."""
+    name = f"bench-{layout}-{layer}" if dtype == "f32" else f"bench-{dtype}-{layout}-{layer}"
+    json_path = s.runner.work(name + ".json")
+    argv = [s.vkconv, "bench", "--layers-only", "--backward", "--layer", layer, "--layout", layout, "--dtype", dtype,
+            "--batch", str(s.opts.batch), "--repeat", str(s.opts.repeat), "--json", json_path] + s.device_args
+    result = s.runner.run(name, argv, s.opts.layer_cap)
+    doc = read_json(json_path) if result.ok else None
+    entry = {"layer": layer, "layout": layout, "dtype": dtype, "seconds": round(result.seconds, 1)}
+    if doc:
+        entry.update(status="measured", passes=best_per_pass(doc["results"], dtype))
+    else:
+        entry.update(status="failed" if not result.skipped else "not measured", reason=result.why())
+    return entry
+
+
 def measure_layers(s):
+    """Every layer and layout in fp32 first, then in each 16-bit type: one `vkconv bench` per element type,
+    so a run stopped at its time limit has whole tables rather than every type of the first layers."""
     sec = s.report.section("layers")
-    sec.update(status="measured", batch=s.opts.batch, repeat=s.opts.repeat, entries=[])
-    for layer in s.opts.layers:
-        for layout in s.opts.layouts:
-            json_path = s.runner.work(f"bench-{layout}-{layer}.json")
-            argv = [s.vkconv, "bench", "--layers-only", "--backward", "--layer", layer, "--layout", layout,
-                    "--batch", str(s.opts.batch), "--repeat", str(s.opts.repeat), "--json", json_path] + s.device_args
-            result = s.runner.run(f"bench-{layout}-{layer}", argv, s.opts.layer_cap)
-            doc = read_json(json_path) if result.ok else None
-            entry = {"layer": layer, "layout": layout, "seconds": round(result.seconds, 1)}
-            if doc:
-                entry.update(status="measured", passes=best_per_pass(doc["results"]))
-            else:
-                entry.update(status="failed" if not result.skipped else "not measured", reason=result.why())
-                sec["status"] = "partial"
-            sec["entries"].append(entry)
-            s.report.save()
+    sec.update(status="measured", batch=s.opts.batch, repeat=s.opts.repeat, dtypes=s.opts.dtypes, entries=[])
+    for dtype in s.opts.dtypes:
+        for layer in s.opts.layers:
+            for layout in s.opts.layouts:
+                entry = bench_layer(s, layer, layout, dtype)
+                if entry["status"] != "measured":
+                    sec["status"] = "partial"
+                sec.setdefault("entries" if dtype == "f32" else "entries_16bit", []).append(entry)
+                s.report.save()

@@ -44,6 +44,22 @@ def check_sections(data):
     for e in entries:
         expect(sorted(e.get("passes", {})) == ["backward-data", "backward-filter", "forward"], f"passes of {e}")
     expect(len(data["summary"]["cells"]) == 6, "a summary cell per pass and layout")
+    check_16bit_sections(data)
+
+
+def check_16bit_sections(data):
+    """The quick run's default types are f32 and f16: cv12 in fp16 in both layouts and the sample in fp16."""
+    sec = data["sections"]
+    expect(data["meta"].get("dtypes") == ["f32", "f16"], f"the report's types: {data['meta'].get('dtypes')}")
+    entries = sec["layers"].get("entries_16bit", [])
+    expect(sorted((e["layout"], e.get("dtype")) for e in entries) == [("nchw", "f16"), ("nhwc", "f16")],
+           "cv12 in fp16 in two layouts")
+    for e in entries:
+        expect(e["status"] == "measured", f"fp16 {e['layout']}: {e.get('reason')}")
+        expect(sorted(e.get("passes", {})) == ["backward-data", "backward-filter", "forward"], f"fp16 passes of {e}")
+    f16_sample = sec["separable"].get("by_dtype", {}).get("f16", {})
+    expect(f16_sample.get("result", {}).get("peak_bytes", 0) > 0, "the separable sample's fp16 peak")
+    expect(len(data["summary"].get("cells_16bit", [])) == 6, "a 16-bit summary cell per pass and layout")
 
 
 def check_quick_run(build, out):
@@ -60,7 +76,7 @@ def check_quick_run(build, out):
         text = f.read()
     for heading in ("## Device", "## Summary", "## Layers, batch 1, NCHW", "## Layers, batch 1, NHWC", "## GEMM",
                     "## First call of a fresh process", "## Host overhead", "## Separable-layer sample",
-                    "## Tuning", "## cuDNN"):
+                    "## Tuning", "## cuDNN", "## Layers in fp16, batch 1, NCHW", "## Layers in fp16, batch 1, NHWC"):
         expect(heading in text, f"report.md lacks {heading}")
     for name in sorted(os.listdir(os.path.join(out, "logs"))):
         with open(os.path.join(out, "logs", name)) as f:
