@@ -3,6 +3,7 @@
 // the whole output), whatever the pieces, within the stated bound.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -260,4 +261,33 @@ TEST_CASE("16-bit outputs whose reductions run in pieces are the exact sums roun
                 vkconv::backward_data(*context, q, tdy, twq, tdx, a, options);
                 CHECK(tdx.download() == rounded_once(vkconv::reference::backward_data(q, dy, wq), q.input_shape(), type));
             }
+}
+
+// Backward-data in tiles whose pieces split one group's filters (filters beyond an 8 KiB binding): each dx
+// value adds up over the pieces in fp32 and is rounded once. With 0/1 dy and a filter of ones the sums are
+// integers past 2,048 (fp16's spacing of 2) and 256 (bf16's): a piece rounded on the way would differ.
+TEST_CASE("16-bit backward-data over pieces of one group's filters is the exact sum rounded once, bit for bit",
+          "[types][tiled][gpu]") {
+    auto context = vkt::fresh_context(vkt::test_options(), {.max_storage_buffer_range = 8192});
+    if (!context) return;  // (no device: as VKT_REQUIRE_CONTEXT)
+    uint32_t seed = 2300;
+    for (DataType type : {DataType::F16, DataType::BF16})
+        for (Algorithm a : {Algorithm::Direct, Algorithm::Im2col}) {
+            ConvProblem p = vkt::problem().batch(2).channels(4).image(6, 5).filters(600).kernel(3, 3).pad(1);
+            p.data_type = type;
+            p.layout = seed % 20 ? Layout::NHWC : Layout::NCHW;
+            INFO(vkconv::to_string(a) << " " << p.str());
+            std::vector<float> dy = vkt::random_values(size_t(p.output_elements()), seed += 10);
+            for (float& v : dy) v = v > 0 ? 1.0f : 0.0f;
+            const std::vector<float> w(size_t(p.filter_elements()), 1.0f);
+            Tensor tdy = Tensor::from_host(*context, p.output_shape(), dy, type);
+            Tensor tw = Tensor::from_host(*context, p.filter_shape(), w, type);
+            Tensor tdx = Tensor::from_host(*context, p.input_shape(), vkt::poison(p.input_elements()), type);
+            CHECK(vkconv::backward_data(*context, p, tdy, tw, tdx, a).chunks > uint32_t(p.N));  // tiles
+            const std::vector<double> exact = vkconv::reference::backward_data(p, dy, w);
+            CHECK(*std::max_element(exact.begin(), exact.end()) > 2048);
+            const std::vector<float> rounded =
+                Tensor::from_host(*context, p.input_shape(), std::vector<float>(exact.begin(), exact.end()), type).download();
+            CHECK(tdx.download() == rounded);
+        }
 }

@@ -47,28 +47,47 @@ ConvProblem tile_problem(const ConvProblem& p, const Tile& t) {
     return q;
 }
 
-// Calls visit(tile) for every tile in recording order: pieces, then images, then bands.
+// A 16-bit dx summed over pieces of one group's filters: each (image, band) runs all the group's pieces in
+// turn, adding up in an fp32 sum of the band (TileSlot::Sums) that is rounded into dx once, after the last.
+bool dx_sums_over_pieces(const ConvProblem& p, Pass pass, const std::vector<TilePiece>& pieces) {
+    return pass == Pass::BackwardData && p.data_type != DataType::F32 &&
+           std::any_of(pieces.begin(), pieces.end(), [](const TilePiece& piece) { return !piece.first_of_channels; });
+}
+
+// Backward-data's tile of `piece` that writes dx rows [h0, min(H, h0 + band)) of image n.
+Tile data_tile(const ConvProblem& p, const TilePiece& piece, int64_t n, int64_t h0, int64_t band) {
+    Tile t{n, piece};
+    t.h0 = h0, t.h1 = std::min(p.H, h0 + band);
+    // The dy rows whose windows reach dx rows [h0, h1).
+    t.p0 = ceil_div_nonnegative(h0 + p.pad_h - (p.R - 1) * p.dilation_h, p.stride_h);
+    const int64_t p1 = std::min(p.P(), (t.h1 - 1 + p.pad_h) / p.stride_h + 1);
+    t.rows = std::max<int64_t>(0, p1 - t.p0);
+    t.hs = t.p0 * p.stride_h - p.pad_h;
+    t.H = t.rows ? input_rows_read(p, t.rows) : 0;
+    t.first = n == 0 && h0 == 0;
+    t.last = n == p.N - 1 && t.h1 == p.H;
+    return t;
+}
+
+// Calls visit(tile) for every tile in recording order: pieces, then images, then bands (with
+// dx_sums_over_pieces, each run of one group's pieces inside the images and bands).
 template <typename Visit>
 void for_each_tile(const ConvProblem& p, Pass pass, const std::vector<TilePiece>& pieces, int64_t band, Visit&& visit) {
     const int64_t P = p.P();
+    if (dx_sums_over_pieces(p, pass, pieces)) {
+        for (size_t run = 0, end = 0; run < pieces.size(); run = end) {
+            for (end = run + 1; end < pieces.size() && !pieces[end].first_of_channels;) ++end;
+            for (int64_t n = 0; n < p.N; ++n)
+                for (int64_t h0 = 0; h0 < p.H; h0 += band)
+                    for (size_t i = run; i < end; ++i) visit(data_tile(p, pieces[i], n, h0, band));
+        }
+        return;
+    }
     for (const TilePiece& piece : pieces) {
         bool first = true;
         for (int64_t n = 0; n < p.N; ++n) {
             if (pass == Pass::BackwardData) {
-                for (int64_t h0 = 0; h0 < p.H; h0 += band) {
-                    Tile t{n, piece};
-                    t.h0 = h0, t.h1 = std::min(p.H, h0 + band);
-                    // The dy rows whose windows reach dx rows [h0, h1).
-                    t.p0 = ceil_div_nonnegative(h0 + p.pad_h - (p.R - 1) * p.dilation_h, p.stride_h);
-                    const int64_t p1 = std::min(P, (t.h1 - 1 + p.pad_h) / p.stride_h + 1);
-                    t.rows = std::max<int64_t>(0, p1 - t.p0);
-                    t.hs = t.p0 * p.stride_h - p.pad_h;
-                    t.H = t.rows ? input_rows_read(p, t.rows) : 0;
-                    t.first = first;
-                    t.last = n == p.N - 1 && t.h1 == p.H;
-                    first = false;
-                    visit(t);
-                }
+                for (int64_t h0 = 0; h0 < p.H; h0 += band) visit(data_tile(p, piece, n, h0, band));
             } else {
                 for (int64_t p0 = 0; p0 < P; p0 += band) {
                     Tile t{n, piece};
@@ -103,6 +122,9 @@ TileBuffers buffers_of(const ConvProblem& p, Pass pass, const Tile& t) {
     if (p.has_bias && pass != Pass::BackwardData) b.bias = uint64_t(q.K);
     // A 16-bit dw and db: the piece's fp32 sums, dw's then db's.
     if (pass == Pass::BackwardFilter && p.weight_gradient_type() != DataType::F32) b.sums = b.filter + b.bias;
+    // A 16-bit dx over pieces of one group's filters: the band's fp32 sum.
+    if (pass == Pass::BackwardData && p.data_type != DataType::F32 && q.K < p.filters_per_group())
+        b.sums = uint64_t(q.C * (t.h1 - t.h0) * p.W);
     b.in = uint64_t(q.C * q.H * q.W);        // x' (dx' for backward-data)
     b.out = uint64_t(q.K * t.rows * p.Q());  // y' (dy' for the backward passes)
     return b;
@@ -166,7 +188,7 @@ std::optional<TiledPlan> plan_with(ContextImpl& context, const ConvProblem& p, P
         for_each_tile(p, pass, plan.pieces, band, [&](const Tile& t) {
             if (!ok || t.rows == 0) return;
             const TileBuffers b = buffers_of(p, pass, t);
-            for (uint64_t floats : {b.in, b.filter, b.out})
+            for (uint64_t floats : {b.in, b.filter, b.out, b.sums})
                 if (floats * 4 > fits) ok = false;
             const int64_t x_rows = std::min(t.H, p.H), c_all = p.C, k_all = p.K;
             if (band_span_bytes(p, c_all, x_rows, p.W) > fits || band_span_bytes(p, k_all, t.rows, p.Q()) > fits ||
@@ -234,9 +256,7 @@ const AlgorithmPlan& TiledPlan::plan_of(const ConvProblem& tile) const {
     throw Error(ErrorCategory::InvalidArgument, "tiled plan: no plan for the tile " + tile.str());
 }
 
-namespace {
-
-Planned<TiledPlan> plan_tiles(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
+Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
                               const PassOptions& options) {
     const uint64_t limit = storage_binding_limit(context, options), align = context.pool->alignment();
     const uint64_t per_filter = uint64_t(filter_taps(p)) * 4;
@@ -279,21 +299,6 @@ Planned<TiledPlan> plan_tiles(ContextImpl& context, const ConvProblem& p, Pass p
                        "no algorithm fits: the smallest workspace any algorithm needs is " + need + where};
     return unsupported(std::string(to_string(algorithm)) + ": its smallest tiles need " + need + where);
 }
-
-}  // namespace
-
-Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass pass, Algorithm algorithm,
-                              const PassOptions& options) {
-    auto plan = plan_tiles(context, p, pass, algorithm, options);
-    if (!plan || p.data_type == DataType::F32 || pass != Pass::BackwardData) return plan;
-    for (const TilePiece& piece : plan->pieces)
-        if (!piece.first_of_channels)
-            return unsupported("backward-data in tiles sums dx over pieces of one group's " +
-                               std::to_string(p.filters_per_group()) + " filters, which would round a " +
-                               to_string(p.data_type) + " dx once a piece (" + p.str() + ")");
-    return plan;
-}
-
 
 namespace {
 
@@ -532,6 +537,7 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
     const Operand &dx_tile = slot_of(workspace, TileSlot::Input), &w_tile = slot_of(workspace, TileSlot::Filter);
     const Operand& dy_tile = slot_of(workspace, TileSlot::Output);
     const DataType type = p.data_type, f32 = DataType::F32;
+    const bool sums = dx_sums_over_pieces(p, Pass::BackwardData, plan.pieces);
     int64_t loaded_k0 = -1;
     for_each_tile(p, Pass::BackwardData, plan.pieces, plan.band, [&](const Tile& t) {
         const int64_t channels = t.piece.c1 - t.piece.c0;
@@ -559,8 +565,18 @@ void record_tiled_backward_data(ContextImpl& context, CommandStream& stream, con
         record_tile_pass(context, stream, q, plan, false, workspace);
         // dx rows [h0, h1) are tile rows [h0 - hs, h1 - hs); tile rows past its extent read as zero.
         const ImageRef dx_box{&dx_tile, 0, q.C, q.H, q.W};
-        record_box(context, stream, p.layout, dx_box, 0, t.h0 - t.hs, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
-                   accumulate, limit, {}, {f32, type});
+        if (!sums) {
+            record_box(context, stream, p.layout, dx_box, 0, t.h0 - t.hs, dx_image, t.piece.c0, t.h0, channels,
+                       t.h1 - t.h0, accumulate, limit, {}, {f32, type});
+            return;
+        }
+        // The band's fp32 sum over the group's pieces, rounded into dx (or onto its bias) after the last.
+        const ImageRef sum{&slot_of(workspace, TileSlot::Sums), 0, channels, t.h1 - t.h0, p.W};
+        record_box(context, stream, p.layout, dx_box, 0, t.h0 - t.hs, sum, 0, 0, channels, t.h1 - t.h0,
+                   !t.piece.first_of_channels, limit);
+        if (t.piece.k1 % p.filters_per_group() == 0)
+            record_box(context, stream, p.layout, sum, 0, 0, dx_image, t.piece.c0, t.h0, channels, t.h1 - t.h0,
+                       ops.add_into_dx, limit, {}, {f32, type});
     });
 }
 

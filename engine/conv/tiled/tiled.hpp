@@ -9,8 +9,9 @@
 // group's filters, dw and db over images and bands) are added in a fixed order: deterministic.
 // The tile buffers are fp32, and a tile an fp32 problem: 16-bit operands are widened as they are copied in
 // and results rounded once as they are copied out; a 16-bit dw and db add up over a piece's tiles in an
-// fp32 sum (TileSlot::Sums), rounded into place after its last tile. A 16-bit dx summed over pieces of one
-// group's filters would be rounded once a piece: refused.
+// fp32 sum (TileSlot::Sums), rounded into place after its last tile; a 16-bit dx summed over pieces of one
+// group's filters runs the group's pieces in turn for each band of each image, adding up in an fp32 sum of
+// the band (TileSlot::Sums too) that is rounded into dx after the group's last piece.
 #pragma once
 
 #include <string>
