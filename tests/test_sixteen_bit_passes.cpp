@@ -3,7 +3,7 @@
 // on the same 16-bit inputs, within the stated bound, with workspaces as their queries say,
 // through 16-bit storage (lavapipe) and packed 32-bit words (SwiftShader, and lavapipe under vulkan-minimum);
 // outputs as views at odd entries whose neighbours stay untouched; reruns bit-identical; what does not run
-// 16-bit tensors yet refused by name.
+// 16-bit tensors refused by name, and what an algorithm cannot sum in fp32 whole run in fp32 tiles.
 //
 // The bound (docs/algorithms.md, "Element types"): the fp32 accumulation's E = (n + 2)·u·Σ|x||w| (u = 2⁻²⁴,
 // n the reduction length), then one rounding of the output to the type, u_t = 2⁻¹¹ (fp16) or 2⁻⁸ (bf16),
@@ -391,14 +391,15 @@ TEST_CASE("16-bit backward-data in bands of rows adds up in fp32", "[types][lowe
                 CHECK(vkconv::backward_data(*context, p, dy, w, dx, algorithm, options).chunks > uint32_t(p.N));
                 check_passes(*context, p, algorithm, seed += 10, options);
             }
-    // Where the fp32 copy of one image (3,432 bytes) is beyond a binding but its 16-bit dx is not: refused.
-    p.data_type = DataType::F16, p.layout = Layout::NCHW;
-    Tensor dy(*context, p.output_shape(), p.data_type), w(*context, p.filter_shape(), p.data_type);
-    Tensor dx(*context, p.input_shape(), p.data_type);
-    const auto refused = vkt::thrown_error(
-        [&] { vkconv::backward_data(*context, p, dy, w, dx, Algorithm::Im2col, {.max_binding_bytes = 3000}); });
-    CHECK(refused.category() == vkconv::ErrorCategory::Unsupported);
-    CHECK_THAT(std::string(refused.what()), Catch::Contains("fp32 copy of one image"));
+    // Where the fp32 copy of one image (3,432 bytes) is beyond a binding but its 16-bit dx is not: fp32 tiles.
+    const vkconv::PassOptions narrow{.max_binding_bytes = 3000};
+    for (DataType type : {DataType::F16, DataType::BF16}) {
+        p.data_type = type, p.layout = Layout::NCHW;
+        INFO("bindings of 3,000 bytes, " << p.str());
+        Tensor dy(*context, p.output_shape(), type), w(*context, p.filter_shape(), type), dx(*context, p.input_shape(), type);
+        CHECK(vkconv::backward_data(*context, p, dy, w, dx, Algorithm::Im2col, narrow).chunks > uint32_t(p.N));
+        check_passes(*context, p, Algorithm::Im2col, seed += 10, narrow, true);
+    }
 }
 
 // The pool's peak halves with the tensors: a 16-bit pass's scratch takes at most half the bytes of its fp32
@@ -468,14 +469,17 @@ TEST_CASE("what does not run 16-bit tensors refuses them by name", "[types][gpu]
     // A reduction whose GEMM runs in pieces, each adding into its output (7x7 taps of 512 channels).
     ConvProblem deep = vkt::problem().batch(1).channels(512).image(8, 8).filters(2).kernel(7, 7).pad(3);
     deep.data_type = DataType::F16;
-    Tensor dx_(*context, deep.input_shape(), DataType::F16), dw_(*context, deep.filter_shape(), DataType::F16);
-    Tensor dy_(*context, deep.output_shape(), DataType::F16);
     // Its pieces add up in an fp32 copy of y (test_sixteen_bit_pieces.cpp), which MEC's Solution A, parking its
-    // result in y, cannot take: asked for, it is refused.
-    const auto pieces = vkt::thrown_error(
-        [&] { vkconv::forward(*context, deep, dx_, dw_, nullptr, dy_, Algorithm::Mec, {.variant = "A"}); });
-    CHECK(pieces.category() == vkconv::ErrorCategory::Unsupported);
-    CHECK_THAT(std::string(pieces.what()), Catch::Contains("runs in pieces") && Catch::Contains("Solution A"));
+    // result in y, cannot take: asked for, it runs in fp32 tiles (each y value rounded once as copied out).
+    const auto [xd, xdv] = upload(*context, deep.input_shape(), vkt::random_values(size_t(deep.input_elements()), 41), DataType::F16);
+    const auto [wd, wdv] = upload(*context, deep.filter_shape(), vkt::random_values(size_t(deep.filter_elements()), 42), DataType::F16);
+    Tensor yd = Tensor::from_host(*context, deep.output_shape(), vkt::poison(deep.output_elements()), DataType::F16);
+    const auto solution_a = vkconv::forward(*context, deep, xd, wd, nullptr, yd, Algorithm::Mec, {.variant = "A"});
+    CHECK(solution_a.algorithm == Algorithm::Mec);
+    CHECK(solution_a.variant == "A");
+    check_16bit(yd.download(), vkconv::reference::forward(deep, xdv, wdv, {}),
+                vkconv::reference::forward(deep, vkt::absolute(xdv), vkt::absolute(wdv), {}), deep.C * deep.R * deep.S,
+                DataType::F16, "MEC Solution A in fp32 tiles");
     // Auto takes an algorithm that runs them.
     const Algorithm chosen = vkconv::forward(*context, p, x, w, nullptr, y).algorithm;
     CHECK(std::find(std::begin(kSixteenBit), std::end(kSixteenBit), chosen) != std::end(kSixteenBit));

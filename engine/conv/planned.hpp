@@ -17,12 +17,19 @@ struct Refusal {
     // caller's own workspace limit.
     ErrorCategory category = ErrorCategory::Unsupported;
     std::string reason;
+    // A 16-bit problem whose fp32 sums (the copy an output summed in pieces adds up in, to be rounded once)
+    // this algorithm cannot bind whole: in tiles, whose problems are fp32 (tiled/tiled.hpp), it runs.
+    bool fp32_tiles_run_it = false;
 
     [[noreturn]] void raise() const { throw Error(category, reason); }
 };
 
 inline Refusal unsupported(std::string reason) {
     return {ErrorCategory::Unsupported, std::move(reason)};
+}
+
+inline Refusal wide_copy_refusal(std::string reason) {
+    return {ErrorCategory::Unsupported, std::move(reason), true};
 }
 
 // The refusal of a kernel that binds more storage buffers than the device allows (vulkan/device.hpp's

@@ -59,7 +59,7 @@ std::optional<Refusal> pieces_refusal_16bit(ContextImpl& context, const ConvProb
     const uint64_t copy_bytes = wide_elements(p, pass) * 4, range = context.device->limits().maxStorageBufferRange;
     if (copy_bytes <= range) return std::nullopt;
     const DirectReduction reduction = direct_reduction(p, pass);
-    return unsupported("direct: a " + std::string(to_string(p.data_type)) + " " + to_string(pass) +
+    return wide_copy_refusal("direct: a " + std::string(to_string(p.data_type)) + " " + to_string(pass) +
                        " whose reduction of " + std::to_string(reduction.extent * reduction.unit_iterations) +
                        " terms runs in pieces adds up in an fp32 copy of its output, " + std::to_string(copy_bytes) +
                        " bytes, above the device's maxStorageBufferRange (" + std::to_string(range) +

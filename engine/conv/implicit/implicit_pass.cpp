@@ -153,7 +153,7 @@ std::optional<Refusal> plan_wide_chunks(ContextImpl& context, const ConvProblem&
                              " runs in pieces adds up in an fp32 copy of one image's output, " +
                              std::to_string(bytes) + " bytes, ";
     if (bytes > context.device->limits().maxStorageBufferRange)
-        return unsupported(what + "above the device's maxStorageBufferRange (" +
+        return wide_copy_refusal(what + "above the device's maxStorageBufferRange (" +
                            std::to_string(context.device->limits().maxStorageBufferRange) + " bytes): " + p.str());
     if (options.workspace_limit && context.pool->round(bytes) > options.workspace_limit)
         return unsupported(what + "above the workspace limit of " + std::to_string(options.workspace_limit) +
@@ -269,7 +269,7 @@ Planned<AlgorithmPlan> plan_implicit_pass(ContextImpl& context, const ConvProble
         ip.wide_rows = wide_filter_rows(context, p, config, options);
         plan.slot(Slot::WideOutput) = ip.wide_rows * (filter_floats / uint64_t(p.K));
         if (plan.slot(Slot::WideOutput) * 4 > range)
-            return unsupported("implicit-gemm: a " + std::string(to_string(p.data_type)) +
+            return wide_copy_refusal("implicit-gemm: a " + std::string(to_string(p.data_type)) +
                                " dw summed in pieces needs an fp32 copy of " +
                                std::to_string(plan.slot(Slot::WideOutput) * 4) +
                                " bytes, above the device's maxStorageBufferRange (" + std::to_string(range) +

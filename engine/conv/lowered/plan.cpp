@@ -27,7 +27,7 @@ std::optional<Refusal> wide_image_refusal(const ContextImpl& context, const Conv
                                           const char* algorithm) {
     const uint64_t bytes = uint64_t(p.C * p.H * p.W) * 4, limit = storage_binding_limit(context, options);
     if (bytes + context.pool->alignment() <= limit) return std::nullopt;
-    return unsupported(std::string(algorithm) + ": backward-data in bands of rows adds a " + to_string(p.data_type) +
+    return wide_copy_refusal(std::string(algorithm) + ": backward-data in bands of rows adds a " + to_string(p.data_type) +
                        " dx up in an fp32 copy of one image (" + std::to_string(bytes) +
                        " bytes), beyond the binding limit of " + std::to_string(limit) + " bytes (" + p.str() + ")");
 }
@@ -128,9 +128,13 @@ void plan_whole_images(const ChunkFit& fit, LoweredPlan& plan) {
 std::optional<Refusal> smallest_chunk_refusal(const ChunkFit& fit) {
     const ConvProblem& p = fit.p;
     const std::string algorithm = to_string(fit.plan.algorithm);
-    if (!fit.binding_fits(1, 1))
-        return unsupported(algorithm + ": one output row of one image needs bindings beyond the limit of " +
-                           std::to_string(fit.limit) + " bytes (" + p.str() + ")");
+    if (!fit.binding_fits(1, 1)) {
+        const std::string reason = algorithm + ": one output row of one image needs bindings beyond the limit of " +
+                                   std::to_string(fit.limit) + " bytes" +
+                                   (fit.wide_output ? " with the fp32 copy of its image's output" : "") + " (" +
+                                   p.str() + ")";
+        return fit.wide_output ? wide_copy_refusal(reason) : unsupported(reason);
+    }
     if (!fit.workspace_fits(1, 1))
         return unsupported(algorithm + ": its smallest chunk (one output row of one image) needs " +
                            std::to_string(fit.workspace_for(1, 1)) +
@@ -224,7 +228,7 @@ Planned<LoweredPlan> plan_wide_forward(ContextImpl& context, const ConvProblem& 
                                        const PassOptions& options, uint64_t& wide_floats) {
     const uint64_t image = uint64_t(p.K * p.P() * p.Q());
     if (algorithm == Algorithm::Mec && options.variant == to_string(MecSchedule::A))
-        return unsupported("mec: a " + std::string(to_string(p.data_type)) + " forward whose reduction of " +
+        return wide_copy_refusal("mec: a " + std::string(to_string(p.data_type)) + " forward whose reduction of " +
                            std::to_string(filter_taps(p)) + " runs in pieces adds up in an fp32 copy of its "
                            "images' output, which Solution A, parking its result in y, cannot write (" + p.str() + ")");
     PassOptions schedule_b = options;
