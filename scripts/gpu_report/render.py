@@ -60,18 +60,22 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def summarize(data):
-    rows = layer_rows(data)
-    cells = []
+def pass_layout_groups(rows):
+    """(pass, layout, its rows, their cuDNN ratios) for every pass and layout that has rows."""
     for kind in PASSES:
         for layout in ("nchw", "nhwc"):
             mine = [r for r in rows if r["pass"] == kind and r["layout"] == layout]
-            if not mine:
-                continue
-            ratios = [r["ratio"] for r in mine if "ratio" in r]
-            roofs = [r["roofline"] for r in mine if "roofline" in r]
-            cells.append({"pass": kind, "layout": layout, "layers": len(mine), "cudnn_layers": len(ratios),
-                          "geomean_ratio": geomean(ratios), "geomean_roofline": geomean(roofs)})
+            if mine:
+                yield kind, layout, mine, [r["ratio"] for r in mine if "ratio" in r]
+
+
+def summarize(data):
+    rows = layer_rows(data)
+    cells = []
+    for kind, layout, mine, ratios in pass_layout_groups(rows):
+        roofs = [r["roofline"] for r in mine if "roofline" in r]
+        cells.append({"pass": kind, "layout": layout, "layers": len(mine), "cudnn_layers": len(ratios),
+                      "geomean_ratio": geomean(ratios), "geomean_roofline": geomean(roofs)})
     rated = [r for r in rows if "ratio" in r]
     worst = max(rated, key=lambda r: r["ratio"]) if rated else None
     return {"cells": cells, "worst": worst and {k: worst[k] for k in ("layer", "layout", "pass", "algorithm", "ms",
@@ -84,18 +88,12 @@ def summarize_16bit(data):
     the same type, and of cuDNN's over its own fp32 time. Kept apart from "cells", which stay fp32's."""
     cells = []
     for dtype in DTYPES[1:]:
-        rows = layer_rows(data, dtype)
-        for kind in PASSES:
-            for layout in ("nchw", "nhwc"):
-                mine = [r for r in rows if r["pass"] == kind and r["layout"] == layout]
-                if not mine:
-                    continue
-                ratios = [r["ratio"] for r in mine if "ratio" in r]
-                cells.append({"dtype": dtype, "pass": kind, "layout": layout, "layers": len(mine),
-                              "geomean_over_f32": geomean([r["over_f32"] for r in mine if "over_f32" in r]),
-                              "cudnn_layers": len(ratios), "geomean_ratio": geomean(ratios),
-                              "geomean_cudnn_over_f32": geomean([r["cudnn_over_f32"] for r in mine
-                                                                 if "cudnn_over_f32" in r])})
+        for kind, layout, mine, ratios in pass_layout_groups(layer_rows(data, dtype)):
+            cells.append({"dtype": dtype, "pass": kind, "layout": layout, "layers": len(mine),
+                          "geomean_over_f32": geomean([r["over_f32"] for r in mine if "over_f32" in r]),
+                          "cudnn_layers": len(ratios), "geomean_ratio": geomean(ratios),
+                          "geomean_cudnn_over_f32": geomean([r["cudnn_over_f32"] for r in mine
+                                                             if "cudnn_over_f32" in r])})
     return cells
 
 
