@@ -58,6 +58,14 @@ Planned<Algorithm> heuristic_algorithm(ContextImpl& context, const ConvProblem& 
     }
     auto whole = heuristic_whole_plan(context, p, pass, options);
     if (whole) return whole->algorithm;
+    // A 16-bit problem whose fp32 sums no algorithm binds whole: the first whose fp32 tiles run it, as
+    // plan_pass_on runs them for that algorithm.
+    if (p.data_type != DataType::F32)
+        for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm, Algorithm::Direct}) {
+            auto planned = plan_algorithm(context, p, pass, algorithm, options);
+            if (!planned && planned.refusal().fp32_tiles_run_it && plan_tiled(context, p, pass, algorithm, options))
+                return algorithm;
+        }
     // Nothing binds whole and no lowering fits: direct in tiles, where those fit.
     if (needs_tiling(context, p, Algorithm::Direct, options) &&
         plan_tiled(context, p, pass, Algorithm::Direct, options))

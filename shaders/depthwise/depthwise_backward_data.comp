@@ -68,7 +68,11 @@ const int E_MIN_H = FLOOR_DIV(int(PAD_H) - int((R - 1) * DIL_H), int(STRIDE_H));
 const int E_MAX_H = FLOOR_DIV(int(TILE_H - 1 + PAD_H), int(STRIDE_H));
 const uint ROWS_DY = uint(E_MAX_H - E_MIN_H + 1);
 const uint REACH_H = (R - 1) * DIL_H + 1;                   // dx rows one dy row's taps reach
-const uint LIVE = STREAM ? (REACH_H > STRIDE_H ? REACH_H : STRIDE_H) : 1;  // ring rows
+const uint LIVE = REACH_H > STRIDE_H ? REACH_H : STRIDE_H;  // ring rows
+// The blocks' rows and dy rows: one in a streamed build (whose TILE_H may be thousands of rows), so that its
+// dead blocks code stays small whatever a driver unrolls before removing it.
+const uint BLOCK_H = STREAM ? 1u : TILE_H;
+const uint BLOCK_ROWS_DY = STREAM ? 1u : ROWS_DY;
 // dx row (relative to h0) of ring row 0 while dy row i = 0 (E_MIN_H: no earlier dy row reaches row 0).
 const int FIRST_BASE = E_MIN_H * int(STRIDE_H) - int(PAD_H);
 const uint TILES_W = (W + TILE_W - 1) / TILE_W;
@@ -187,13 +191,13 @@ void main() {
         return;
     }
 
-    VAL acc[TILE_H * TILE_W];
-    [[unroll]] for (uint i = 0; i < TILE_H * TILE_W; ++i) acc[i] = VAL(0.0);
+    VAL acc[BLOCK_H * TILE_W];
+    [[unroll]] for (uint i = 0; i < BLOCK_H * TILE_W; ++i) acc[i] = VAL(0.0);
     for (uint j = 0; j < MULT; ++j) {
         const uint k = c * MULT + j;
         VAL taps[TAPS];
         [[unroll]] for (uint tap = 0; tap < TAPS; ++tap) taps[tap] = filter_tap(k, tap);
-        [[unroll]] for (uint i = 0; i < ROWS_DY; ++i) {
+        [[unroll]] for (uint i = 0; i < BLOCK_ROWS_DY; ++i) {
             const int p = p_base + int(i);
             if (!in_range(p, P)) continue;
             const uint row_base = pc.dy_offset + tensor_offset(NHWC, n, k, uint(p), 0, K, P, Q);
@@ -201,14 +205,14 @@ void main() {
             LOAD_DY_ROW(seg, row_base)
             // Every dx row t of the block that dy row i reaches, through the one filter row r with
             // t + ph - r*dh = (E_MIN_H + i) * sh.
-            [[unroll]] for (uint t = 0; t < TILE_H; ++t) {
+            [[unroll]] for (uint t = 0; t < BLOCK_H; ++t) {
                 const int rd = int(t + PAD_H) - (E_MIN_H + int(i)) * int(STRIDE_H);  // r * dh
                 if (rd < 0 || uint(rd) % DIL_H != 0 || uint(rd) / DIL_H >= R) continue;
                 ADD_DY_ROW(t, uint(rd) / DIL_H)
             }
         }
     }
-    [[unroll]] for (uint t = 0; t < TILE_H; ++t) {
+    [[unroll]] for (uint t = 0; t < BLOCK_H; ++t) {
         if (h0 + t >= H) continue;
         STORE_DX_ROW(t * TILE_W, h0 + t)
     }

@@ -50,8 +50,10 @@ DepthwiseTiles data_tiles(const ConvProblem& p, uint64_t wanted_invocations, boo
     t.vec4_y = nchw && p.Q() % 4 == 0;
     const uint32_t column_unit = static_cast<uint32_t>(t.vec4_y ? 4 * p.stride_w : p.stride_w);
     const bool wide_rows = cpu && nchw && p.W > 8;
-    // (A ring of R rows of accumulators: larger filters keep the blocks.)
-    t.stream_rows = wide_rows && p.filters_per_group() == 1 && p.R * p.S <= kTapsInRegisters;
+    // (A ring of the rows one dy row's taps reach, or of a stride's, times S accumulators a column: larger
+    // filters, dilations or strides keep the blocks.)
+    const int64_t ring_rows = std::max((p.R - 1) * p.dilation_h + 1, p.stride_h);
+    t.stream_rows = wide_rows && p.filters_per_group() == 1 && ring_rows * p.S <= kTapsInRegisters;
     t.tile_w = multiple_of(column_unit, t.stream_rows ? (p.W >= 32 ? 32 : 16) : wide_rows ? 16 : p.W > 8 ? 8 : 4);
     // Shorter blocks where the batch's blocks are too few invocations to keep the memory busy (as forward).
     const int64_t first_rows = t.stream_rows ? std::min<int64_t>(p.H, 4096) : wide_rows ? 1 : block_rows(p, p.H);
