@@ -63,8 +63,7 @@ Planned<Algorithm> heuristic_algorithm(ContextImpl& context, const ConvProblem& 
     if (p.data_type != DataType::F32)
         for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Mec, Algorithm::ImplicitGemm, Algorithm::Direct}) {
             auto planned = plan_algorithm(context, p, pass, algorithm, options);
-            if (!planned && planned.refusal().fp32_tiles_run_it && plan_tiled(context, p, pass, algorithm, options))
-                return algorithm;
+            if (!planned && fp32_tiles_for(context, p, pass, algorithm, options, planned.refusal())) return algorithm;
         }
     // Nothing binds whole and no lowering fits: direct in tiles, where those fit.
     if (needs_tiling(context, p, Algorithm::Direct, options) &&

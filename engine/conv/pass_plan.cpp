@@ -106,14 +106,12 @@ Planned<PassPlan> plan_pass_on(ContextImpl& context, const ConvProblem& problem,
         plan.how = std::move(*tiles);
     } else {
         auto whole = plan_algorithm(context, problem, pass, algorithm, options);
-        if (!whole && whole.refusal().fp32_tiles_run_it) {
-            // fp32 tiles, each value rounded once as it is copied out; the refusal stands where none fit.
-            auto tiles = plan_tiled(context, problem, pass, algorithm, options);
+        if (!whole) {
+            auto tiles = fp32_tiles_for(context, problem, pass, algorithm, options, whole.refusal());
             if (!tiles) return whole.refusal();
             plan.how = std::move(*tiles);
             return plan;
         }
-        if (!whole) return whole.refusal();
         plan.how = *whole;
     }
     return plan;

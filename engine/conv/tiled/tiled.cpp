@@ -300,6 +300,14 @@ Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& p, Pass p
     return unsupported(std::string(to_string(algorithm)) + ": its smallest tiles need " + need + where);
 }
 
+std::optional<TiledPlan> fp32_tiles_for(ContextImpl& context, const ConvProblem& problem, Pass pass,
+                                        Algorithm algorithm, const PassOptions& options, const Refusal& refusal) {
+    if (!refusal.fp32_tiles_run_it) return std::nullopt;
+    auto tiles = plan_tiled(context, problem, pass, algorithm, options);
+    if (!tiles) return std::nullopt;
+    return std::move(*tiles);
+}
+
 namespace {
 
 // One image of an operand (a user tensor, or a compact tile with n = 0) as copy_box sees it.

@@ -14,6 +14,7 @@
 // the band (TileSlot::Sums too) that is rounded into dx after the group's last piece.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ bool needs_tiling(ContextImpl& context, const ConvProblem& problem, Algorithm al
 // need more workspace than options.workspace_limit.
 Planned<TiledPlan> plan_tiled(ContextImpl& context, const ConvProblem& problem, Pass pass, Algorithm algorithm,
                               const PassOptions& options);
+// The fp32 tiles that run a 16-bit problem `algorithm` refused whole because its fp32 sums would not fit a
+// binding (Refusal::fp32_tiles_run_it), each value rounded once as it is copied out; nothing for any other
+// refusal, or where no tile fits.
+std::optional<TiledPlan> fp32_tiles_for(ContextImpl& context, const ConvProblem& problem, Pass pass,
+                                        Algorithm algorithm, const PassOptions& options, const Refusal& refusal);
 
 // backward_bias alone where one image of dy is too large to bind: tiles of a band of rows and a run of
 // channels, each summed by the bias-gradient kernel and added into db in a fixed order.
