@@ -1,0 +1,61 @@
+// MATLAB arrays in and out of vkconv tensors, and the checks every argument goes through.
+//
+// MATLAB stores arrays column-major: an H x W x C x N array is, byte for byte, the row-major N x C x W x H
+// array vkconv's NCHW layout reads, so single data uploads straight from the array's memory and downloads
+// straight into a new array's (the one copy is the staging buffer any device upload needs). Double data is
+// converted to single on the way in and back on the way out, which costs one host copy each way.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vkconv/vkconv.hpp>
+
+#include "mex.h"
+
+namespace vkconv::mex {
+
+// An mxArray the MEX owns until it hands it to MATLAB (release()); destroyed if an error comes first.
+struct ArrayDeleter {
+    void operator()(mxArray* array) const { mxDestroyArray(array); }
+};
+using OwnedArray = std::unique_ptr<mxArray, ArrayDeleter>;
+
+// "a 2x3 int8 array", "a complex single array", "a sparse double matrix", "a char array", ...: what the user
+// passed, for error messages.
+std::string describe(const mxArray* array);
+
+// Error(InvalidArgument) naming `role` unless `array` is a real, full, non-empty single or double array.
+void require_float_array(const mxArray* array, const std::string& role);
+
+// The array's size as `rank` extents, trailing ones added (MATLAB drops trailing singleton dimensions);
+// Error(InvalidArgument) naming `role` when it has more non-singleton dimensions than `rank`.
+std::vector<int64_t> extents(const mxArray* array, size_t rank, const std::string& role);
+
+// True when every array is double: results are then double, as MATLAB's own arithmetic gives single
+// whenever one operand is single.
+bool all_double(std::initializer_list<const mxArray*> arrays);
+
+// A device tensor of `shape` holding the array's values (its element count must match), narrowed to
+// `type` when that is 16-bit.
+Tensor upload(Context& context, const mxArray* array, const Shape& shape, DataType type);
+
+// A new single (or double) array of size `dims` holding the tensor's values, widened to fp32 if 16-bit.
+OwnedArray download(const Tensor& tensor, const std::vector<int64_t>& dims, bool as_double);
+
+// A scalar or vector of whole numbers from a real numeric array: Error(InvalidArgument) naming `role` for
+// anything else (complex, sparse, non-numeric, fractional, not finite, negative where `minimum` is 0).
+std::vector<int64_t> whole_numbers(const mxArray* array, const std::string& role, int64_t minimum);
+
+// A character row vector's text, or Error(InvalidArgument) naming `role`.
+std::string text(const mxArray* array, const std::string& role);
+
+// A struct's field values from names and mxArrays it takes ownership of.
+OwnedArray make_struct(const std::vector<std::pair<const char*, mxArray*>>& fields);
+mxArray* scalar(double value);
+mxArray* char_array(const std::string& value);
+
+}  // namespace vkconv::mex

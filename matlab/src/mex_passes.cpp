@@ -1,0 +1,132 @@
+// The convolution commands: forward, backward-data, backward-filter and backward-bias on MATLAB arrays.
+#include "mex_commands.hpp"
+#include "mex_options.hpp"
+#include "mex_session.hpp"
+
+namespace vkconv::mex {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorCategory::InvalidArgument, message); }
+
+void require_arguments(int count, int needed, const char* usage) {
+    if (count < needed) invalid(std::string("not enough arguments: ") + usage);
+}
+
+// A size argument ([H W C N] data or [R S Cg Kg G] weights) as `rank` extents.
+std::vector<int64_t> size_argument(const mxArray* array, size_t rank, const std::string& role) {
+    std::vector<int64_t> v = whole_numbers(array, role, 1);
+    if (v.size() > rank)
+        invalid(role + " must have at most " + std::to_string(rank) + " elements; got " + describe(array));
+    v.resize(rank, 1);
+    return v;
+}
+
+// The bias argument: [] for none, a scalar for every filter, or one value per filter.
+const mxArray* bias_argument(const mxArray* bias, int64_t filters) {
+    if (bias && mxIsNumeric(bias) && mxIsEmpty(bias) && !mxIsSparse(bias)) return nullptr;
+    require_float_array(bias, "bias");
+    const size_t count = mxGetNumberOfElements(bias);
+    if (count != 1 && static_cast<int64_t>(count) != filters)
+        invalid("bias must be [], a scalar or one value per filter (" + std::to_string(filters) + "); got " +
+                describe(bias));
+    return bias;
+}
+
+Tensor upload_bias(Context& context, const mxArray* bias, const ConvProblem& problem) {
+    if (mxGetNumberOfElements(bias) == static_cast<size_t>(problem.K))
+        return upload(context, bias, problem.bias_shape(), problem.data_type);
+    const float value = static_cast<float>(mxGetScalar(bias));  // a scalar for every filter
+    return Tensor::from_host(context, problem.bias_shape(), std::vector<float>(problem.K, value), problem.data_type);
+}
+
+void remember(const char* command, const RunStats& stats) { last_run() = {command, stats}; }
+
+}  // namespace
+
+Outputs forward_command(const mxArray* const* args, int count, int) {
+    require_arguments(count, 3, "Y = vkconv('forward', X, weights, bias, Name, Value, ...)");
+    require_float_array(args[0], "X");
+    require_float_array(args[1], "weights");
+    const ConvOptions options = parse_conv_options(args + 3, count - 3);
+    const MatlabConv conv{extents(args[0], 4, "X"), extents(args[1], 5, "weights")};
+    const mxArray* bias = bias_argument(args[2], conv.weights[3] * conv.weights[4]);
+    const ConvProblem problem = to_problem(conv, options, bias != nullptr);
+
+    Context& c = context();
+    const Tensor x = upload(c, args[0], problem.input_shape(), problem.data_type);
+    const Tensor w = upload(c, args[1], problem.filter_shape(), problem.data_type);
+    const Tensor b = bias ? upload_bias(c, bias, problem) : Tensor();
+    Tensor y(c, problem.output_shape(), problem.data_type);
+    remember("forward", vkconv::forward(c, problem, x, w, bias ? &b : nullptr, y, options.algorithm,
+                                        pass_options(options)));
+    Outputs out;
+    out.push_back(download(y, output_extents(problem), all_double({args[0], args[1], bias})));
+    return out;
+}
+
+Outputs backward_data_command(const mxArray* const* args, int count, int) {
+    require_arguments(count, 3, "dX = vkconv('backwardData', dY, weights, sizeX, Name, Value, ...)");
+    require_float_array(args[0], "dY");
+    require_float_array(args[1], "weights");
+    const ConvOptions options = parse_conv_options(args + 3, count - 3);
+    const MatlabConv conv{size_argument(args[2], 4, "sizeX"), extents(args[1], 5, "weights")};
+    const ConvProblem problem = to_problem(conv, options, false);
+    ConvProblem::check_shape("dY (height, width, filters, batch)", extents(args[0], 4, "dY"),
+                             output_extents(problem));
+
+    Context& c = context();
+    const Tensor dy = upload(c, args[0], problem.output_shape(), problem.data_type);
+    const Tensor w = upload(c, args[1], problem.filter_shape(), problem.data_type);
+    Tensor dx(c, problem.input_shape(), problem.data_type);
+    remember("backwardData", vkconv::backward_data(c, problem, dy, w, dx, options.algorithm, pass_options(options)));
+    Outputs out;
+    out.push_back(download(dx, conv.data, all_double({args[0], args[1]})));
+    return out;
+}
+
+Outputs backward_filter_command(const mxArray* const* args, int count, int outputs) {
+    require_arguments(count, 3, "[dW, db] = vkconv('backwardFilter', X, dY, sizeW, Name, Value, ...)");
+    require_float_array(args[0], "X");
+    require_float_array(args[1], "dY");
+    const ConvOptions options = parse_conv_options(args + 3, count - 3);
+    const MatlabConv conv{extents(args[0], 4, "X"), size_argument(args[2], 5, "sizeW")};
+    const bool with_bias = outputs >= 2;
+    const ConvProblem problem = to_problem(conv, options, with_bias);
+    ConvProblem::check_shape("dY (height, width, filters, batch)", extents(args[1], 4, "dY"),
+                             output_extents(problem));
+
+    Context& c = context();
+    const Tensor x = upload(c, args[0], problem.input_shape(), problem.data_type);
+    const Tensor dy = upload(c, args[1], problem.output_shape(), problem.data_type);
+    Tensor dw(c, problem.filter_shape(), problem.weight_gradient_type());
+    Tensor db = with_bias ? Tensor(c, problem.bias_shape(), problem.weight_gradient_type()) : Tensor();
+    remember("backwardFilter", vkconv::backward_filter(c, problem, x, dy, dw, with_bias ? &db : nullptr,
+                                                       options.algorithm, pass_options(options)));
+    const bool as_double = all_double({args[0], args[1]});
+    Outputs out;
+    out.push_back(download(dw, conv.weights, as_double));
+    if (with_bias) out.push_back(download(db, {problem.K, 1}, as_double));
+    return out;
+}
+
+Outputs backward_bias_command(const mxArray* const* args, int count, int) {
+    require_arguments(count, 1, "db = vkconv('backwardBias', dY, Name, Value, ...)");
+    require_float_array(args[0], "dY");
+    const ConvOptions options = parse_conv_options(args + 1, count - 1);
+    const std::vector<int64_t> dims = extents(args[0], 4, "dY");
+    ConvProblem problem;  // a 1x1 convolution whose output is dY: db sums dY over all but its third dimension
+    problem.N = dims[3], problem.C = 1, problem.H = dims[1], problem.W = dims[0], problem.K = dims[2];
+    problem.has_bias = true, problem.data_type = options.storage, problem.fp32_weight_gradients = true;
+    problem.validate();
+
+    Context& c = context();
+    const Tensor dy = upload(c, args[0], problem.output_shape(), problem.data_type);
+    Tensor db(c, problem.bias_shape(), problem.weight_gradient_type());
+    remember("backwardBias", vkconv::backward_bias(c, problem, dy, db, pass_options(options)));
+    Outputs out;
+    out.push_back(download(db, {problem.K, 1}, all_double({args[0]})));
+    return out;
+}
+
+}  // namespace vkconv::mex
