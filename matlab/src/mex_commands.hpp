@@ -30,6 +30,8 @@ Outputs device_command(const mxArray* const* args, int count, int outputs);
 Outputs devices_command(const mxArray* const* args, int count, int outputs);
 // stats = vkconv('stats')
 Outputs stats_command(const mxArray* const* args, int count, int outputs);
+// vkconv('trim'): the device memory the pool holds beyond its tensors goes back to the driver
+Outputs trim_command(const mxArray* const* args, int count, int outputs);
 // vkconv('reset')
 Outputs reset_command(const mxArray* const* args, int count, int outputs);
 

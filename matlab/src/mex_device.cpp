@@ -102,6 +102,12 @@ Outputs stats_command(const mxArray* const*, int count, int) {
     return out;
 }
 
+Outputs trim_command(const mxArray* const*, int count, int) {
+    no_more_arguments(count, 0, "vkconv('trim')");
+    context().trim();
+    return {};
+}
+
 Outputs reset_command(const mxArray* const*, int count, int) {
     no_more_arguments(count, 0, "vkconv('reset')");
     release();

@@ -33,6 +33,7 @@ constexpr Command commands[] = {
     {"device", device_command, 1},
     {"devices", devices_command, 1},
     {"stats", stats_command, 1},
+    {"trim", trim_command, 0},
     {"reset", reset_command, 0},
 };
 
