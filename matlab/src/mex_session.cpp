@@ -41,9 +41,9 @@ Context& context() {
 }
 
 void select_device(const ContextOptions& options) {
+    auto made = std::make_unique<Context>(options);  // throws, leaving the context in use as it was
     release();
     Session& s = session();
-    auto made = std::make_unique<Context>(options);  // throws, leaving the options in use as they were
     s.options = options;
     s.context = std::move(made);
 }

@@ -15,9 +15,9 @@ namespace vkconv::mex {
 
 // The context, made with the options of the last select_device (at first: VKCONV_DEVICE or the best device).
 Context& context();
-// Drops the current context and makes one with `options` (options.device: an index or part of a name, ""
-// for the default; a memory cap, imposed limits, a pipeline cache file). Made at once, so a selector that
-// matches nothing is an error here, and the options in use before stay in use.
+// Makes a context with `options` and drops the current one for it (options.device: an index or part of a
+// name, "" for the default; a memory cap, imposed limits, a pipeline cache file). Made at once, so a
+// selector that matches nothing is an error here, and the context in use stays.
 void select_device(const ContextOptions& options);
 // Drops the context and everything made on it.
 void release();

@@ -64,6 +64,12 @@ bad = {
   {inv, 'uint8', 'separableForward', uint8(ones(4, 4, 2, 3)), zeros(3, 3, 1, 1, 2), zeros(2, 1), zeros(3, 3, 1, 1, 2), zeros(2, 1)}
   {inv, 'dZ', 'separableBackward', randn(4, 4, 2, 3, 'single'), zeros(3, 3, 1, 1, 2), zeros(3, 3, 1, 1, 2), zeros(4, 4, 2, 2)}
   {inv, 'unknown option', 'separableBackward', randn(4, 4, 2, 3, 'single'), zeros(3, 3, 1, 1, 2), zeros(3, 3, 1, 1, 2), zeros(4, 4, 2), 'Budget', 1}
+  {inv, 'overflows int64', 'backwardData', good, W, [1e9 1e9 4 2]}
+  {inv, 'groups = 4000000000000', 'backwardFilter', X, good, [3 3 4 3 1e12]}
+  {'vkconv:unsupported', 'above the workspace limit of 1 bytes', 'forward', X, W, [], 'WorkspaceLimit', 1, 'Algorithm', 'im2col'}
+  {inv, 'got a 0x0 double array', 'forward', X, W, [], 'Padding', []}
+  {inv, '''Storage'' must be a character vector', 'forward', X, W, [], 'Storage', 16}
+  {inv, 'device index 7 is out of range', 'device', 7}
   {inv, 'too many arguments', 'devices', 1}
   {inv, 'unknown option', 'device', '', 'Memory', 1}
 };
@@ -92,6 +98,9 @@ assert(strcmp(vkconv('device').name, name));
 vkconv('device', '', 'MemoryLimit', 65536);
 expect_error('vkconv:outOfDeviceMemory', 'limit', 'forward', randn(64, 64, 4, 2, 'single'), W, []);
 vkconv('device', '');
+assert(isequal(vkconv('forward', X, W, []), good));
+% `clear vkconv` releases the device (mexAtExit); the next call makes it again and gives the same answer.
+clear vkconv;
 assert(isequal(vkconv('forward', X, W, []), good));
 count = count + 2;
 printf('test_bad_input: %d bad calls, each a MATLAB error; Octave still running\n', count);
