@@ -6,7 +6,8 @@ classdef SeparableDlLayer < nnet.layer.Layer
 %
 % Input 'SSCB' frames H x W x C x F (F = 3 x clips), output H x W x C x clips. The learnables are the two
 % 3x3x1x1xC channel-wise kernels and their C x 1 biases; predict and backward run on the Vulkan device
-% through the vkconv MEX (data are taken out of dlarray and gpuArray first, and the results put back).
+% through the vkconv MEX: dlarray and gpuArray data are taken out first (extractdata, gather); predict returns
+% a dlarray with the input's labels when given one, backward plain arrays.
 
   properties (Learnable)
     Kminus

@@ -74,8 +74,7 @@ struct ConvProblem {
     // The element type of dw and db: F32 where fp32_weight_gradients is set, else data_type.
     DataType weight_gradient_type() const { return fp32_weight_gradients ? DataType::F32 : data_type; }
 
-    // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding, a
-    // pad larger than the dilated kernel (dilation*(taps-1)+1: rows beyond it would see padding only),
+    // Throws Error(InvalidArgument) naming the field and its value: non-positive sizes, negative padding,
     // C or K not divisible by groups, a dilated kernel larger than the padded input, element counts,
     // the forward multiply-add count or float32 byte counts that overflow int64.
     void validate() const;

@@ -13,25 +13,13 @@ if ~exist('height', 'var'), height = 256; end
 if ~exist('width', 'var'), width = 256; end
 if ~exist('rounds', 'var'), rounds = 2; end
 
-function kib = resident_peak_kib(reset)
-% The process's peak resident set (VmHWM, KiB); with reset, the peak is set to the current size first.
-  kib = NaN;
-  if reset
-    fid = fopen('/proc/self/clear_refs', 'w');
-    if fid < 0, return; end
-    fprintf(fid, '5'); fclose(fid);
-  end
-  text = fileread('/proc/self/status');
-  kib = sscanf(text(strfind(text, 'VmHWM:') + 6:end), '%f', 1);
-end
-
-randn('seed', 1);
+randn('state', 1);
 layer = SeparableLayer(channels);
 layer.Bminus = randn(channels, 1, 'single'); layer.Bplus = randn(channels, 1, 'single');
 X = randn(height, width, channels, frames, 'single');
 dZ = randn(height, width, channels, frames / 3, 'single');
 info = vkconv('device');
-printf('device: %s (%s), %d x %d x %d x %d frames, %.0f MiB of frames\n', info.name, info.driver, height, width, ...
+fprintf('device: %s (%s), %d x %d x %d x %d frames, %.0f MiB of frames\n', info.name, info.driver, height, width, ...
        channels, frames, numel(X) * 4 / 2^20);
 
 vk = struct('forward', [], 'backward', []);
@@ -58,20 +46,20 @@ plain_host_mib = (resident_peak_kib(false) - base) / 1024;
 plain_backward = plain_both - plain_forward;
 
 rel = @(a, b) max(abs(a(:) - b(:))) / max(abs(b(:)));
-printf('\nagreement (max |difference| / max |plain|): Z %.2g, dX %.2g, dKminus %.2g, dKplus %.2g, db %.2g\n', ...
+fprintf('\nagreement (max |difference| / max |plain|): Z %.2g, dX %.2g, dKminus %.2g, dKplus %.2g, db %.2g\n', ...
        rel(Z, Zr), rel(dX, dXr), rel(dKm, dKmr), rel(dKp, dKpr), rel(dBm, dBmr));
 layer_operands = (numel(X) * 2 + numel(dZ) * 2) * 4 + 4 * 4 * 9 * channels + 4 * 4 * channels;
-printf('\n| | vkconv (%s) | plain Octave (convn) |\n|---|---:|---:|\n', info.name);
-printf('| forward, s | %.2f (first call %.2f) | %.2f |\n', vk.forward(end), vk.forward(1), plain_forward);
-printf('| backward, s | %.2f (first call %.2f) | %.2f |\n', vk.backward(end), vk.backward(1), plain_backward);
-printf('| forward + backward, s | %.2f | %.2f |\n', vk.forward(end) + vk.backward(end), plain_forward + plain_backward);
-printf('| process peak above the data (host; lavapipe''s device memory included), MiB | %.0f | %.0f |\n', ...
+fprintf('\n| | vkconv (%s) | plain Octave (convn) |\n|---|---:|---:|\n', info.name);
+fprintf('| forward, s | %.2f (first call %.2f) | %.2f |\n', vk.forward(end), vk.forward(1), plain_forward);
+fprintf('| backward, s | %.2f (first call %.2f) | %.2f |\n', vk.backward(end), vk.backward(1), plain_backward);
+fprintf('| forward + backward, s | %.2f | %.2f |\n', vk.forward(end) + vk.backward(end), plain_forward + plain_backward);
+fprintf('| process peak above the data (host; lavapipe''s device memory included), MiB | %.0f | %.0f |\n', ...
        vk_host_mib, plain_host_mib);
-printf('| device pool peak, forward, MiB | %.0f (%.3f x its operands, %d chunks) | |\n', ...
+fprintf('| device pool peak, forward, MiB | %.0f (%.3f x its operands, %d chunks) | |\n', ...
        forward_report.peakBytes / 2^20, forward_report.peakOverOperands, forward_report.chunks);
-printf('| device pool peak, backward, MiB | %.0f (%.3f x its operands, %d chunks) | |\n', ...
+fprintf('| device pool peak, backward, MiB | %.0f (%.3f x its operands, %d chunks) | |\n', ...
        backward_report.peakBytes / 2^20, backward_report.peakOverOperands, backward_report.chunks);
-printf('| layer operands (X, Z, dZ, dX, kernels, biases), MiB | %.0f | %.0f |\n', layer_operands / 2^20, layer_operands / 2^20);
-printf('\nspeed-up of forward + backward: %.2f x; device pool peak %.3f x the layer''s operands\n', ...
+fprintf('| layer operands (X, Z, dZ, dX, kernels, biases), MiB | %.0f | %.0f |\n', layer_operands / 2^20, layer_operands / 2^20);
+fprintf('\nspeed-up of forward + backward: %.2f x; device pool peak %.3f x the layer''s operands\n', ...
        (plain_forward + plain_backward) / (vk.forward(end) + vk.backward(end)), ...
        max(forward_report.peakBytes, backward_report.peakBytes) / layer_operands);

@@ -11,7 +11,7 @@ if ~exist('width', 'var'), width = 40; end
 if ~exist('frames', 'var'), frames = 12; end
 if ~exist('steps', 'var'), steps = 10; end
 if ~exist('learning_rate', 'var'), learning_rate = 1; end
-randn('seed', 3);
+randn('state', 3);
 teacher = SeparableLayer(channels);
 teacher.Bminus = 0.1 * randn(channels, 1, 'single');
 student = SeparableLayer(channels);
@@ -40,7 +40,7 @@ else
     student.Bminus = student.Bminus - learning_rate * dBminus;
     student.Kplus = student.Kplus - learning_rate * dKplus;
     student.Bplus = student.Bplus - learning_rate * dBplus;
-    printf('step %2d  loss %.6f\n', step, losses(step));
+    fprintf('step %2d  loss %.6f\n', step, losses(step));
   end
 end
 if ~(losses(end) < 0.5 * losses(1))

@@ -43,12 +43,25 @@ bool all_double(std::initializer_list<const mxArray*> arrays);
 // `type` when that is 16-bit.
 Tensor upload(Context& context, const mxArray* array, const Shape& shape, DataType type);
 
-// A new single (or double) array of size `dims` holding the tensor's values, widened to fp32 if 16-bit.
-OwnedArray download(const Tensor& tensor, const std::vector<int64_t>& dims, bool as_double);
+// A new, uninitialised single (or double) array of size `dims`, for a command's result: made before the
+// command's device work, so that MATLAB, which ends a MEX at once when an array cannot be made, never
+// does so while vkconv holds device memory.
+OwnedArray result_array(const std::vector<int64_t>& dims, bool as_double);
+// The tensor's values (widened to fp32 if 16-bit) into a result array of as many elements.
+void download(const Tensor& tensor, mxArray* result);
+
+// The largest size, stride, dilation or pad the MEX takes, so that no product of two of them overflows int64
+// (vkconv's ConvProblem then checks the products that remain).
+constexpr int64_t max_extent = (int64_t{1} << 31) - 1;
+// The largest byte count an option takes: 2^53, the largest whole number a double holds exactly.
+constexpr int64_t max_bytes = int64_t{1} << 53;
 
 // A scalar or vector of whole numbers from a real numeric array: Error(InvalidArgument) naming `role` for
-// anything else (complex, sparse, non-numeric, fractional, not finite, negative where `minimum` is 0).
-std::vector<int64_t> whole_numbers(const mxArray* array, const std::string& role, int64_t minimum);
+// anything else (complex, sparse, non-numeric, fractional, not finite, below `minimum`, above `maximum`).
+std::vector<int64_t> whole_numbers(const mxArray* array, const std::string& role, int64_t minimum,
+                                   int64_t maximum = max_extent);
+// One whole number (a scalar), as whole_numbers checks it.
+int64_t whole_number(const mxArray* array, const std::string& role, int64_t minimum, int64_t maximum);
 
 // A character row vector's text, or Error(InvalidArgument) naming `role`.
 std::string text(const mxArray* array, const std::string& role);

@@ -32,7 +32,7 @@ void no_more_arguments(int count, int allowed, const char* usage) {
 // no cap), DeviceLimits (a device profile's name or file) and PipelineCache (a file).
 ContextOptions device_options(const mxArray* const* args, int count) {
     ContextOptions options;
-    options.device = mxIsNumeric(args[0]) ? std::to_string(whole_numbers(args[0], "the device index", 0).at(0))
+    options.device = mxIsNumeric(args[0]) ? std::to_string(whole_number(args[0], "the device index", 0, 1 << 30))
                                           : text(args[0], "the device selector (an index or part of a name)");
     if ((count - 1) % 2 != 0)
         throw Error(ErrorCategory::InvalidArgument, "options come in Name, Value pairs; the last name has no value");
@@ -40,7 +40,8 @@ ContextOptions device_options(const mxArray* const* args, int count) {
         std::string name = text(args[i], "an option name");
         for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
         if (name == "memorylimit")
-            options.device_memory_limit = static_cast<uint64_t>(whole_numbers(args[i + 1], "'MemoryLimit'", 0).at(0));
+            options.device_memory_limit =
+                static_cast<uint64_t>(whole_number(args[i + 1], "'MemoryLimit'", 0, max_bytes));
         else if (name == "devicelimits")
             options.device_limits = text(args[i + 1], "'DeviceLimits'");
         else if (name == "pipelinecache")

@@ -53,11 +53,16 @@ bool same_name(const std::string& given, const char* name) {
 
 const char* error_id(ErrorCategory category) {
     switch (category) {
-        case ErrorCategory::InvalidArgument: return "vkconv:invalidArgument";
-        case ErrorCategory::Unsupported: return "vkconv:unsupported";
-        case ErrorCategory::OutOfDeviceMemory: return "vkconv:outOfDeviceMemory";
-        case ErrorCategory::DeviceLost: return "vkconv:deviceLost";
-        case ErrorCategory::VulkanFailure: return "vkconv:vulkanFailure";
+        case ErrorCategory::InvalidArgument:
+            return "vkconv:invalidArgument";
+        case ErrorCategory::Unsupported:
+            return "vkconv:unsupported";
+        case ErrorCategory::OutOfDeviceMemory:
+            return "vkconv:outOfDeviceMemory";
+        case ErrorCategory::DeviceLost:
+            return "vkconv:deviceLost";
+        case ErrorCategory::VulkanFailure:
+            return "vkconv:vulkanFailure";
     }
     return "vkconv:internal";
 }
@@ -68,7 +73,8 @@ bool run(int nlhs, mxArray* plhs[], int nrhs, const mxArray* prhs[], char (&id)[
     try {
         if (nrhs < 1 || !mxIsChar(prhs[0]))
             throw Error(ErrorCategory::InvalidArgument, "usage: vkconv(command, ...) with a command among " +
-                                                            command_names() + "; got " + describe(nrhs ? prhs[0] : nullptr));
+                                                            command_names() + "; got " +
+                                                            describe(nrhs ? prhs[0] : nullptr));
         const std::string name = text(prhs[0], "the command");
         for (const Command& c : commands) {
             if (!same_name(name, c.name)) continue;
@@ -81,7 +87,8 @@ bool run(int nlhs, mxArray* plhs[], int nrhs, const mxArray* prhs[], char (&id)[
                 plhs[i] = out[i].release();
             return true;
         }
-        throw Error(ErrorCategory::InvalidArgument, "unknown command '" + name + "' (commands: " + command_names() + ")");
+        throw Error(ErrorCategory::InvalidArgument,
+                    "unknown command '" + name + "' (commands: " + command_names() + ")");
     } catch (const Error& e) {
         std::snprintf(id, IdSize, "%s", error_id(e.category()));
         std::snprintf(message, MessageSize, "%s", e.what());
@@ -91,6 +98,9 @@ bool run(int nlhs, mxArray* plhs[], int nrhs, const mxArray* prhs[], char (&id)[
     } catch (const std::exception& e) {
         std::snprintf(id, IdSize, "vkconv:internal");
         std::snprintf(message, MessageSize, "internal error: %s", e.what());
+    } catch (...) {
+        std::snprintf(id, IdSize, "vkconv:internal");
+        std::snprintf(message, MessageSize, "internal error: an exception of unknown type");
     }
     return false;
 }

@@ -13,7 +13,9 @@ namespace vkconv::mex {
 
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorCategory::InvalidArgument, message); }
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(ErrorCategory::InvalidArgument, message);
+}
 
 separable::Shape frames_shape(const mxArray* frames) {
     require_float_array(frames, "X");
@@ -78,6 +80,10 @@ Outputs separable_forward_command(const mxArray* const* args, int count, int) {
     require_kernel(args[3], "Kplus", shape.channels), require_bias(args[4], "b2", shape.channels);
     const LayerOptions options = parse_layer_options(args + 5, count - 5);
 
+    const bool as_double = all_double({args[0], args[1], args[2], args[3], args[4]});
+    Outputs out;
+    out.push_back(result_array({shape.width, shape.height, shape.channels, shape.clips()}, as_double));
+
     Context& c = context();
     const vkconv::Shape frames{shape.frames, shape.channels, shape.height, shape.width};
     const vkconv::Shape kernel{shape.channels, 1, 3, 3}, bias{shape.channels};
@@ -88,24 +94,29 @@ Outputs separable_forward_command(const mxArray* const* args, int count, int) {
     const uint64_t workspace = budget(options, pool_bytes(c, {&x, &k_minus, &b1, &k_plus, &b2, &z}));
     separable::Layer& layer = separable_layer(shape, workspace, options.storage);
     const separable::PassReport r = layer.forward(x, k_minus, b1, k_plus, b2, z);
-
-    Outputs out;
-    out.push_back(download(z, {shape.width, shape.height, shape.channels, shape.clips()},
-                           all_double({args[0], args[1], args[2], args[3], args[4]})));
+    download(z, out[0].get());
     out.push_back(report(layer, r, workspace));
     return out;
 }
 
 Outputs separable_backward_command(const mxArray* const* args, int count, int) {
     if (count < 4)
-        invalid("not enough arguments: [dX, dKminus, dKplus, db1, db2, report] = "
-                "vkconv('separableBackward', X, Kminus, Kplus, dZ)");
+        invalid(
+            "not enough arguments: [dX, dKminus, dKplus, db1, db2, report] = "
+            "vkconv('separableBackward', X, Kminus, Kplus, dZ)");
     const separable::Shape shape = frames_shape(args[0]);
     require_kernel(args[1], "Kminus", shape.channels), require_kernel(args[2], "Kplus", shape.channels);
     require_float_array(args[3], "dZ");
     ConvProblem::check_shape("dZ (height, width, channels, clips)", extents(args[3], 4, "dZ"),
                              {shape.width, shape.height, shape.channels, shape.clips()});
     const LayerOptions options = parse_layer_options(args + 4, count - 4);
+
+    const bool as_double = all_double({args[0], args[1], args[2], args[3]});
+    const std::vector<int64_t> kernel_dims{3, 3, 1, 1, shape.channels}, bias_dims{shape.channels, 1};
+    Outputs out;
+    out.push_back(result_array(extents(args[0], 4, "X"), as_double));
+    for (const auto* dims : {&kernel_dims, &kernel_dims, &bias_dims, &bias_dims})
+        out.push_back(result_array(*dims, as_double));
 
     Context& c = context();
     const DataType type = options.storage;
@@ -119,15 +130,8 @@ Outputs separable_backward_command(const mxArray* const* args, int count, int) {
         budget(options, pool_bytes(c, {&x, &k_minus, &k_plus, &g, &dx, &dk_minus, &dk_plus, &db1, &db2}));
     separable::Layer& layer = separable_layer(shape, workspace, type);
     const separable::PassReport r = layer.backward(x, k_minus, k_plus, g, dx, dk_minus, dk_plus, db1, db2);
-
-    const bool as_double = all_double({args[0], args[1], args[2], args[3]});
-    const std::vector<int64_t> kernel_dims{3, 3, 1, 1, shape.channels}, bias_dims{shape.channels, 1};
-    Outputs out;
-    out.push_back(download(dx, extents(args[0], 4, "X"), as_double));
-    out.push_back(download(dk_minus, kernel_dims, as_double));
-    out.push_back(download(dk_plus, kernel_dims, as_double));
-    out.push_back(download(db1, bias_dims, as_double));
-    out.push_back(download(db2, bias_dims, as_double));
+    const Tensor* results[] = {&dx, &dk_minus, &dk_plus, &db1, &db2};
+    for (size_t i = 0; i < 5; ++i) download(*results[i], out[i].get());
     out.push_back(report(layer, r, workspace));
     return out;
 }

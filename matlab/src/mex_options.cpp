@@ -11,7 +11,9 @@ namespace vkconv::mex {
 
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorCategory::InvalidArgument, message); }
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(ErrorCategory::InvalidArgument, message);
+}
 
 std::string lower(std::string text) {
     std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -41,13 +43,13 @@ void padding_option(const mxArray* value, ConvOptions& options) {
         options.pad = {v[0], v[0], v[0], v[0]};
     else if (v.size() == 2)
         options.pad = {v[0], v[0], v[1], v[1]};
-    else if (v.size() == 4 && mxGetM(value) == 2)  // column-major 2x2: top, bottom, left, right
-        options.pad = {v[0], v[1], v[2], v[3]};
-    else if (v.size() == 4)
+    else if (v.size() == 4)  // [top bottom left right], or dlconv's 2x2 read column-major: the same order
         options.pad = {v[0], v[1], v[2], v[3]};
     else
-        invalid("'Padding' must be 'same', a scalar, [vertical horizontal], [top left; bottom right] or "
-                "[top bottom left right]; got " + describe(value));
+        invalid(
+            "'Padding' must be 'same', a scalar, [vertical horizontal], [top left; bottom right] or "
+            "[top bottom left right]; got " +
+            describe(value));
 }
 
 DataType storage_option(const mxArray* value) {
@@ -62,9 +64,7 @@ DataType storage_option(const mxArray* value) {
 }
 
 uint64_t bytes_option(const mxArray* value, const std::string& role) {
-    const std::vector<int64_t> v = whole_numbers(value, role, 0);
-    if (v.size() != 1) invalid(role + " must be a scalar number of bytes; got " + describe(value));
-    return static_cast<uint64_t>(v[0]);
+    return static_cast<uint64_t>(whole_number(value, role, 0, max_bytes));
 }
 
 using Setter = std::function<void(const mxArray*)>;
@@ -98,6 +98,16 @@ ConvOptions parse_conv_options(const mxArray* const* args, int count) {
     return o;
 }
 
+ConvOptions parse_bias_options(const mxArray* const* args, int count) {
+    ConvOptions o;
+    const std::map<std::string, Setter> setters{
+        {"storage", [&](const mxArray* v) { o.storage = storage_option(v); }},
+        {"workspacelimit", [&](const mxArray* v) { o.workspace_limit = bytes_option(v, "'WorkspaceLimit'"); }},
+    };
+    parse_pairs(args, count, setters, "Storage, WorkspaceLimit");
+    return o;
+}
+
 LayerOptions parse_layer_options(const mxArray* const* args, int count) {
     LayerOptions o;
     const std::map<std::string, Setter> setters{
@@ -121,11 +131,6 @@ ConvProblem to_problem(const MatlabConv& conv, const ConvOptions& options, bool 
         if (reach > padded)
             invalid(std::string("the dilated filter's ") + axis[a] + " (" + std::to_string(reach) +
                     ") exceeds the padded data's (" + std::to_string(padded) + ")");
-        const int64_t widest_pad = std::max(options.pad[2 * a], options.pad[2 * a + 1]);
-        if (!options.same && widest_pad > reach)
-            invalid(std::string("'Padding' of ") + std::to_string(widest_pad) + " along the " + axis[a] +
-                    " exceeds the dilated filter's " + axis[a] + " (" + std::to_string(reach) +
-                    "): outputs there would see padding only");
     }
     ConvProblem p;  // MATLAB's vertical axis is vkconv's W (columns), its horizontal axis vkconv's H
     p.N = x[3], p.C = x[2], p.H = x[1], p.W = x[0];

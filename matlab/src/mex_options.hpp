@@ -22,12 +22,15 @@ namespace vkconv::mex {
 struct ConvOptions {
     std::array<int64_t, 2> stride{1, 1};
     std::array<int64_t, 2> dilation{1, 1};
-    bool same = false;                      // 'Padding','same'
+    bool same = false;                       // 'Padding','same'
     std::array<int64_t, 4> pad{0, 0, 0, 0};  // top, bottom, left, right
-    DataType storage = DataType::F32;       // the device tensors' type ('Storage')
+    DataType storage = DataType::F32;        // the device tensors' type ('Storage')
     Algorithm algorithm = Algorithm::Auto;
-    uint64_t workspace_limit = 0;           // bytes, 0: none
+    uint64_t workspace_limit = 0;  // bytes, 0: none
 };
+
+// backwardBias's options: Storage and WorkspaceLimit only (it has no geometry and one algorithm).
+ConvOptions parse_bias_options(const mxArray* const* args, int count);
 
 // The options of the separable-layer commands.
 struct LayerOptions {
@@ -47,10 +50,11 @@ struct MatlabConv {
 };
 
 // The vkconv problem of that convolution (transposed as the header says). Error(InvalidArgument) in MATLAB's
-// terms for channels that do not match the weights, and for a dilated filter larger than the padded data.
+// terms for channels that do not match the weights, and for a dilated filter larger than the padded data. A
+// pad may exceed the dilated filter, as in PyTorch and ONNX: the outer outputs then see padding only.
 ConvProblem to_problem(const MatlabConv& conv, const ConvOptions& options, bool bias);
 
-// The MATLAB size of the problem's output: [P Q K N] (height, width, filters, batch).
+// The MATLAB size of the problem's output: height, width, filters, batch (vkconv's Q, P, K, N: exchanged).
 std::vector<int64_t> output_extents(const ConvProblem& problem);
 
 PassOptions pass_options(const ConvOptions& options);

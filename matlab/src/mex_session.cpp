@@ -24,7 +24,9 @@ Session& session() {
     return *the_session;
 }
 
-void release_at_exit() { release(); }
+void release_at_exit() {
+    release();
+}
 
 }  // namespace
 
@@ -66,6 +68,8 @@ separable::Layer& separable_layer(const separable::Shape& shape, uint64_t budget
     return *found->second;
 }
 
-LastRun& last_run() { return session().last; }
+LastRun& last_run() {
+    return session().last;
+}
 
 }  // namespace vkconv::mex

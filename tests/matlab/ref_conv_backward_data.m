@@ -4,7 +4,7 @@ function dX = ref_conv_backward_data(dY, W, data_size, stride, dilation, pads)
   dY = double(dY); W = double(W);
   data_size(end + 1:4) = 1;
   [R, S, Cg, Kg, G] = size(W);
-  [P, Q, ~, N] = size(dY);
+  N = size(dY, 4);
   reach = dilation .* ([R S] - 1) + 1;
   Hp = data_size(1) + pads(1) + pads(2);
   Wp = data_size(2) + pads(3) + pads(4);
@@ -14,9 +14,7 @@ function dX = ref_conv_backward_data(dY, W, data_size, stride, dilation, pads)
       for cg = 1:Cg
         acc = zeros(Hp, Wp);
         for kg = 1:Kg
-          up = zeros((P - 1) * stride(1) + 1, (Q - 1) * stride(2) + 1);
-          up(1:stride(1):end, 1:stride(2):end) = dY(:, :, (g - 1) * Kg + kg, n);
-          full = conv2(up, ref_dilate(W(:, :, cg, kg, g), dilation), 'full');
+          full = conv2(ref_spread(dY(:, :, (g - 1) * Kg + kg, n), stride), ref_dilate(W(:, :, cg, kg, g), dilation), 'full');
           acc(1:size(full, 1), 1:size(full, 2)) = acc(1:size(full, 1), 1:size(full, 2)) + full;
         end
         dX(:, :, (g - 1) * Cg + cg, n) = acc(pads(1) + (1:data_size(1)), pads(3) + (1:data_size(2)));

@@ -37,24 +37,27 @@ bad = {
   {inv, '4 channels', 'forward', X, randn(3, 3, 3, 3, 'single'), []}
   {inv, 'at most 4 dimensions', 'forward', randn(2, 2, 2, 2, 2, 'single'), W, []}
   {inv, 'exceeds the padded data', 'forward', X, randn(7, 3, 4, 3, 'single'), []}
+  {inv, 'from 1 to 2147483647', 'backwardFilter', ones(1, 1, 4096, 'single'), ones(1, 1, 4096, 'single'), [1 1 1 2^52 + 1 4096]}
   {inv, 'one value per filter (3)', 'forward', X, W, [1 2]}
   {inv, 'complex', 'forward', X, W, complex([1 2 3], 1)}
   {inv, 'unknown option ''Strides''', 'forward', X, W, [], 'Strides', 2}
   {inv, 'no value', 'forward', X, W, [], 'Stride'}
-  {inv, 'at least 1', 'forward', X, W, [], 'Stride', 0}
+  {inv, 'from 1 to', 'forward', X, W, [], 'Stride', 0}
   {inv, 'whole numbers', 'forward', X, W, [], 'Stride', 1.5}
   {inv, 'two elements', 'forward', X, W, [], 'Stride', [1 2 3]}
   {inv, 'value nan', 'forward', X, W, [], 'DilationFactor', NaN}
   {inv, '''Padding'' must be ''same''', 'forward', X, W, [], 'Padding', 'valid'}
-  {inv, 'exceeds the dilated filter', 'forward', X, W, [], 'Padding', 4}
+  {inv, 'from 0 to 2147483647', 'forward', X, W, [], 'Padding', 2^40}
   {inv, '''Storage''', 'forward', X, W, [], 'Storage', 'f64'}
   {inv, 'fast', 'forward', X, W, [], 'Algorithm', 'fast'}
-  {inv, 'at least 0', 'forward', X, W, [], 'WorkspaceLimit', -1}
+  {inv, 'from 0 to', 'forward', X, W, [], 'WorkspaceLimit', -1}
+  {inv, 'unknown option ''Stride''', 'backwardBias', good, 'Stride', 2}
+  {inv, 'must be a scalar', 'device', [0 1]}
   {'vkconv:unsupported', 'winograd', 'forward', X, W, [], 'Algorithm', 'winograd', 'Stride', 2}
   {inv, 'not enough arguments', 'forward', X, W}
   {inv, 'sizeX', 'backwardData', good, W, [6 5 4 2 1 1]}
   {inv, 'dY', 'backwardData', good(:, :, 1:2, :), W, size(X)}
-  {inv, 'at least 1', 'backwardData', good, W, [6 0 4 2]}
+  {inv, 'from 1 to', 'backwardData', good, W, [6 0 4 2]}
   {inv, 'dY', 'backwardFilter', X, good(1:3, :, :, :), size(W)}
   {inv, 'channels', 'backwardFilter', X, good, [3 3 5 3]}
   {inv, 'complex', 'backwardBias', complex(good, good)}
@@ -65,7 +68,7 @@ bad = {
   {inv, 'dZ', 'separableBackward', randn(4, 4, 2, 3, 'single'), zeros(3, 3, 1, 1, 2), zeros(3, 3, 1, 1, 2), zeros(4, 4, 2, 2)}
   {inv, 'unknown option', 'separableBackward', randn(4, 4, 2, 3, 'single'), zeros(3, 3, 1, 1, 2), zeros(3, 3, 1, 1, 2), zeros(4, 4, 2), 'Budget', 1}
   {inv, 'overflows int64', 'backwardData', good, W, [1e9 1e9 4 2]}
-  {inv, 'groups = 4000000000000', 'backwardFilter', X, good, [3 3 4 3 1e12]}
+  {inv, 'the value 1000000000000', 'backwardFilter', X, good, [3 3 4 3 1e12]}
   {'vkconv:unsupported', 'above the workspace limit of 1 bytes', 'forward', X, W, [], 'WorkspaceLimit', 1, 'Algorithm', 'im2col'}
   {inv, 'got a 0x0 double array', 'forward', X, W, [], 'Padding', []}
   {inv, '''Storage'' must be a character vector', 'forward', X, W, [], 'Storage', 16}

@@ -16,6 +16,18 @@ function b = sum_bound(L, magnitude, ref, storage, output_rounded)
   end
 end
 
+% Results come back in the input's class, hold values of the storage type (16-bit: exactly representable
+% there), and the algorithm asked for is the one that ran.
+function check_result(what, result, X, storage, algorithm, command, rounded)
+  assert(isa(result, class(X)), '%s: returned %s for %s input', what, class(result), class(X));
+  if rounded && ~strcmp(storage, 'single')
+    assert(isequal(round_storage(result, storage), double(result)), '%s: values not of %s', what, storage);
+  end
+  st = vkconv('stats');
+  assert(strcmp(st.command, command), '%s: stats are of %s', what, st.command);
+  assert(strcmp(algorithm, 'auto') || strcmp(st.algorithm, algorithm), '%s: %s ran', what, st.algorithm);
+end
+
 function ran = check_case(name, X, W, b, options, algorithms, storage)
   s = struct(options{:});
   stride = [1 1] .* s.Stride; dilation = [1 1] .* s.DilationFactor;
@@ -36,13 +48,14 @@ function ran = check_case(name, X, W, b, options, algorithms, storage)
     opts = [options, {'Storage', storage, 'Algorithm', algorithms{a}}];
     tag = sprintf('%s, %s, %s', name, algorithms{a}, storage);
     y = vkconv('forward', X, W, b, opts{:});
-    assert(isa(y, class(X)), 'forward returned %s for %s input', class(y), class(X));
+    check_result(['forward: ' tag], y, X, storage, algorithms{a}, 'forward', true);
     check_within(['forward: ' tag], y, ref, sum_bound(R * S * Cg + 1, magnitude, ref, storage, true));
-    st = vkconv('stats');
-    assert(strcmp(st.command, 'forward') && (strcmp(algorithms{a}, 'auto') || strcmp(st.algorithm, algorithms{a})));
     dx = vkconv('backwardData', dY, W, size(X), opts{:});
+    check_result(['backwardData: ' tag], dx, X, storage, algorithms{a}, 'backwardData', true);
     check_within(['backwardData: ' tag], dx, ref_dx, sum_bound(R * S * Kg, mag_dx, ref_dx, storage, true));
     [dw, db] = vkconv('backwardFilter', X, dY, size(W), opts{:});
+    check_result(['backwardFilter dW: ' tag], dw, X, storage, algorithms{a}, 'backwardFilter', false);
+    check_result(['backwardFilter db: ' tag], db, X, storage, algorithms{a}, 'backwardFilter', false);
     check_within(['backwardFilter dW: ' tag], dw, ref_dw, sum_bound(N * P * Q, mag_dw, ref_dw, storage, false));
     check_within(['backwardFilter db: ' tag], db, ref_db, sum_bound(N * P * Q, reshape(sum(sum(sum(abs(dYs), 1), 2), 4), [], 1), ref_db, storage, false));
     dw_alone = vkconv('backwardFilter', X, dY, size(W), opts{:});
@@ -50,6 +63,7 @@ function ran = check_case(name, X, W, b, options, algorithms, storage)
     ran = ran + 5;
   end
   db = vkconv('backwardBias', dY, 'Storage', storage);
+  check_result(['backwardBias: ' name], db, X, storage, 'auto', 'backwardBias', false);
   check_within(['backwardBias: ' name ', ' storage], db, ref_db, sum_bound(N * P * Q, reshape(sum(sum(sum(abs(dYs), 1), 2), 4), [], 1), ref_db, storage, false));
   ran = ran + 1;
 end
@@ -67,9 +81,13 @@ ran = ran + check_case('same, double', X, W, 0.5, {'Stride', [1 2], 'DilationFac
 % Depthwise with a channel multiplier of 2, dilation 2, [top bottom left right] padding, no bias.
 X = randn(13, 10, 6, 2, 'single'); W = randn(3, 3, 1, 2, 6, 'single');
 ran = ran + check_case('depthwise', X, W, [], {'Stride', 1, 'DilationFactor', 2, 'Padding', [1 2 0 3]}, {'auto', 'depthwise', 'direct'}, 'single');
-% 1x1, stride 2, one image (MATLAB drops its trailing singleton dimension).
+% 'same' with odd totals (3 rows: 1 above, 2 below; 1 column: on the right) from a 4x2 filter and stride [2 1].
+X = randn(9, 6, 3, 2, 'single'); W = randn(4, 2, 3, 2, 'single');
+ran = ran + check_case('odd same', X, W, [], {'Stride', [2 1], 'DilationFactor', 1, 'Padding', 'same'}, {'auto', 'direct'}, 'single');
+% 1x1, stride 2, one image (MATLAB drops its trailing singleton dimension), padding [vertical horizontal]
+% with a vertical pad beyond the 1x1 filter: those output rows see only padding, so they hold the bias.
 X = randn(5, 7, 8, 'single'); W = randn(1, 1, 8, 3, 'single');
-ran = ran + check_case('1x1 strided', X, W, randn(3, 1, 'single'), {'Stride', 2, 'DilationFactor', 1, 'Padding', 0}, {'auto', 'mec'}, 'single');
+ran = ran + check_case('1x1 strided', X, W, randn(3, 1, 'single'), {'Stride', 2, 'DilationFactor', 1, 'Padding', [2 0]}, {'auto', 'mec'}, 'single');
 % 16-bit storage: the values the device holds are fp16 or bf16, sums fp32, outputs single.
 X = randn(9, 8, 6, 2, 'single'); W = randn(3, 3, 3, 2, 2, 'single'); b = randn(4, 1, 'single');
 for storage = {'f16', 'bf16'}
@@ -77,5 +95,14 @@ for storage = {'f16', 'bf16'}
 end
 X = randn(11, 9, 4, 3, 'single'); W = randn(3, 3, 1, 1, 4, 'single');
 ran = ran + check_case('depthwise f16', X, W, randn(4, 1, 'single'), {'Stride', 1, 'DilationFactor', 1, 'Padding', 'same'}, {'depthwise'}, 'f16');
+% Mixed classes give single, as MATLAB's arithmetic does; all-double gives double.
+X = randn(6, 5, 2, 2); W = randn(3, 3, 2, 2, 'single'); dY = randn(4, 3, 2, 2);
+assert(isa(vkconv('forward', X, W, []), 'single') && isa(vkconv('forward', X, double(W), 0), 'double'));
+assert(isa(vkconv('backwardData', dY, W, size(X)), 'single') && isa(vkconv('backwardData', dY, double(W), size(X)), 'double'));
+[dw, db] = vkconv('backwardFilter', single(X), dY, size(W));
+assert(isa(dw, 'single') && isa(db, 'single'));
+[dw, db] = vkconv('backwardFilter', X, dY, size(W));
+assert(isa(dw, 'double') && isa(db, 'double') && isa(vkconv('backwardBias', single(dY)), 'single'));
+ran = ran + 1;
 printf('test_entry_points: %d checks passed\n', ran);
-assert(ran == 92, 'expected 92 checks, ran %d', ran);  % (5 per algorithm + 1) per case
+assert(ran == 104, 'expected 104 checks, ran %d', ran);  % (5 per algorithm + 1) per case, and the classes
