@@ -53,13 +53,20 @@ ConvProblem gradient_problem(const MatlabConv& conv, const ConvOptions& options,
     return problem;
 }
 
+// The checks the three convolution commands open with: enough arguments, two float arrays first, then the
+// options after the third argument.
+ConvOptions opening(const mxArray* const* args, int count, const char* usage, const char* first, const char* second) {
+    require_arguments(count, 3, usage);
+    require_float_array(args[0], first);
+    require_float_array(args[1], second);
+    return parse_conv_options(args + 3, count - 3);
+}
+
 }  // namespace
 
 Outputs forward_command(const mxArray* const* args, int count, int) {
-    require_arguments(count, 3, "Y = vkconv('forward', X, weights, bias, Name, Value, ...)");
-    require_float_array(args[0], "X");
-    require_float_array(args[1], "weights");
-    const ConvOptions options = parse_conv_options(args + 3, count - 3);
+    const ConvOptions options =
+        opening(args, count, "Y = vkconv('forward', X, weights, bias, Name, Value, ...)", "X", "weights");
     const MatlabConv conv{extents(args[0], 4, "X"), extents(args[1], 5, "weights")};
     const mxArray* bias = bias_argument(args[2], conv.weights[3] * conv.weights[4]);
     const ConvProblem problem = to_problem(conv, options, bias != nullptr);
@@ -78,10 +85,8 @@ Outputs forward_command(const mxArray* const* args, int count, int) {
 }
 
 Outputs backward_data_command(const mxArray* const* args, int count, int) {
-    require_arguments(count, 3, "dX = vkconv('backwardData', dY, weights, sizeX, Name, Value, ...)");
-    require_float_array(args[0], "dY");
-    require_float_array(args[1], "weights");
-    const ConvOptions options = parse_conv_options(args + 3, count - 3);
+    const ConvOptions options =
+        opening(args, count, "dX = vkconv('backwardData', dY, weights, sizeX, Name, Value, ...)", "dY", "weights");
     const MatlabConv conv{size_argument(args[2], 4, "sizeX"), extents(args[1], 5, "weights")};
     const ConvProblem problem = gradient_problem(conv, options, false, args[0]);
     Outputs out;
@@ -97,10 +102,8 @@ Outputs backward_data_command(const mxArray* const* args, int count, int) {
 }
 
 Outputs backward_filter_command(const mxArray* const* args, int count, int outputs) {
-    require_arguments(count, 3, "[dW, db] = vkconv('backwardFilter', X, dY, sizeW, Name, Value, ...)");
-    require_float_array(args[0], "X");
-    require_float_array(args[1], "dY");
-    const ConvOptions options = parse_conv_options(args + 3, count - 3);
+    const ConvOptions options =
+        opening(args, count, "[dW, db] = vkconv('backwardFilter', X, dY, sizeW, Name, Value, ...)", "X", "dY");
     const MatlabConv conv{extents(args[0], 4, "X"), size_argument(args[2], 5, "sizeW")};
     const bool with_bias = outputs >= 2;
     const ConvProblem problem = gradient_problem(conv, options, with_bias, args[1]);
