@@ -20,25 +20,30 @@ struct Session {
 };
 
 Session& session() {
-    static Session* the_session = new Session;  // freed by release_at_exit, not by static destruction order
+    static Session* the_session = new Session;  // never destroyed: release_at_exit frees what it holds in time
     return *the_session;
 }
 
+// MATLAB and Octave call it when they clear the MEX function or exit, so the device is destroyed, as Vulkan
+// asks, before the process or the MEX's code goes.
 void release_at_exit() {
     release();
+    session().exit_hook = false;  // the hook went with the MEX function that held it: the next call sets it again
+}
+
+void register_exit_hook() {
+    Session& s = session();
+    if (s.exit_hook) return;
+    mexAtExit(release_at_exit);
+    s.exit_hook = true;
 }
 
 }  // namespace
 
 Context& context() {
     Session& s = session();
-    if (!s.exit_hook) {
-        mexAtExit(release_at_exit);
-        s.exit_hook = true;
-    }
-    if (!s.context) {
-        s.context = std::make_unique<Context>(s.options);
-    }
+    if (!s.context) s.context = std::make_unique<Context>(s.options);
+    register_exit_hook();
     return *s.context;
 }
 
@@ -48,6 +53,7 @@ void select_device(const ContextOptions& options) {
     Session& s = session();
     s.options = options;
     s.context = std::move(made);
+    register_exit_hook();
 }
 
 void release() {
