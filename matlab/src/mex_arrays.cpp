@@ -1,5 +1,6 @@
 #include "mex_arrays.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -164,6 +165,11 @@ std::string text(const mxArray* array, const std::string& role) {
     std::string result(chars);
     mxFree(chars);
     return result;
+}
+
+std::string lowercase(std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
 }
 
 OwnedArray make_struct(const std::vector<std::pair<const char*, mxArray*>>& fields) {

@@ -65,6 +65,8 @@ int64_t whole_number(const mxArray* array, const std::string& role, int64_t mini
 
 // A character row vector's text, or Error(InvalidArgument) naming `role`.
 std::string text(const mxArray* array, const std::string& role);
+// The text in lower case: commands and option names match whatever their case, as MATLAB's do.
+std::string lowercase(std::string text);
 
 // A struct's field values from names and mxArrays it takes ownership of.
 OwnedArray make_struct(const std::vector<std::pair<const char*, mxArray*>>& fields);

@@ -1,9 +1,8 @@
 // The device commands: which device the MEX runs on, which there are, what the last pass cost, and releasing
 // the device.
 #include "mex_commands.hpp"
+#include "mex_options.hpp"
 #include "mex_session.hpp"
-
-#include <cctype>
 
 namespace vkconv::mex {
 
@@ -28,35 +27,10 @@ void no_more_arguments(int count, int allowed, const char* usage) {
     if (count > allowed) throw Error(ErrorCategory::InvalidArgument, std::string("too many arguments: ") + usage);
 }
 
-// vkconv('device', selector, Name, Value, ...): the selector, then MemoryLimit (bytes the pool may hold, 0 for
-// no cap), DeviceLimits (a device profile's name or file) and PipelineCache (a file).
-ContextOptions device_options(const mxArray* const* args, int count) {
-    ContextOptions options;
-    options.device = mxIsNumeric(args[0]) ? std::to_string(whole_number(args[0], "the device index", 0, 1 << 30))
-                                          : text(args[0], "the device selector (an index or part of a name)");
-    if ((count - 1) % 2 != 0)
-        throw Error(ErrorCategory::InvalidArgument, "options come in Name, Value pairs; the last name has no value");
-    for (int i = 1; i < count; i += 2) {
-        std::string name = text(args[i], "an option name");
-        for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        if (name == "memorylimit")
-            options.device_memory_limit =
-                static_cast<uint64_t>(whole_number(args[i + 1], "'MemoryLimit'", 0, max_bytes));
-        else if (name == "devicelimits")
-            options.device_limits = text(args[i + 1], "'DeviceLimits'");
-        else if (name == "pipelinecache")
-            options.pipeline_cache_path = text(args[i + 1], "'PipelineCache'");
-        else
-            throw Error(ErrorCategory::InvalidArgument, "unknown option '" + text(args[i], "an option name") +
-                                                            "' (options: MemoryLimit, DeviceLimits, PipelineCache)");
-    }
-    return options;
-}
-
 }  // namespace
 
 Outputs device_command(const mxArray* const* args, int count, int) {
-    if (count >= 1) select_device(device_options(args, count));
+    if (count >= 1) select_device(parse_device_options(args, count));
     Outputs out;
     out.push_back(device_struct(context().device()));
     return out;

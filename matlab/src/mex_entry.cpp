@@ -5,9 +5,7 @@
 // raised only after every C++ object of the call is gone (Octave puts "vkconv: " before the message, MATLAB
 // names the function in its own report): mexErrMsgIdAndTxt does not return (MATLAB unwinds
 // without C++ destructors), so nothing of vkconv's may be alive when it is called.
-#include <cctype>
 #include <cstdio>
-#include <cstring>
 #include <new>
 #include <string>
 
@@ -43,14 +41,6 @@ std::string command_names() {
     return names;
 }
 
-bool same_name(const std::string& given, const char* name) {
-    if (given.size() != std::strlen(name)) return false;
-    for (size_t i = 0; i < given.size(); ++i)
-        if (std::tolower(static_cast<unsigned char>(given[i])) != std::tolower(static_cast<unsigned char>(name[i])))
-            return false;
-    return true;
-}
-
 const char* error_id(ErrorCategory category) {
     switch (category) {
         case ErrorCategory::InvalidArgument:
@@ -77,7 +67,7 @@ bool run(int nlhs, mxArray* plhs[], int nrhs, const mxArray* prhs[], char (&id)[
                                                             describe(nrhs ? prhs[0] : nullptr));
         const std::string name = text(prhs[0], "the command");
         for (const Command& c : commands) {
-            if (!same_name(name, c.name)) continue;
+            if (lowercase(name) != lowercase(c.name)) continue;
             if (nlhs > c.max_outputs)
                 throw Error(ErrorCategory::InvalidArgument, "vkconv('" + std::string(c.name) + "') returns at most " +
                                                                 std::to_string(c.max_outputs) + " outputs; " +

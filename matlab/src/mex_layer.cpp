@@ -41,13 +41,6 @@ void require_bias(const mxArray* bias, const char* role, int64_t channels) {
                 describe(bias));
 }
 
-uint64_t pool_bytes(Context& context, std::initializer_list<const Tensor*> tensors) {
-    const PoolStats pool = context.pool_stats();
-    uint64_t bytes = 0;
-    for (const Tensor* t : tensors) bytes += pool.rounded(t->bytes());
-    return bytes;
-}
-
 // The budget a call runs under: the option, else a fifth of the call's operands (so the pool peaks at no
 // more than 1.2 times them).
 uint64_t budget(const LayerOptions& options, uint64_t operand_bytes) {
@@ -91,7 +84,7 @@ Outputs separable_forward_command(const mxArray* const* args, int count, int) {
     const Tensor k_minus = upload(c, args[1], kernel, options.storage), b1 = upload(c, args[2], bias, options.storage);
     const Tensor k_plus = upload(c, args[3], kernel, options.storage), b2 = upload(c, args[4], bias, options.storage);
     Tensor z(c, {shape.clips(), shape.channels, shape.height, shape.width}, options.storage);
-    const uint64_t workspace = budget(options, pool_bytes(c, {&x, &k_minus, &b1, &k_plus, &b2, &z}));
+    const uint64_t workspace = budget(options, separable::pool_bytes(c, {&x, &k_minus, &b1, &k_plus, &b2, &z}));
     separable::Layer& layer = separable_layer(shape, workspace, options.storage);
     const separable::PassReport r = layer.forward(x, k_minus, b1, k_plus, b2, z);
     download(z, out[0].get());
@@ -127,7 +120,7 @@ Outputs separable_backward_command(const mxArray* const* args, int count, int) {
     Tensor dx(c, x.shape(), type), dk_minus(c, kernel, type), dk_plus(c, kernel, type), db1(c, bias, type),
         db2(c, bias, type);
     const uint64_t workspace =
-        budget(options, pool_bytes(c, {&x, &k_minus, &k_plus, &g, &dx, &dk_minus, &dk_plus, &db1, &db2}));
+        budget(options, separable::pool_bytes(c, {&x, &k_minus, &k_plus, &g, &dx, &dk_minus, &dk_plus, &db1, &db2}));
     separable::Layer& layer = separable_layer(shape, workspace, type);
     const separable::PassReport r = layer.backward(x, k_minus, k_plus, g, dx, dk_minus, dk_plus, db1, db2);
     const Tensor* results[] = {&dx, &dk_minus, &dk_plus, &db1, &db2};

@@ -1,7 +1,5 @@
 #include "mex_options.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <functional>
 #include <map>
 
@@ -13,11 +11,6 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& message) {
     throw Error(ErrorCategory::InvalidArgument, message);
-}
-
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text;
 }
 
 // A scalar, or a pair [vertical horizontal], of whole numbers of at least `minimum`.
@@ -32,7 +25,7 @@ std::array<int64_t, 2> pair_option(const mxArray* value, const std::string& role
 // convolution2dLayer's [top bottom left right].
 void padding_option(const mxArray* value, ConvOptions& options) {
     if (mxIsChar(value)) {
-        const std::string mode = lower(text(value, "'Padding'"));
+        const std::string mode = lowercase(text(value, "'Padding'"));
         if (mode != "same") invalid("'Padding' must be 'same' or numbers; got '" + mode + "'");
         options.same = true;
         return;
@@ -53,7 +46,7 @@ void padding_option(const mxArray* value, ConvOptions& options) {
 }
 
 DataType storage_option(const mxArray* value) {
-    const std::string name = lower(text(value, "'Storage'"));
+    const std::string name = lowercase(text(value, "'Storage'"));
     if (name == "single") return DataType::F32;
     if (name == "half") return DataType::F16;
     try {
@@ -76,7 +69,7 @@ void parse_pairs(const mxArray* const* args, int count, const std::map<std::stri
     for (int i = 0; i < count; i += 2) {
         if (!mxIsChar(args[i])) invalid("an option name must be a character vector; got " + describe(args[i]));
         const std::string name = text(args[i], "an option name");
-        const auto setter = setters.find(lower(name));
+        const auto setter = setters.find(lowercase(name));
         if (setter == setters.end()) invalid("unknown option '" + name + "' (options: " + names + ")");
         setter->second(args[i + 1]);
     }
@@ -115,6 +108,20 @@ LayerOptions parse_layer_options(const mxArray* const* args, int count) {
         {"workspacebudget", [&](const mxArray* v) { o.workspace_budget = bytes_option(v, "'WorkspaceBudget'"); }},
     };
     parse_pairs(args, count, setters, "Storage, WorkspaceBudget");
+    return o;
+}
+
+ContextOptions parse_device_options(const mxArray* const* args, int count) {
+    ContextOptions o;
+    o.device = mxIsNumeric(args[0]) ? std::to_string(whole_number(args[0], "the device index", 0, 1 << 30))
+                                    : text(args[0], "the device selector (an index or part of a name)");
+    const std::map<std::string, Setter> setters{
+        {"memorylimit",
+         [&](const mxArray* v) { o.device_memory_limit = whole_number(v, "'MemoryLimit'", 0, max_bytes); }},
+        {"devicelimits", [&](const mxArray* v) { o.device_limits = text(v, "'DeviceLimits'"); }},
+        {"pipelinecache", [&](const mxArray* v) { o.pipeline_cache_path = text(v, "'PipelineCache'"); }},
+    };
+    parse_pairs(args + 1, count - 1, setters, "MemoryLimit, DeviceLimits, PipelineCache");
     return o;
 }
 

@@ -42,6 +42,9 @@ struct LayerOptions {
 // name (and the names there are), a name without a value, or a value of the wrong kind.
 ConvOptions parse_conv_options(const mxArray* const* args, int count);
 LayerOptions parse_layer_options(const mxArray* const* args, int count);
+// vkconv('device', selector, Name, Value, ...): the selector (an index or part of a name), then MemoryLimit
+// (bytes the pool may hold, 0 for no cap), DeviceLimits (a device profile's name or file), PipelineCache (a file).
+ContextOptions parse_device_options(const mxArray* const* args, int count);
 
 // MATLAB sizes of a convolution: data [H W C N], weights [R S Cg Kg G].
 struct MatlabConv {

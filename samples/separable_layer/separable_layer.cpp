@@ -24,6 +24,13 @@ using vkconv::Error;
 using vkconv::ErrorCategory;
 using vkconv::Tensor;
 
+uint64_t pool_bytes(vkconv::Context& context, std::initializer_list<const Tensor*> tensors) {
+    const vkconv::PoolStats stats = context.pool_stats();
+    uint64_t bytes = 0;
+    for (const Tensor* t : tensors) bytes += stats.rounded(t->bytes());
+    return bytes;
+}
+
 void Shape::validate() const {
     auto positive = [](const char* field, int64_t value) {
         if (value <= 0)
@@ -65,13 +72,6 @@ private:
     std::chrono::steady_clock::time_point start_;
     PassReport report_;
 };
-
-uint64_t pool_bytes(vkconv::Context& context, std::initializer_list<const Tensor*> tensors) {
-    const vkconv::PoolStats stats = context.pool_stats();
-    uint64_t bytes = 0;
-    for (const Tensor* t : tensors) bytes += stats.rounded(t->bytes());
-    return bytes;
-}
 
 // The problems of the 16-bit elementwise passes: a 1x1 convolution by ones, one channel a group, over one frame
 // (C channels of H x W) or over a kernel-shaped tensor (C x 1 x 3 x 3, seen as C images of 1 x 3 x 3).

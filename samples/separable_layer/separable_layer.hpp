@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,6 +33,9 @@ struct Shape {
     // Error(InvalidArgument) naming the field: positive sizes, frames a multiple of 3.
     void validate() const;
 };
+
+// Bytes the pool holds for `tensors` (each rounded to its alignment): a pass's operands as PassReport counts them.
+uint64_t pool_bytes(vkconv::Context& context, std::initializer_list<const vkconv::Tensor*> tensors);
 
 // What one pass did, summed over its submissions.
 struct PassReport {
